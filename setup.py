@@ -1,0 +1,63 @@
+"""Installs seahorse-t5x: the library, its SeqIO tasks (as seahorse_t5x.tasks) and gin files."""
+
+import pathlib
+
+from setuptools import find_packages, setup
+
+ROOT = pathlib.Path(__file__).parent
+
+# Versions checked to install and work together on Python 3.11 (CPU).
+INSTALL_REQUIRES = [
+    "jax[cpu]==0.10.2",
+    "flax==0.12.8",
+    "optax==0.2.8",
+    "orbax-checkpoint==0.12.8",
+    "tensorstore==0.1.86",
+    "clu==0.0.12",
+    "seqio==0.0.20",
+    "tensorflow==2.21.0",
+    "tensorflow-text==2.21.1",
+    "tensorflow-datasets==4.9.10",
+    "gin-config==0.5.0",
+    "sentencepiece==0.2.3",
+    "numpy==2.4.6",
+    "scipy==1.17.1",
+    "scikit-learn==1.9.1",
+    "pandas==3.1.1",
+    "pyarrow==26.0.1",
+    "matplotlib==3.11.2",
+    "tqdm==4.70.1",
+]
+# Reading HF checkpoints (.bin) and the PyTorch reference path. torch is pinned to the CPU
+# build: an unpinned torch pulls a multi-GB CUDA build.
+HF_REQUIRES = [
+    "torch==2.13.0",
+    "transformers==5.23.0",
+    "safetensors==0.8.0",
+]
+TEST_REQUIRES = HF_REQUIRES + [
+    "pytest==9.2.0",
+    "ruff==0.17.6",
+    "nbclient==0.11.0",
+    "nbformat==5.11.1",
+    "ipykernel==7.4.0",
+]
+
+setup(
+    name="seahorse-t5x",
+    version="0.1.0",
+    description="Learnt summarization metrics from the SEAHORSE ratings with T5X, SeqIO and JAX.",
+    long_description=(ROOT / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.11,<3.12",
+    packages=find_packages(include=["seahorse_t5x", "seahorse_t5x.*"]) + ["seahorse_t5x.tasks"],
+    # The task registrations live in the top-level tasks/ folder but are importable only
+    # as seahorse_t5x.tasks: one canonical module path for SeqIO's registry.
+    package_dir={"seahorse_t5x.tasks": "tasks"},
+    package_data={"seahorse_t5x": ["assets/*", "assets/**/*"]},
+    include_package_data=True,
+    install_requires=INSTALL_REQUIRES,
+    extras_require={"hf": HF_REQUIRES, "bench": HF_REQUIRES, "test": TEST_REQUIRES},
+    entry_points={"console_scripts": ["seahorse-t5x=seahorse_t5x.cli:main"]},
+)
