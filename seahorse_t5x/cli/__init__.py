@@ -22,7 +22,9 @@ SUBCOMMANDS: dict[str, str] = {
     "train": "train",
     "evaluate": "evaluate",
     "score": "score",
+    "baselines": "baselines",
     "report": "report",
+    "t5x-scores": "t5x_scores",
     "plan": "plan",
 }
 
