@@ -8,7 +8,8 @@ ROOT = pathlib.Path(__file__).parent
 
 # Versions checked to install and work together on Python 3.11 (CPU).
 INSTALL_REQUIRES = [
-    "jax[cpu]==0.10.2",
+    "jax==0.10.2",
+    "jaxlib==0.10.2",
     "flax==0.12.8",
     "optax==0.2.8",
     "orbax-checkpoint==0.12.8",
