@@ -1,0 +1,203 @@
+"""Per-example score files: JSON Lines, one object per scored item.
+
+Required fields: `metric` (name of the scorer), `benchmark` (`seahorse`, `mface`, `true`,
+`metal`, ...), `question` (1..6, or the benchmark's dimension name), `label` (0/1, or a float
+for graded benchmarks) and `score` (float, higher = more likely Yes; null or NaN when the
+scorer produced none). Optional slice fields: `gem_id`, `language`, `dataset`, `system`.
+Other fields are kept as extra columns and otherwise ignored.
+
+Rows whose score is null, NaN or infinite are read (their `score` is NaN) so the report can
+count them; `drop_missing_scores` removes them and says how many per metric and question.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from seahorse_t5x import errors
+
+REQUIRED_FIELDS: tuple[str, ...] = ("metric", "benchmark", "question", "label", "score")
+SLICE_FIELDS: tuple[str, ...] = ("gem_id", "language", "dataset", "system")
+# Column added by the reader: which file a row came from.
+SOURCE_FIELD = "source_file"
+
+_NUMBER = (int, float)
+
+
+def normalize_question(value: object) -> str:
+    """A question as the report spells it: `"4"` for 4, "4", "q4" or "Q4"; names kept as given.
+
+    Raises:
+      ValueError: the value is empty, a bool, or neither an int nor a string.
+    """
+    if isinstance(value, bool) or value is None:
+        raise ValueError("expected a question number 1..6 or a dimension name")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise ValueError("expected a question number 1..6 or a dimension name, got ''")
+        if text[:1] in "qQ" and text[1:].isdigit():
+            return text[1:]
+        return text
+    raise ValueError(f"expected a question number or name, got {type(value).__name__}")
+
+
+def validate_row(row: object, path: str, line: int) -> dict:
+    """Checks one score row and returns it normalized (question as str, label/score floats).
+
+    Raises:
+      errors.DataError: naming the file, line and field that is wrong.
+    """
+    if not isinstance(row, Mapping):
+        raise errors.DataError(
+            path, line, None, f"expected a JSON object, got {type(row).__name__}"
+        )
+    for field in REQUIRED_FIELDS:
+        if field not in row:
+            raise errors.DataError(path, line, field, "required field is missing")
+    out = dict(row)
+    for field in ("metric", "benchmark"):
+        value = row[field]
+        if not isinstance(value, str) or not value.strip():
+            raise errors.DataError(path, line, field, f"expected a non-empty string, got {value!r}")
+        out[field] = value.strip()
+    try:
+        out["question"] = normalize_question(row["question"])
+    except ValueError as e:
+        raise errors.DataError(path, line, "question", f"{e} (got {row['question']!r})") from None
+    label = row["label"]
+    if isinstance(label, bool):
+        label = int(label)
+    if not isinstance(label, _NUMBER) or not math.isfinite(label):
+        raise errors.DataError(
+            path, line, "label", f"expected 0/1 or a finite number, got {label!r}"
+        )
+    out["label"] = float(label)
+    score = row["score"]
+    if score is None:
+        out["score"] = math.nan
+    elif isinstance(score, bool) or not isinstance(score, _NUMBER):
+        raise errors.DataError(path, line, "score", f"expected a number or null, got {score!r}")
+    else:
+        # -inf (log 0) and NaN are kept as NaN: counted as missing by the report.
+        out["score"] = float(score) if math.isfinite(score) else math.nan
+    for field in SLICE_FIELDS:
+        value = row.get(field)
+        if value is not None and not isinstance(value, str):
+            raise errors.DataError(path, line, field, f"expected a string or null, got {value!r}")
+    return out
+
+
+def write_score_file(path: str | pathlib.Path, rows: Iterable[Mapping]) -> int:
+    """Writes score rows as JSON Lines (UTF-8), validating each row first.
+
+    Missing scores (None/NaN) are written as `null`; parent folders are created.
+
+    Returns:
+      The number of rows written.
+
+    Raises:
+      errors.DataError: a row lacks a required field or holds a wrong value (the line is
+        the row's 1-based position); nothing is left half-written.
+    """
+    path = pathlib.Path(path)
+    lines = []
+    for number, row in enumerate(rows, start=1):
+        clean = validate_row(row, str(path), number)
+        record = dict(row)
+        record["question"] = _question_for_file(clean["question"])
+        record["label"] = _plain_number(clean["label"])
+        record["score"] = None if math.isnan(clean["score"]) else clean["score"]
+        lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False, default=_to_json))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    tmp.replace(path)
+    return len(lines)
+
+
+def _question_for_file(normalized: str) -> int | str:
+    return int(normalized) if normalized.isdigit() else normalized
+
+
+def _plain_number(value: float) -> int | float:
+    return int(value) if value.is_integer() else value
+
+
+def _to_json(value: object) -> object:
+    # numpy scalars in slice/extra fields.
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
+    """Reads one score file (see `read_score_files`)."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise errors.UserError(f"score file not found: {path}")
+    records = []
+    with path.open(encoding="utf-8") as f:
+        for number, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise errors.DataError(
+                    str(path), number, None, f"not valid JSON: {e.msg}"
+                ) from None
+            record = validate_row(row, str(path), number)
+            record[SOURCE_FIELD] = str(path)
+            records.append(record)
+    if not records:
+        raise errors.DataError(str(path), None, None, "holds no score rows")
+    return pd.DataFrame.from_records(records)
+
+
+def read_score_files(paths: Sequence[str | pathlib.Path]) -> pd.DataFrame:
+    """Reads and concatenates score files into one table.
+
+    Returns:
+      A DataFrame with the required fields (`question` as str, `label` and `score` float,
+      missing scores NaN), the slice fields (None where absent), every extra field, and
+      `source_file`.
+
+    Raises:
+      errors.UserError: no paths, or a file is missing.
+      errors.DataError: a line is not JSON or a field is missing or wrong.
+    """
+    if not paths:
+        raise errors.UserError("no score files given")
+    frame = pd.concat([read_score_file(p) for p in paths], ignore_index=True, sort=False)
+    for field in SLICE_FIELDS:
+        if field not in frame.columns:
+            frame[field] = None
+    frame[list(SLICE_FIELDS)] = frame[list(SLICE_FIELDS)].astype(object)
+    frame["label"] = frame["label"].astype("float64")
+    frame["score"] = frame["score"].astype("float64")
+    return frame
+
+
+def drop_missing_scores(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Removes rows without a usable score and counts them.
+
+    Returns:
+      The remaining rows and `{"metric/benchmark/question": dropped}` for each group that
+      lost rows (empty when none did).
+    """
+    missing = frame["score"].isna()
+    counts: dict[str, int] = {}
+    if missing.any():
+        grouped = frame[missing].groupby(["metric", "benchmark", "question"], sort=True).size()
+        counts = {"/".join(map(str, key)): int(n) for key, n in grouped.items()}
+    return frame[~missing].reset_index(drop=True), counts
