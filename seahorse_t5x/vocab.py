@@ -3,8 +3,13 @@
 The default is mT5's `mc4.250000.100extra` model, spelled exactly as T5X's mT5 model gins
 spell it (T5X refuses a task whose vocabulary differs from the model's). It can be pointed
 at a local `.model` file with the `SEAHORSE_VOCAB` environment variable, or with gin
-(`seahorse_t5x.vocab.vocabulary_path.path = "..."`) before the tasks are imported. The
-demo and the tests use the small vocabulary shipped in `seahorse_t5x/assets/`.
+(`seahorse_t5x.vocab.vocabulary_path.path = "..."`). The demo and the tests use the small
+vocabulary shipped in `seahorse_t5x/assets/`.
+
+Tasks register at import time, often while T5X is still parsing the gin file that imports
+them, so their features hold a `DeferredSentencePieceVocabulary`: it looks the path up
+(gin, then env) each time it is used, not when the task is registered. A binding or env
+value set after `import seahorse_t5x.tasks` therefore still applies.
 """
 
 from __future__ import annotations
@@ -44,12 +49,16 @@ def vocabulary_path(path: str | None = None) -> str:
 def _vocabulary(path: str, extra_ids: int):
     import seqio  # TensorFlow-heavy: imported only when a vocabulary is needed.
 
+    _check_exists(path)
+    return seqio.SentencePieceVocabulary(path, extra_ids=extra_ids)
+
+
+def _check_exists(path: str) -> None:
     if "://" not in path and not os.path.exists(path):
         raise errors.UserError(
             f"SentencePiece model not found: {path}. Set {constants.ENV_VOCAB} to a local "
             "`.model` file, or `demo` for the shipped demo vocabulary."
         )
-    return seqio.SentencePieceVocabulary(path, extra_ids=extra_ids)
 
 
 def get_vocabulary(path: str | None = None, extra_ids: int = MT5_EXTRA_IDS):
@@ -58,6 +67,74 @@ def get_vocabulary(path: str | None = None, extra_ids: int = MT5_EXTRA_IDS):
     The same object is returned for the same path, so tasks and models share it.
     """
     return _vocabulary(vocabulary_path(path), extra_ids)
+
+
+@functools.cache
+def deferred_vocabulary_class() -> type:
+    """The class `DeferredSentencePieceVocabulary`, built on first use.
+
+    Built lazily because it subclasses `seqio.SentencePieceVocabulary`, and importing SeqIO
+    (TensorFlow) here would slow down every CLI command that only needs `vocabulary_path()`.
+    """
+    from seqio import vocabularies as seqio_vocabularies
+
+    class DeferredSentencePieceVocabulary(seqio_vocabularies.SentencePieceVocabulary):
+        """A `seqio.SentencePieceVocabulary` whose model path is `vocabulary_path()` at use time.
+
+        It compares equal to a plain `seqio.SentencePieceVocabulary(path, extra_ids)` for the
+        path it currently resolves to (SeqIO compares the pickled state, T5X compares task and
+        model vocabularies this way), and it pickles as that plain vocabulary.
+        """
+
+        def __init__(self, extra_ids: int = MT5_EXTRA_IDS) -> None:
+            self._resolved: tuple[str, object] | None = None
+            super().__init__(sentencepiece_model_file="", extra_ids=extra_ids)
+
+        # The base class stores the path in `_sentencepiece_model_file`: a property makes every
+        # read of it (model loading, `__str__`, equality) see the path chosen now.
+        @property
+        def _sentencepiece_model_file(self) -> str:
+            return vocabulary_path()
+
+        @_sentencepiece_model_file.setter
+        def _sentencepiece_model_file(self, value: str) -> None:
+            del value  # the path is never fixed; see the class docstring
+
+        def _model_context(self):
+            path = self._sentencepiece_model_file
+            if self._resolved is None or self._resolved[0] != path:
+                _check_exists(path)
+                self._model = None
+                self._resolved = (path, super()._model_context())
+            return self._resolved[1]
+
+        def __getstate__(self) -> dict:
+            # Exactly the state of the plain vocabulary this one stands for.
+            return seqio_vocabularies.SentencePieceVocabulary(
+                self._sentencepiece_model_file,
+                extra_ids=self._extra_ids,
+                normalizer_spec_overrides=self._normalizer_spec_overrides,
+                reverse_extra_ids=self._reverse_extra_ids,
+                use_fast_tokenizer=self._use_fast_tokenizer,
+            ).__getstate__()
+
+        def __reduce__(self):
+            state = self.__getstate__()
+            return (
+                seqio_vocabularies.SentencePieceVocabulary,
+                (state["_sentencepiece_model_file"], state["_extra_ids"]),
+            )
+
+    return DeferredSentencePieceVocabulary
+
+
+@functools.cache
+def deferred_vocabulary(extra_ids: int = MT5_EXTRA_IDS):
+    """The vocabulary SeqIO tasks hold: resolved through `vocabulary_path()` at each use.
+
+    One object per `extra_ids`, so every task shares it; see `deferred_vocabulary_class`.
+    """
+    return deferred_vocabulary_class()(extra_ids)
 
 
 def label_token_ids(vocab) -> tuple[int, int]:

@@ -1,4 +1,7 @@
 """SeqIO task and mixture registrations, imported as `seahorse_t5x.tasks`.
 
-Importing this module registers every task; the names are listed in docs/tasks.md.
+Importing this module registers every task; the names are listed in docs/tasks.md. Import it
+only under this name: registering a task twice (e.g. also as `tasks.seahorse`) raises.
 """
+
+from seahorse_t5x.tasks import seahorse  # noqa: F401

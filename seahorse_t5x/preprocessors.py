@@ -1,0 +1,298 @@
+"""SeqIO preprocessors for every premise/hypothesis task: text, targets, truncation, EOS.
+
+Every task in this project (SEAHORSE, NLI, mFACE, TRUE, METAL) first maps its raw rows to
+one intermediate schema, then reuses `premise_hypothesis_preprocessors(...)`:
+
+  premise           string   the article (or NLI premise, dialogue context, ...)
+  hypothesis        string   the summary (or NLI hypothesis)
+  label             int64    1 / 0 for binary questions; float32 for graded benchmarks
+  question_prompt   string   optional: the question named in multi-question inputs
+  gem_id, language, dataset, system   strings, passed through untouched
+  question          int64    passed through untouched
+
+The model input is `premise: {premise} hypothesis: {hypothesis}` (multi-question:
+`question: {prompt} premise: ... hypothesis: ...`). With `truncation="keep_summary"` (the
+default) the input is cut inside the premise at the token level, so the question, both
+markers, the whole hypothesis and EOS always fit; `truncation="right"` is the SEAHORSE
+paper's behaviour (tokenize everything, cut from the right).
+
+Two int features say what the cut cost, for callers to count (`truncation_counts`):
+`article_tokens_dropped` (premise tokens not in the input) and `summary_truncated` (1 when
+tokens of the hypothesis, or of its marker, were cut).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping
+
+import numpy as np
+import seqio
+import tensorflow as tf
+
+from seahorse_t5x import constants, errors
+
+TRUNCATION_KEEP_SUMMARY = "keep_summary"
+TRUNCATION_RIGHT = "right"
+TRUNCATION_MODES: tuple[str, ...] = (TRUNCATION_KEEP_SUMMARY, TRUNCATION_RIGHT)
+
+PREMISE_MARKER = "premise:"
+HYPOTHESIS_MARKER = "hypothesis:"
+QUESTION_MARKER = "question:"
+
+# Features this module adds after tokenization and removes again once `inputs` is built.
+_PART_FEATURES = ("marker_tokens", "premise_tokens", "hypothesis_tokens")
+
+
+def input_text(premise: str, hypothesis: str, question_prompt: str | None = None) -> str:
+    """The model input as plain text (what `inputs_pretokenized` holds).
+
+    >>> input_text("A cat sat.", "A cat.")
+    'premise: A cat sat. hypothesis: A cat.'
+    """
+    head = "" if question_prompt is None else f"{QUESTION_MARKER} {question_prompt} "
+    return f"{head}{PREMISE_MARKER} {premise} {HYPOTHESIS_MARKER} {hypothesis}"
+
+
+@seqio.map_over_dataset
+def label_targets(x: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """Adds `targets_pretokenized`: "1" for label 1, "0" for label 0 (training mode).
+
+    {"label": 1, ...} -> {"label": 1, "targets_pretokenized": "1", ...}
+
+    A label other than 0 or 1 stops the pipeline with an InvalidArgumentError: sources
+    filter unlabeled rows before this step.
+    """
+    label = tf.cast(x["label"], tf.float32)
+    is_binary = tf.logical_or(tf.equal(label, 0.0), tf.equal(label, 1.0))
+    with tf.control_dependencies(
+        [tf.debugging.Assert(is_binary, ["training targets need a 0/1 label, got", label])]
+    ):
+        target = tf.where(
+            tf.equal(label, 1.0),
+            tf.constant(constants.TARGET_YES),
+            tf.constant(constants.TARGET_NO),
+        )
+    return {**x, "targets_pretokenized": target}
+
+
+@seqio.map_over_dataset
+def constant_yes_targets(x: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """Adds `targets_pretokenized` = "1" whatever the label (T5X score mode).
+
+    T5X's score mode returns log P(targets | inputs): with the constant target "1" that is
+    the model's log-probability of "yes". The gold label stays in `label` for the metrics.
+
+    {"label": 0, ...} -> {"label": 0, "targets_pretokenized": "1", ...}
+    """
+    return {**x, "targets_pretokenized": tf.constant(constants.TARGET_YES)}
+
+
+@seqio.map_over_dataset
+def tokenize_premise_hypothesis(
+    x: Mapping[str, tf.Tensor],
+    output_features: Mapping[str, seqio.Feature],
+    multi_question: bool = False,
+) -> dict[str, tf.Tensor]:
+    """Tokenizes the input's three parts separately, and the targets.
+
+    The parts are the marker (`premise:`, or `question: {prompt} premise:`), the premise,
+    and `hypothesis: {hypothesis}`. Each starts a new word, so the concatenation of their
+    tokens is the tokenization of the joined text (SentencePiece never merges across a
+    space); keeping them apart lets `truncate_inputs` cut the premise alone.
+
+    {"premise": "A cat sat.", "hypothesis": "A cat.", "targets_pretokenized": "1"} ->
+    {..., "inputs_pretokenized": "premise: A cat sat. hypothesis: A cat.",
+     "marker_tokens": ids("premise:"), "premise_tokens": ids("A cat sat."),
+     "hypothesis_tokens": ids("hypothesis: A cat."), "targets": ids("1")}
+    """
+    input_vocab = output_features["inputs"].vocabulary
+    target_vocab = output_features["targets"].vocabulary
+    if multi_question:
+        marker = tf.strings.join(
+            [QUESTION_MARKER, x["question_prompt"], PREMISE_MARKER], separator=" "
+        )
+    else:
+        marker = tf.constant(PREMISE_MARKER)
+    hypothesis_part = tf.strings.join([HYPOTHESIS_MARKER, x["hypothesis"]], separator=" ")
+    out = dict(x)
+    out["inputs_pretokenized"] = tf.strings.join(
+        [marker, x["premise"], hypothesis_part], separator=" "
+    )
+    out["marker_tokens"] = input_vocab.encode_tf(marker)
+    out["premise_tokens"] = input_vocab.encode_tf(x["premise"])
+    out["hypothesis_tokens"] = input_vocab.encode_tf(hypothesis_part)
+    out["targets"] = target_vocab.encode_tf(x["targets_pretokenized"])
+    return out
+
+
+def _content_budget(sequence_length: Mapping[str, int] | None) -> int | None:
+    """Tokens available to the input before its EOS, or None when nothing is cut."""
+    if not sequence_length or sequence_length.get("inputs") is None:
+        return None
+    return int(sequence_length["inputs"]) - 1
+
+
+@seqio.map_over_dataset
+def truncate_inputs(
+    x: Mapping[str, tf.Tensor],
+    sequence_length: Mapping[str, int] | None = None,
+    truncation: str = TRUNCATION_KEEP_SUMMARY,
+) -> dict[str, tf.Tensor]:
+    """Builds `inputs` (without EOS) from the parts, within `sequence_length["inputs"] - 1`.
+
+    keep_summary: the marker and hypothesis tokens are kept and the premise gets the tokens
+    left over; only if marker + hypothesis alone exceed the budget is the end cut (and
+    `summary_truncated` set). right: the parts are joined and the end is cut, as in the
+    paper. One token is left for the EOS that `append_eos_after_trim` adds next.
+
+    With budget 6, marker [5], premise [7, 8, 9, 10], hypothesis [6, 11, 12]:
+      keep_summary -> inputs [5, 7, 8, 6, 11, 12], article_tokens_dropped 2, summary_truncated 0
+      right        -> inputs [5, 7, 8, 9, 10, 6, ...] (cut to 6 later), dropped 0, truncated 1
+
+    Raises:
+      ValueError: for an unknown `truncation` mode or a budget below one token.
+    """
+    if truncation not in TRUNCATION_MODES:
+        raise ValueError(f"truncation must be one of {TRUNCATION_MODES}, got {truncation!r}")
+    marker = x["marker_tokens"]
+    premise = x["premise_tokens"]
+    hypothesis = x["hypothesis_tokens"]
+    marker_len = tf.size(marker)
+    premise_len = tf.size(premise)
+    hypothesis_len = tf.size(hypothesis)
+    budget = _content_budget(sequence_length)
+    out = {k: v for k, v in x.items() if k not in _PART_FEATURES}
+    if budget is None:
+        out["inputs"] = tf.concat([marker, premise, hypothesis], axis=0)
+        out["article_tokens_dropped"] = tf.constant(0, tf.int32)
+        out["summary_truncated"] = tf.constant(0, tf.int32)
+        return out
+    if budget < 1:
+        raise ValueError(f"sequence_length['inputs'] must be at least 2, got {budget + 1}")
+
+    if truncation == TRUNCATION_KEEP_SUMMARY:
+        premise_budget = tf.maximum(0, budget - marker_len - hypothesis_len)
+        kept_premise = premise[:premise_budget]
+        joined = tf.concat([marker, kept_premise, hypothesis], axis=0)
+        out["inputs"] = joined[:budget]
+        dropped = premise_len - tf.size(kept_premise)
+        summary_cut = marker_len + hypothesis_len > budget
+    else:
+        # The paper's pipeline: SeqIO's own trim (append_eos_after_trim) cuts the end.
+        out["inputs"] = tf.concat([marker, premise, hypothesis], axis=0)
+        overflow = tf.maximum(0, marker_len + premise_len + hypothesis_len - budget)
+        hypothesis_cut = tf.minimum(hypothesis_len, overflow)
+        dropped = tf.minimum(premise_len, overflow - hypothesis_cut)
+        summary_cut = hypothesis_cut > 0
+    out["article_tokens_dropped"] = tf.cast(dropped, tf.int32)
+    out["summary_truncated"] = tf.cast(summary_cut, tf.int32)
+    return out
+
+
+def premise_hypothesis_preprocessors(
+    score_mode: bool,
+    truncation: str = TRUNCATION_KEEP_SUMMARY,
+    multi_question: bool = False,
+) -> list[Callable[..., tf.data.Dataset]]:
+    """The preprocessor chain from the intermediate schema to `inputs` and `targets`.
+
+    Args:
+      score_mode: True for T5X score-mode evaluation (constant target "1", gold label kept
+        in `label`); False for training and predict-mode evaluation (target "1"/"0").
+      truncation: "keep_summary" (cut the premise, keep hypothesis and EOS) or "right"
+        (the paper: cut the end of the joined input).
+      multi_question: name the question (`question_prompt`) at the start of the input.
+
+    Returns:
+      Preprocessors for `seqio.Task(preprocessors=...)`, to follow the source's own
+      mapping into the intermediate schema. Tokenization comes before SeqIO's cache
+      placeholder; truncation (which needs `sequence_length`) and EOS come after it.
+
+    Raises:
+      UserError: for an unknown `truncation` mode.
+    """
+    if truncation not in TRUNCATION_MODES:
+        raise errors.UserError(
+            f"truncation must be one of {', '.join(TRUNCATION_MODES)}, got {truncation!r}"
+        )
+    return [
+        constant_yes_targets if score_mode else label_targets,
+        functools.partial(tokenize_premise_hypothesis, multi_question=multi_question),
+        seqio.CacheDatasetPlaceholder(),
+        functools.partial(truncate_inputs, truncation=truncation),
+        seqio.preprocessors.append_eos_after_trim,
+    ]
+
+
+def truncation_counts(dataset: Iterable[Mapping[str, object]]) -> dict[str, int]:
+    """Counts what truncation cost over a preprocessed dataset (or any example iterable).
+
+    Returns:
+      `examples`, `articles_truncated` (examples that lost premise tokens),
+      `article_tokens_dropped` (their sum) and `summaries_truncated`.
+    """
+    counts = {
+        "examples": 0,
+        "articles_truncated": 0,
+        "article_tokens_dropped": 0,
+        "summaries_truncated": 0,
+    }
+    if isinstance(dataset, tf.data.Dataset):
+        dataset = dataset.as_numpy_iterator()
+    for ex in dataset:
+        dropped = int(np.asarray(ex["article_tokens_dropped"]))
+        counts["examples"] += 1
+        counts["articles_truncated"] += int(dropped > 0)
+        counts["article_tokens_dropped"] += dropped
+        counts["summaries_truncated"] += int(np.asarray(ex["summary_truncated"]))
+    return counts
+
+
+# ---------------------------------------------------------------------------------------
+# Postprocessors: the other direction of the same text-to-text format.
+
+
+def label_from_text(text: str | bytes) -> int:
+    """ "1" -> 1, "0" -> 0, anything else (a malformed prediction) -> -1."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    text = text.strip()
+    if text == constants.TARGET_YES:
+        return 1
+    if text == constants.TARGET_NO:
+        return 0
+    return -1
+
+
+def predict_postprocessor(
+    output_or_target: str | bytes,
+    example: Mapping[str, object] | None = None,
+    is_target: bool = False,
+) -> int:
+    """`postprocess_fn` for predict-mode tasks: decoded "1"/"0" text to 1/0 (else -1)."""
+    del example, is_target  # targets and predictions are parsed alike
+    return label_from_text(output_or_target)
+
+
+def score_postprocessor(
+    output_or_target: object,
+    example: Mapping[str, object] | None = None,
+    is_target: bool = False,
+) -> object:
+    """`postprocess_fn` for score-mode tasks: the gold `label` for targets.
+
+    In score mode every target is the constant "1"; T5X calls the task's postprocess_fn on
+    it with `example=` (the example's features) and `is_target=True`, which is how the gold
+    label reaches the `(targets, scores)` metric. A float label (graded benchmarks) stays a
+    float; a 0/1 label becomes an int. Model outputs (scores) pass through unchanged.
+
+    Raises:
+      ValueError: if a target arrives without its example's `label`.
+    """
+    if not is_target:
+        return output_or_target
+    if example is None or "label" not in example:
+        raise ValueError("score-mode targets need the example's `label` feature")
+    label = np.asarray(example["label"])
+    return int(label) if np.issubdtype(label.dtype, np.integer) else float(label)

@@ -1,0 +1,282 @@
+"""SEAHORSE SeqIO tasks: one binary metric per question, per language, multi-question, score.
+
+Registered names (96 tasks, 2 mixtures; docs/tasks.md describes each):
+
+  seahorse_q{n}                 n = 1..6, target "1"/"0" from the q{n} rating
+  seahorse_q{n}.{lang}          the same, one language (de, en, es, ru, tr, vi)
+  seahorse_all_q{n}             multi-question input `question: {prompt} premise: ...`
+  seahorse_q{n}_score           T5X score mode: constant target "1", gold label in `label`
+  seahorse_q{n}_score.{lang}    the same, one language
+  seahorse_all_q{n}_score       score mode for the multi-question model
+  seahorse_all                  mixture of seahorse_all_q1..q6, rate = labelled train rows
+  seahorse_all_score            mixture of seahorse_all_q1_score..q6_score (evaluation)
+
+Every task reads `{data_dir}/{split}.jsonl` (written by `seahorse-t5x prepare`); the
+directory is looked up when a dataset is built, never at import: gin
+`seahorse_t5x.tasks.seahorse.data_dir.path`, else env SEAHORSE_DATA_DIR. Rows whose label for
+the task's question is null (e.g. Q2..Q6 after a "No" for Q1) are skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Iterator
+
+import gin
+import seqio
+import tensorflow as tf
+from absl import logging
+
+from seahorse_t5x import constants, errors, preprocessors, vocab
+from seahorse_t5x.evaluation import seqio_metrics
+
+# Fields of the joined split files (docs/architecture.md) this module reads.
+_TEXT_FIELDS = ("gem_id", "language", "dataset", "system", "summary", "article")
+
+# The intermediate schema of preprocessors.py, as the source yields it.
+_OUTPUT_SIGNATURE = {
+    "premise": tf.TensorSpec((), tf.string),
+    "hypothesis": tf.TensorSpec((), tf.string),
+    "label": tf.TensorSpec((), tf.int64),
+    "question": tf.TensorSpec((), tf.int64),
+    "question_prompt": tf.TensorSpec((), tf.string),
+    "gem_id": tf.TensorSpec((), tf.string),
+    "language": tf.TensorSpec((), tf.string),
+    "dataset": tf.TensorSpec((), tf.string),
+    "system": tf.TensorSpec((), tf.string),
+}
+
+
+@gin.configurable(module="seahorse_t5x.tasks.seahorse")
+def data_dir(path: str | None = None) -> str:
+    """The folder holding the joined split files: gin binding, else env SEAHORSE_DATA_DIR.
+
+    Raises:
+      UserError: if neither is set.
+    """
+    chosen = path or os.environ.get(constants.ENV_DATA_DIR)
+    if not chosen:
+        raise errors.UserError(
+            f"no SEAHORSE data folder: set {constants.ENV_DATA_DIR} (or gin "
+            "`seahorse_t5x.tasks.seahorse.data_dir.path`) to the output folder of "
+            "`seahorse-t5x prepare`"
+        )
+    return chosen
+
+
+def split_path(split: str) -> str:
+    """`{data_dir()}/{split}.jsonl`, checked to exist.
+
+    Raises:
+      UserError: if the file is missing, naming it and the command that writes it.
+    """
+    path = os.path.join(data_dir(), f"{split}.jsonl")
+    if not tf.io.gfile.exists(path):
+        raise errors.UserError(
+            f"SEAHORSE split file not found: {path}. It is written by `seahorse-t5x prepare` "
+            f"(see `seahorse-t5x prepare --help`); point {constants.ENV_DATA_DIR} at that "
+            "command's output folder."
+        )
+    return path
+
+
+def _parse_row(path: str, line_number: int, line: str) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise errors.DataError(path, line_number, None, f"not valid JSON ({e.msg})") from e
+    if not isinstance(row, dict):
+        raise errors.DataError(path, line_number, None, "expected a JSON object")
+    for field in (*_TEXT_FIELDS, *constants.LABEL_FIELDS):
+        if field not in row:
+            raise errors.DataError(path, line_number, field, "missing")
+    for field in _TEXT_FIELDS:
+        if not isinstance(row[field], str):
+            raise errors.DataError(path, line_number, field, "expected a string")
+    for field in constants.LABEL_FIELDS:
+        if row[field] not in (0, 1, None) or isinstance(row[field], bool):
+            raise errors.DataError(
+                path, line_number, field, f"expected 1, 0 or null, got {row[field]!r}"
+            )
+    return row
+
+
+@functools.cache
+def _split_summary(path: str, size: int, mtime: float) -> dict[tuple[int, str], int]:
+    """Validates a split file once and counts its labelled rows per (question, language).
+
+    Keyed by size and mtime, so a rewritten file is read again. Reading the whole file
+    before the dataset is built turns a bad row into a clear `DataError` (file, line,
+    field) instead of an error deep inside tf.data.
+    """
+    del size, mtime  # cache keys only
+    counts: dict[tuple[int, str], int] = {}
+    with tf.io.gfile.GFile(path, "r") as f:
+        for line_number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            row = _parse_row(path, line_number, line)
+            if row["language"] not in constants.LANGUAGES:
+                raise errors.DataError(
+                    path,
+                    line_number,
+                    "language",
+                    f"expected one of {', '.join(constants.LANGUAGES)}, got {row['language']!r}",
+                )
+            for question in constants.QUESTIONS:
+                if row[f"q{question}"] is not None:
+                    key = (question, row["language"])
+                    counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def labelled_rows(split: str, question: int, language: str | None = None) -> int:
+    """Rows of `split` with a q{question} label (in `language`, if given)."""
+    path = split_path(split)
+    stat = tf.io.gfile.stat(path)
+    counts = _split_summary(path, stat.length, stat.mtime_nsec)
+    return sum(n for (q, lang), n in counts.items() if q == question and language in (None, lang))
+
+
+def _rows(path: str, question: int, language: str | None) -> Iterator[dict]:
+    field = f"q{question}"
+    prompt = constants.QUESTION_PROMPTS[question]
+    skipped = 0
+    with tf.io.gfile.GFile(path, "r") as f:
+        for line_number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            row = _parse_row(path, line_number, line)
+            if language is not None and row["language"] != language:
+                continue
+            if row[field] is None:
+                skipped += 1
+                continue
+            yield {
+                "premise": row["article"],
+                "hypothesis": row["summary"],
+                "label": row[field],
+                "question": question,
+                "question_prompt": prompt,
+                "gem_id": row["gem_id"],
+                "language": row["language"],
+                "dataset": row["dataset"],
+                "system": row["system"],
+            }
+    logging.info("%s: skipped %d rows without a %s label", path, skipped, field)
+
+
+def seahorse_dataset(
+    split: str, shuffle_files: bool, question: int, language: str | None = None
+) -> tf.data.Dataset:
+    """The rows of `{data_dir()}/{split}.jsonl` labelled for `question`, in file order.
+
+    Each example follows the intermediate schema of `seahorse_t5x.preprocessors`
+    (premise = article, hypothesis = summary, label = the q{question} rating).
+
+    Raises:
+      UserError: if the data folder is not set or the split file is missing.
+      DataError: for a malformed row (file, line and field named).
+    """
+    del shuffle_files  # one file per split; SeqIO shuffles examples
+    path = split_path(split)
+    labelled_rows(split, question, language)  # validates the file before tf.data reads it
+    return tf.data.Dataset.from_generator(
+        functools.partial(_rows, path, question, language),
+        output_signature=_OUTPUT_SIGNATURE,
+    )
+
+
+def _output_features() -> dict[str, seqio.Feature]:
+    vocabulary = vocab.deferred_vocabulary()
+    return {
+        "inputs": seqio.Feature(vocabulary=vocabulary, add_eos=True),
+        "targets": seqio.Feature(vocabulary=vocabulary, add_eos=True),
+    }
+
+
+def _add_task(
+    name: str,
+    question: int,
+    *,
+    language: str | None = None,
+    score_mode: bool = False,
+    multi_question: bool = False,
+) -> None:
+    source = seqio.FunctionDataSource(
+        dataset_fn=functools.partial(seahorse_dataset, question=question, language=language),
+        splits=constants.SPLITS,
+    )
+    if score_mode:
+        postprocess_fn = preprocessors.score_postprocessor
+        metric_fns = [seqio_metrics.score_metrics]
+    else:
+        postprocess_fn = preprocessors.predict_postprocessor
+        metric_fns = [seqio_metrics.predict_metrics]
+    seqio.TaskRegistry.add(
+        name,
+        source=source,
+        preprocessors=preprocessors.premise_hypothesis_preprocessors(
+            score_mode=score_mode, multi_question=multi_question
+        ),
+        output_features=_output_features(),
+        postprocess_fn=postprocess_fn,
+        metric_fns=metric_fns,
+    )
+
+
+def _train_rows_rate(task: seqio.Task) -> float:
+    """Mixing rate: the task's labelled rows in the train split (read at mixing time)."""
+    return float(labelled_rows("train", _TASK_QUESTION[task.name]))
+
+
+# Task name -> question, for the mixing rate.
+_TASK_QUESTION: dict[str, int] = {}
+
+
+def task_names() -> list[str]:
+    """Every SEAHORSE task name this module registers, in registration order."""
+    names = []
+    for question in constants.QUESTIONS:
+        names.append(f"seahorse_q{question}")
+        names.extend(f"seahorse_q{question}.{lang}" for lang in constants.LANGUAGES)
+        names.append(f"seahorse_all_q{question}")
+        names.append(f"seahorse_q{question}_score")
+        names.extend(f"seahorse_q{question}_score.{lang}" for lang in constants.LANGUAGES)
+        names.append(f"seahorse_all_q{question}_score")
+    return names
+
+
+MIXTURE_NAMES: tuple[str, ...] = ("seahorse_all", "seahorse_all_score")
+
+
+def _register() -> None:
+    for question in constants.QUESTIONS:
+        _add_task(f"seahorse_q{question}", question)
+        for lang in constants.LANGUAGES:
+            _add_task(f"seahorse_q{question}.{lang}", question, language=lang)
+        _add_task(f"seahorse_all_q{question}", question, multi_question=True)
+        _add_task(f"seahorse_q{question}_score", question, score_mode=True)
+        for lang in constants.LANGUAGES:
+            _add_task(
+                f"seahorse_q{question}_score.{lang}", question, language=lang, score_mode=True
+            )
+        _add_task(f"seahorse_all_q{question}_score", question, score_mode=True, multi_question=True)
+        _TASK_QUESTION[f"seahorse_all_q{question}"] = question
+    seqio.MixtureRegistry.add(
+        "seahorse_all",
+        [f"seahorse_all_q{q}" for q in constants.QUESTIONS],
+        default_rate=_train_rows_rate,
+    )
+    # Evaluation only (T5X evaluates each sub-task of a mixture on its own), so the rate
+    # does not read the train split.
+    seqio.MixtureRegistry.add(
+        "seahorse_all_score",
+        [f"seahorse_all_q{q}_score" for q in constants.QUESTIONS],
+        default_rate=1.0,
+    )
+
+
+_register()
