@@ -332,8 +332,8 @@ def read_mface(
 
     Returns:
       Examples with `label` = the raters' mean (`q{n}_avg`, in [0, 1]), `label_binary` =
-      1 when that mean is above 0.5 (most raters said Yes), and `question` = the SEAHORSE
-      question whose metric scores this dimension. Rows with empty text or a missing or
+      1 when that mean is above 0.5 (most raters said Yes), `question` = the dimension and
+      `seahorse_question` = the SEAHORSE question whose metric scores it. Rows with empty text or a missing or
       out-of-range average are dropped and reported.
 
     Raises:
@@ -395,7 +395,8 @@ def read_mface(
                 "dataset": "xlsum",
                 "system": row["system"].strip(),
                 "split": split,
-                "question": question,
+                "question": dimension,
+                "seahorse_question": question,
             }
         )
     return ReadResult(str(p), examples, drops)

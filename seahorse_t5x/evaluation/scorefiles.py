@@ -182,7 +182,9 @@ def read_score_files(paths: Sequence[str | pathlib.Path]) -> pd.DataFrame:
     for field in SLICE_FIELDS:
         if field not in frame.columns:
             frame[field] = None
-    frame[list(SLICE_FIELDS)] = frame[list(SLICE_FIELDS)].astype(object)
+        # Files without the field leave NaN after concat: absent is None, like a null.
+        column = frame[field].astype(object)
+        frame[field] = column.where(column.notna(), None)
     frame["label"] = frame["label"].astype("float64")
     frame["score"] = frame["score"].astype("float64")
     return frame

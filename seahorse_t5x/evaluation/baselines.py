@@ -1,0 +1,178 @@
+"""Model-free baselines of the paper: majority class and ROUGE-L (article vs summary).
+
+Both write the per-example score rows of `evaluation/scorefiles.py`, so `report` ranks them
+beside the learnt metrics.
+
+- `majority`: every item gets the same score, the training set's Yes rate for the question.
+  A constant score ranks nothing: ROC-AUC is 0.5 by construction (every positive/negative
+  pair is a tie) and Pearson rho is undefined (zero variance). `majority_metrics` states
+  both, because a generic ROC routine refuses constant scores.
+- `rouge_l`: ROUGE-L F-measure of the summary against its own article on SentencePiece
+  tokens (`evaluation/rouge.py`); the same score for all six questions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+from collections.abc import Callable, Iterable, Sequence
+
+from seahorse_t5x import constants, errors
+from seahorse_t5x.evaluation import rouge
+
+MAJORITY = "majority"
+ROUGE_L = "rouge_l"
+BASELINES: tuple[str, ...] = (MAJORITY, ROUGE_L)
+SEAHORSE_BENCHMARK = "seahorse"
+
+_SPLIT_FIELDS: tuple[str, ...] = ("gem_id", "summary", "article", *constants.LABEL_FIELDS)
+
+
+def read_split_file(path: str | pathlib.Path) -> list[dict]:
+    """Reads a joined split file (`prepare` output, JSON Lines) into row dicts.
+
+    Raises:
+      UserError: the file is missing. DataError: a line is not a JSON object with
+        `gem_id`, `summary`, `article` and `q1`..`q6`, or a label is not 1, 0 or null.
+    """
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise errors.UserError(
+            f"split file not found: {p}. Create it with `seahorse-t5x prepare` (or "
+            "`seahorse-t5x demo-data` for the synthetic demo data)."
+        )
+    rows: list[dict] = []
+    with p.open(encoding="utf-8") as f:
+        for line_number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise errors.DataError(str(p), line_number, None, f"not JSON: {e.msg}") from None
+            if not isinstance(row, dict):
+                raise errors.DataError(str(p), line_number, None, "expected a JSON object")
+            for field in _SPLIT_FIELDS:
+                if field not in row:
+                    raise errors.DataError(str(p), line_number, field, "missing")
+            for field in constants.LABEL_FIELDS:
+                if row[field] not in (0, 1, None):
+                    raise errors.DataError(
+                        str(p), line_number, field, f"{row[field]!r} is not 1, 0 or null"
+                    )
+            rows.append(row)
+    return rows
+
+
+def yes_rates(train_rows: Iterable[dict]) -> dict[int, float]:
+    """Share of Yes among the rated training items, per question (the majority score).
+
+    Raises:
+      UserError: a question has no rated item in the training rows.
+    """
+    yes = dict.fromkeys(constants.QUESTIONS, 0)
+    rated = dict.fromkeys(constants.QUESTIONS, 0)
+    for row in train_rows:
+        for q in constants.QUESTIONS:
+            label = row.get(f"q{q}")
+            if label is not None:
+                rated[q] += 1
+                yes[q] += int(label == 1)
+    empty = [q for q in constants.QUESTIONS if rated[q] == 0]
+    if empty:
+        raise errors.UserError(f"no rated training items for questions {empty}")
+    return {q: yes[q] / rated[q] for q in constants.QUESTIONS}
+
+
+def majority_metrics(labels: Sequence[float]) -> dict:
+    """The majority baseline's agreement, stated rather than computed on constant scores.
+
+    Returns:
+      `{"n", "pearson": None, "roc_auc": 0.5 (None with one class only), "reasons"}`.
+    """
+    finite = [y for y in labels if y is not None and not math.isnan(y)]
+    reasons = {"pearson": "scores are constant: correlation undefined"}
+    binary = all(y in (0, 1) for y in finite)
+    both_classes = binary and 0 < sum(finite) < len(finite)
+    roc = 0.5 if both_classes else None
+    if roc is None:
+        reasons["roc_auc"] = (
+            "labels are graded, not 0/1" if not binary else "labels hold one class only"
+        )
+    return {"n": len(finite), "pearson": None, "roc_auc": roc, "reasons": reasons}
+
+
+def _slice_fields(row: dict) -> dict:
+    return {k: row.get(k) for k in ("gem_id", "language", "dataset", "system") if k in row}
+
+
+def seahorse_score_rows(
+    rows: Sequence[dict],
+    metric: str,
+    scores: Sequence[float],
+    questions: Sequence[int] = constants.QUESTIONS,
+) -> list[dict]:
+    """Score-file rows for SEAHORSE items: one per (item, question) the item has a label for.
+
+    Args:
+      rows: joined split rows.
+      metric: the baseline's name (`majority`, `rouge_l`).
+      scores: one score per row, used for every question in `questions`.
+    """
+    out: list[dict] = []
+    for q in questions:
+        for row, score in zip(rows, scores, strict=True):
+            label = row.get(f"q{q}")
+            if label is None:
+                continue
+            out.append(
+                {
+                    "metric": metric,
+                    "benchmark": SEAHORSE_BENCHMARK,
+                    "question": q,
+                    "label": int(label),
+                    "score": float(score),
+                    **_slice_fields(row),
+                }
+            )
+    return out
+
+
+def majority_score_rows(rows: Sequence[dict], rates: dict[int, float]) -> list[dict]:
+    """The majority baseline on SEAHORSE rows: score = training Yes rate of the question."""
+    out: list[dict] = []
+    for q in constants.QUESTIONS:
+        out += seahorse_score_rows(rows, MAJORITY, [rates[q]] * len(rows), questions=[q])
+    return out
+
+
+def rouge_l_scores(
+    pairs: Iterable[tuple[str, str]], tokenize: Callable[[str], Sequence]
+) -> list[float]:
+    """ROUGE-L F-measure of each (article, summary) pair on `tokenize`'s tokens."""
+    return [rouge.rouge_l_fmeasure(article, summary, tokenize) for article, summary in pairs]
+
+
+def benchmark_score_rows(
+    examples: Sequence[dict], metric: str, benchmark: str, scores: Sequence[float]
+) -> list[dict]:
+    """Score-file rows for benchmark examples from `evaluation.benchmarks` readers.
+
+    `question` is the example's own (`quality`, `4`, `task_quality`, ...); extra fields such as
+    mFACE's `label_binary` are kept.
+    """
+    out: list[dict] = []
+    for example, score in zip(examples, scores, strict=True):
+        row = {
+            "metric": metric,
+            "benchmark": benchmark,
+            "question": example["question"],
+            "label": example["label"],
+            "score": float(score),
+            **_slice_fields(example),
+        }
+        if "label_binary" in example:
+            row["label_binary"] = example["label_binary"]
+        out.append(row)
+    return out

@@ -1,0 +1,132 @@
+"""Score files: round trip, extra fields kept, missing scores counted, bad lines located."""
+
+import json
+import math
+
+import pytest
+
+from seahorse_t5x import errors
+from seahorse_t5x.evaluation import scorefiles
+
+
+def _row(**overrides):
+    row = {
+        "metric": "rougeL",
+        "benchmark": "seahorse",
+        "question": 4,
+        "label": 1,
+        "score": 0.25,
+        "gem_id": "xsum-test-1",
+        "language": "en",
+        "dataset": "xsum",
+        "system": "t5_base",
+    }
+    row.update(overrides)
+    return row
+
+
+def test_round_trip_keeps_fields_and_extras(tmp_path):
+    path = tmp_path / "sub" / "scores.jsonl"
+    rows = [
+        _row(),
+        _row(question="Q2", label=0, score=None, extra_field="kept", summary="Ünïcode"),
+        _row(benchmark="mface", question="attribution", label=0.5, score=float("nan")),
+    ]
+    assert scorefiles.write_score_file(path, rows) == 3
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[1])["score"] is None  # NaN/None written as null
+    assert json.loads(lines[1])["question"] == 2
+    assert "Ünïcode" in lines[1]  # UTF-8, not \u escapes
+    frame = scorefiles.read_score_files([path])
+    assert len(frame) == 3
+    assert frame["question"].tolist() == ["4", "2", "attribution"]
+    assert frame["label"].tolist() == [1.0, 0.0, 0.5]
+    assert frame["score"].tolist()[0] == 0.25
+    assert math.isnan(frame["score"][1]) and math.isnan(frame["score"][2])
+    assert frame["extra_field"].tolist()[1] == "kept"
+    assert frame[scorefiles.SOURCE_FIELD].tolist() == [str(path)] * 3
+
+
+def test_missing_scores_are_counted_when_dropped(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    rows = [_row(score=None), _row(score=0.1), _row(question=5, score=None), _row(score=None)]
+    scorefiles.write_score_file(path, rows)
+    kept, dropped = scorefiles.drop_missing_scores(scorefiles.read_score_files([path]))
+    assert len(kept) == 1
+    assert dropped == {"rougeL/seahorse/4": 2, "rougeL/seahorse/5": 1}
+
+
+def test_several_files_concatenate_and_absent_slice_fields_are_none(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    scorefiles.write_score_file(a, [_row(metric="m1")])
+    b.write_text(
+        '{"metric": "m2", "benchmark": "true", "question": "frank", "label": 0, "score": -1e30}\n\n',
+        encoding="utf-8",
+    )
+    frame = scorefiles.read_score_files([a, b])
+    assert frame["metric"].tolist() == ["m1", "m2"]
+    assert frame["language"].tolist() == ["en", None]
+
+
+@pytest.mark.parametrize(
+    "line, field, reason",
+    [
+        ("not json", None, "not valid JSON"),
+        ("[1, 2]", None, "expected a JSON object"),
+        ('{"benchmark": "seahorse", "question": 1, "label": 1, "score": 0}', "metric", "missing"),
+        (
+            '{"metric": "m", "benchmark": "", "question": 1, "label": 1, "score": 0}',
+            "benchmark",
+            "non-empty",
+        ),
+        (
+            '{"metric": "m", "benchmark": "b", "question": true, "label": 1, "score": 0}',
+            "question",
+            "question",
+        ),
+        (
+            '{"metric": "m", "benchmark": "b", "question": 1, "label": null, "score": 0}',
+            "label",
+            "finite number",
+        ),
+        (
+            '{"metric": "m", "benchmark": "b", "question": 1, "label": 1, "score": "0.3"}',
+            "score",
+            "a number or null",
+        ),
+        (
+            '{"metric": "m", "benchmark": "b", "question": 1, "label": 1, "score": 0, "language": 3}',
+            "language",
+            "string or null",
+        ),
+    ],
+)
+def test_bad_line_is_located(tmp_path, line, field, reason):
+    path = tmp_path / "bad.jsonl"
+    good = json.dumps(_row())
+    path.write_text(good + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(errors.DataError) as info:
+        scorefiles.read_score_files([path])
+    assert info.value.path == str(path)
+    assert info.value.line == 2
+    assert info.value.field == field
+    assert reason in info.value.reason
+
+
+def test_writer_rejects_a_bad_row_and_writes_nothing(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    with pytest.raises(errors.DataError) as info:
+        scorefiles.write_score_file(path, [_row(), {"metric": "m"}])
+    assert (info.value.line, info.value.field) == (2, "benchmark")
+    assert not path.exists()
+
+
+def test_empty_or_missing_file_is_a_user_error(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(errors.DataError, match="holds no score rows"):
+        scorefiles.read_score_files([empty])
+    with pytest.raises(errors.UserError, match="score file not found"):
+        scorefiles.read_score_files([tmp_path / "nope.jsonl"])
+    with pytest.raises(errors.UserError, match="no score files"):
+        scorefiles.read_score_files([])
