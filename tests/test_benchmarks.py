@@ -31,7 +31,9 @@ def test_mface_attribution_uses_q2_avg_and_drops_missing_or_out_of_range_average
     assert labels == pytest.approx({"1": 1.0, "2": 1 / 3, "3": 1.0, "4": 2 / 3, "6": 0.0, "7": 1.0})
     binary = {e["gem_id"]: e["label_binary"] for e in result.examples}
     assert binary == {"1": 1, "2": 0, "3": 1, "4": 1, "6": 0, "7": 1}
-    assert {e["question"] for e in result.examples} == {4}
+    assert {(e["question"], e["seahorse_question"]) for e in result.examples} == {
+        ("attribution", 4)
+    }
     q2_drops = [(d.line, d.field) for d in result.dropped if d.field == "q2_avg"]
     assert q2_drops == [(7, "q2_avg"), (12, "q2_avg")]
 
@@ -41,7 +43,7 @@ def test_mface_text_language_and_split_are_normalized():
     assert first["premise"] == "The council approved a new park.\nWork starts in May."
     assert first["hypothesis"] == "A new park was approved."
     assert (first["language"], first["split"], first["system"]) == ("en", "test", "human")
-    assert first["question"] == 6
+    assert (first["question"], first["seahorse_question"]) == ("informativeness", 6)
 
 
 def test_mface_five_language_subset_and_split_filter():

@@ -1,0 +1,169 @@
+"""`seahorse-t5x baselines`: score files for the majority-class and ROUGE-L baselines."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+from seahorse_t5x import constants, errors, vocab
+from seahorse_t5x.evaluation import baselines, benchmarks, rouge, scorefiles, stats
+
+HELP = "Write score files for the model-free baselines (majority class, ROUGE-L)."
+EXAMPLE = (
+    "seahorse-t5x baselines --data_dir prepared/ --split test --output_dir scores/baselines "
+    "--vocab demo"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data_dir", required=True, help="folder of joined split files (`prepare` output)"
+    )
+    parser.add_argument("--split", default="test", help="split to score (default: test)")
+    parser.add_argument(
+        "--train_split",
+        default="train",
+        help="split whose Yes rates are the majority scores (default: train)",
+    )
+    parser.add_argument("--output_dir", required=True, help="where the score files go")
+    parser.add_argument(
+        "--vocab",
+        default=None,
+        help=f"SentencePiece model for ROUGE-L tokens: a local .model path or `demo` "
+        f"(default: ${constants.ENV_VOCAB})",
+    )
+    parser.add_argument(
+        "--baselines",
+        default=",".join(baselines.BASELINES),
+        help="comma-separated subset of: " + ", ".join(baselines.BASELINES),
+    )
+    parser.add_argument("--mface", default=None, help="mFACE CSV: also score mFACE")
+    parser.add_argument(
+        "--mface_languages",
+        choices=("all", "5lang"),
+        default="all",
+        help="mFACE languages: all 45, or the 5 SEAHORSE languages in XL-Sum",
+    )
+    parser.add_argument("--true_dir", default=None, help="folder of TRUE CSVs: also score TRUE")
+    parser.add_argument("--metal", default=None, help="METAL_dataset.json: also score METAL")
+    parser.add_argument(
+        "--xlsum_articles",
+        default=None,
+        help=f"XL-Sum test articles (JSON Lines) for METAL (default: ${benchmarks.ENV_XLSUM_ARTICLES})",
+    )
+
+
+def _chosen_baselines(text: str) -> list[str]:
+    chosen = [b.strip() for b in text.split(",") if b.strip()]
+    unknown = [b for b in chosen if b not in baselines.BASELINES]
+    if unknown or not chosen:
+        raise errors.UserError(
+            f"--baselines {text!r}: expected a comma-separated subset of {list(baselines.BASELINES)}"
+        )
+    return chosen
+
+
+def _tokenizer(vocab_arg: str | None):
+    path = vocab.vocabulary_path(vocab_arg)
+    if "://" in path:
+        raise errors.UserError(
+            f"ROUGE-L needs a local SentencePiece model, got {path}: pass --vocab PATH (a copy "
+            f"of mT5's sentencepiece.model for the paper's numbers) or --vocab demo"
+        )
+    if not pathlib.Path(path).is_file():
+        raise errors.UserError(f"SentencePiece model not found: {path}")
+    return rouge.sentencepiece_tokenizer(path)
+
+
+def _summary(rows: list[dict], metric: str) -> str:
+    """`q:roc/rho` per question, for the one-line report of a score file."""
+    parts = []
+    for question in dict.fromkeys(r["question"] for r in rows):
+        chosen = [r for r in rows if r["question"] == question]
+        labels = [r.get("label_binary", r["label"]) for r in chosen]
+        scores = [r["score"] for r in chosen]
+        if metric == baselines.MAJORITY:
+            result = baselines.majority_metrics(labels)
+        else:
+            result = stats.binary_metrics(labels, scores)
+        if "label_binary" in chosen[0]:
+            # mFACE: ROC-AUC against the majority vote, Pearson against the raters' mean.
+            result["pearson"] = stats.graded_metrics([r["label"] for r in chosen], scores)[
+                "pearson"
+            ]
+        roc = "-" if result["roc_auc"] is None else f"{result['roc_auc']:.2f}"
+        rho = "-" if result["pearson"] is None else f"{result['pearson']:.2f}"
+        parts.append(f"{question}:{roc}/{rho}")
+    return " ".join(parts)
+
+
+def _write(path: pathlib.Path, rows: list[dict], metric: str, written: list[str]) -> None:
+    count = scorefiles.write_score_file(path, rows)
+    print(f"{path}: {count} rows, ROC/rho {_summary(rows, metric)}")
+    written.append(str(path))
+
+
+def _benchmark_sets(args: argparse.Namespace) -> list[tuple[str, benchmarks.ReadResult]]:
+    """(benchmark name, read result) for each benchmark given by a path flag."""
+    sets: list[tuple[str, benchmarks.ReadResult]] = []
+    if args.mface:
+        languages = benchmarks.MFACE_5LANG if args.mface_languages == "5lang" else None
+        for dimension in benchmarks.MFACE_DIMENSIONS:
+            sets.append(("mface", benchmarks.read_mface(args.mface, dimension, languages)))
+    if args.true_dir:
+        for dataset in benchmarks.TRUE_DATASETS:
+            if benchmarks.true_file(dataset, args.true_dir).is_file():
+                sets.append(("true", benchmarks.read_true(dataset, args.true_dir)))
+            else:
+                print(
+                    f"TRUE {dataset}: {benchmarks.true_file(dataset, args.true_dir)} absent, skipped"
+                )
+    if args.metal:
+        articles = benchmarks.read_xlsum_articles(args.xlsum_articles)
+        for metric in benchmarks.METAL_METRICS:
+            sets.append(("metal", benchmarks.read_metal(args.metal, metric, articles)))
+    for _, result in sets:
+        if result.dropped:
+            print(result.summary())
+    return sets
+
+
+def run(args: argparse.Namespace) -> int:
+    chosen = _chosen_baselines(args.baselines)
+    data_dir = pathlib.Path(args.data_dir)
+    test_rows = baselines.read_split_file(data_dir / f"{args.split}.jsonl")
+    rates = None
+    if baselines.MAJORITY in chosen:
+        rates = baselines.yes_rates(
+            baselines.read_split_file(data_dir / f"{args.train_split}.jsonl")
+        )
+    tokenize = _tokenizer(args.vocab) if baselines.ROUGE_L in chosen else None
+    sets = _benchmark_sets(args) if tokenize is not None else []
+    out = pathlib.Path(args.output_dir)
+    written: list[str] = []
+
+    if rates is not None:
+        rows = baselines.majority_score_rows(test_rows, rates)
+        _write(out / f"majority.seahorse.{args.split}.jsonl", rows, baselines.MAJORITY, written)
+    if tokenize is not None:
+        scores = baselines.rouge_l_scores(
+            ((r["article"], r["summary"]) for r in test_rows), tokenize
+        )
+        rows = baselines.seahorse_score_rows(test_rows, baselines.ROUGE_L, scores)
+        _write(out / f"rouge_l.seahorse.{args.split}.jsonl", rows, baselines.ROUGE_L, written)
+
+    # Benchmarks get ROUGE-L only: a constant majority score says nothing on graded labels,
+    # and the paper's Tables 6 and 7 list no majority rows.
+    if tokenize is not None:
+        by_benchmark: dict[str, list[dict]] = {}
+        for name, result in sets:
+            scores = baselines.rouge_l_scores(
+                ((e["premise"], e["hypothesis"]) for e in result.examples), tokenize
+            )
+            by_benchmark.setdefault(name, []).extend(
+                baselines.benchmark_score_rows(result.examples, baselines.ROUGE_L, name, scores)
+            )
+        for name, rows in by_benchmark.items():
+            _write(out / f"rouge_l.{name}.jsonl", rows, baselines.ROUGE_L, written)
+    print(f"baselines: {len(written)} score files in {out}")
+    return 0

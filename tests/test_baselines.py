@@ -1,0 +1,178 @@
+"""Majority and ROUGE-L baselines: yes rates, stated metrics, and the `baselines` command."""
+
+import json
+import pathlib
+
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from seahorse_t5x import cli, errors
+from seahorse_t5x.evaluation import baselines, rouge, scorefiles
+
+BENCHMARKS = pathlib.Path(__file__).parent / "testdata" / "benchmarks"
+
+
+def _row(gem_id, labels, summary, article, language="en"):
+    row = {
+        "gem_id": gem_id,
+        "language": language,
+        "dataset": "xlsum",
+        "system": "mt5_xxl",
+        "summary": summary,
+        "article": article,
+    }
+    row.update({f"q{q}": label for q, label in zip(range(1, 7), labels, strict=True)})
+    return row
+
+
+TRAIN = [
+    _row("xlsum_english-validation-1", [1, 1, 1, 1, 0, 0], "a", "b"),
+    _row("xlsum_english-validation-2", [1, 0, 1, 0, 0, None], "a", "b"),
+    _row("xlsum_english-validation-3", [1, 1, 0, 1, 1, 1], "a", "b"),
+    _row("xlsum_english-validation-4", [0, None, None, None, None, None], "a", "b"),
+]
+ARTICLE = "the council approved a new park in the city on monday"
+TEST = [
+    _row("xlsum_english-test-1", [1, 1, 1, 1, 1, 1], "the council approved a new park", ARTICLE),
+    _row("xlsum_english-test-2", [1, 1, 0, 0, 0, 0], "rain fell on the city", ARTICLE),
+    _row("xlsum_english-test-3", [0, None, None, None, None, None], "park park park", ARTICLE),
+]
+
+
+def _write_split(directory: pathlib.Path, name: str, rows) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / f"{name}.jsonl").open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+
+
+@pytest.fixture(scope="module")
+def sp_model(tmp_path_factory) -> str:
+    import sentencepiece
+
+    folder = tmp_path_factory.mktemp("sp")
+    corpus = folder / "corpus.txt"
+    corpus.write_text("\n".join([ARTICLE, "rain fell on the city", "park park park"] * 20))
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(corpus),
+        model_prefix=str(folder / "sp"),
+        vocab_size=40,
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
+    return str(folder / "sp.model")
+
+
+def test_yes_rates_count_only_rated_items():
+    rates = baselines.yes_rates(TRAIN)
+    assert rates == {1: 3 / 4, 2: 2 / 3, 3: 2 / 3, 4: 2 / 3, 5: 1 / 3, 6: 1 / 2}
+
+
+def test_yes_rates_without_ratings_is_a_user_error():
+    with pytest.raises(errors.UserError, match=r"\[1, 2, 3, 4, 5, 6\]"):
+        baselines.yes_rates([])
+
+
+def test_majority_metrics_are_stated_not_computed():
+    assert baselines.majority_metrics([1, 0, 1])["roc_auc"] == 0.5
+    # sklearn agrees: a constant score ties every pair.
+    assert roc_auc_score([1, 0, 1], [0.7, 0.7, 0.7]) == 0.5
+    result = baselines.majority_metrics([1, 0, 1])
+    assert result["pearson"] is None and "constant" in result["reasons"]["pearson"]
+    assert baselines.majority_metrics([1, 1])["roc_auc"] is None
+
+
+def test_majority_rows_skip_unrated_questions():
+    rows = baselines.majority_score_rows(TEST, baselines.yes_rates(TRAIN))
+    # Q1 rated on 3 items, Q2..Q6 on 2 each.
+    assert len(rows) == 3 + 5 * 2
+    q4 = [r for r in rows if r["question"] == 4]
+    assert [(r["gem_id"], r["label"], r["score"]) for r in q4] == [
+        ("xlsum_english-test-1", 1, 2 / 3),
+        ("xlsum_english-test-2", 0, 2 / 3),
+    ]
+
+
+def test_read_split_file_rejects_bad_labels(tmp_path):
+    bad = dict(TEST[0], q3="Yes")
+    _write_split(tmp_path, "test", [TEST[0], bad])
+    with pytest.raises(errors.DataError, match="q3") as info:
+        baselines.read_split_file(tmp_path / "test.jsonl")
+    assert info.value.line == 2
+
+
+def test_cli_writes_valid_score_files(tmp_path, sp_model, capsys):
+    data = tmp_path / "prepared"
+    _write_split(data, "train", TRAIN)
+    _write_split(data, "test", TEST)
+    out = tmp_path / "scores"
+    code = cli.main(
+        [
+            "baselines",
+            "--data_dir",
+            str(data),
+            "--output_dir",
+            str(out),
+            "--vocab",
+            sp_model,
+            "--mface",
+            str(BENCHMARKS / "mface.csv"),
+            "--mface_languages",
+            "5lang",
+            "--true_dir",
+            str(BENCHMARKS / "true"),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert f"{out / 'majority.seahorse.test.jsonl'}: 13 rows" in printed
+    assert "baselines: 4 score files" in printed
+
+    majority = scorefiles.read_score_file(out / "majority.seahorse.test.jsonl")
+    assert len(majority) == 13 and set(majority["metric"]) == {"majority"}
+
+    rouge_rows = scorefiles.read_score_file(out / "rouge_l.seahorse.test.jsonl")
+    tokenize = rouge.sentencepiece_tokenizer(sp_model)
+    expected = rouge.rouge_l_fmeasure(ARTICLE, "the council approved a new park", tokenize)
+    first = rouge_rows[rouge_rows["gem_id"] == "xlsum_english-test-1"]
+    assert len(first) == 6
+    assert first["score"].tolist() == pytest.approx([expected] * 6)
+    assert 0 < expected < 1
+
+    true_rows = scorefiles.read_score_file(out / "rouge_l.true.jsonl")
+    assert sorted(set(true_rows["dataset"])) == ["FRANK", "PAWS"]
+    assert len(true_rows) == 5
+    mface_rows = scorefiles.read_score_file(out / "rouge_l.mface.jsonl")
+    # 5-language subset: quality 7, attribution 5, informativeness 7 items.
+    assert mface_rows.groupby("question").size().to_dict() == {
+        "attribution": 5,
+        "informativeness": 7,
+        "quality": 7,
+    }
+    assert set(mface_rows["label_binary"]) == {0, 1}
+    assert (out / "rouge_l.metal.jsonl").exists() is False
+
+
+def test_cli_remote_vocab_is_a_clear_error(tmp_path):
+    data = tmp_path / "prepared"
+    _write_split(data, "train", TRAIN)
+    _write_split(data, "test", TEST)
+    code = cli.main(
+        [
+            "baselines",
+            "--data_dir",
+            str(data),
+            "--output_dir",
+            str(tmp_path / "o"),
+            "--vocab",
+            "gs://t5-data/vocabs/mc4.250000.100extra/sentencepiece.model",
+        ]
+    )
+    assert code == 2
+
+
+def test_cli_missing_split_file_names_prepare(tmp_path, capsys):
+    code = cli.main(["baselines", "--data_dir", str(tmp_path), "--output_dir", str(tmp_path / "o")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "test.jsonl" in err and "seahorse-t5x prepare" in err
