@@ -1,0 +1,146 @@
+"""The synthetic demo dataset and the demo vocabulary: format, determinism, label rates."""
+
+import collections
+import csv
+import importlib.util
+import json
+import pathlib
+import re
+
+import pytest
+import sentencepiece as spm
+
+from seahorse_t5x import constants, demo_data, vocab
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _load_vocab_script():
+    spec = importlib.util.spec_from_file_location(
+        "build_demo_vocab", ROOT / "scripts" / "build_demo_vocab.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    info = demo_data.write_demo_dataset(str(out), seed=0)
+    return out, info
+
+
+def _read_tsv(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+def test_split_sizes_and_header(demo_dir):
+    out, info = demo_dir
+    assert info["rows"] == {"train": 3000, "validation": 400, "test": 600}
+    for split in constants.SPLITS:
+        table = _read_tsv(out / "seahorse_data" / f"{split}.tsv")
+        assert tuple(table[0]) == constants.TSV_COLUMNS
+        assert len(table) - 1 == info["rows"][split]
+        assert all(len(row) == len(constants.TSV_COLUMNS) for row in table)
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(demo_dir, tmp_path):
+    out, _ = demo_dir
+    demo_data.write_demo_dataset(str(tmp_path / "again"), seed=0)
+    demo_data.write_demo_dataset(str(tmp_path / "other"), seed=1)
+    for name in ("seahorse_data/train.tsv", "seahorse_data/test.tsv", "articles.jsonl"):
+        assert (tmp_path / "again" / name).read_bytes() == (out / name).read_bytes()
+        assert (tmp_path / "other" / name).read_bytes() != (out / name).read_bytes()
+
+
+GEM_ID = re.compile(
+    r"^(xlsum_(english|german|spanish|russian|turkish|vietnamese)-(validation|test)-\d+"
+    r"|mlsum_(de|es)-(validation|test)-\d+"
+    r"|xsum-(validation|test)-\d+"
+    r"|wiki_lingua_[a-z]+_(de|en|es|ru|tr|vi)-(val|test)-\d+)$"
+)
+
+
+def test_gem_ids_languages_systems_and_labels_follow_seahorse(demo_dir):
+    out, _ = demo_dir
+    articles = {
+        json.loads(line)["gem_id"] for line in (out / "articles.jsonl").open(encoding="utf-8")
+    }
+    languages = set()
+    for split in constants.SPLITS:
+        for row in _read_tsv(out / "seahorse_data" / f"{split}.tsv")[1:]:
+            gem_id, worker_lang, summary, system, *labels = row
+            assert GEM_ID.match(gem_id), gem_id
+            # Train/validation come from the sources' validation splits, test from test.
+            assert ("-test-" in gem_id) == (split == "test"), (split, gem_id)
+            assert gem_id in articles
+            assert system in constants.SYSTEMS
+            languages.add(constants.WORKER_LANG_TO_LANGUAGE[worker_lang])
+            assert summary.strip()
+            assert set(labels) <= {"Yes", "No", "Unsure", ""}
+            if labels[0] == "No":
+                assert labels[1:] == [""] * 5
+            else:
+                assert "" not in labels
+    assert languages == set(constants.LANGUAGES)
+
+
+def test_label_rates_are_like_the_papers(demo_dir):
+    rows = demo_data.generate(0).rows["train"]
+    counts = {q: collections.Counter(r[f"question{q}"] for r in rows) for q in constants.QUESTIONS}
+    yes_rate = {q: c["Yes"] / (c["Yes"] + c["No"]) for q, c in counts.items()}
+    assert 0.85 <= yes_rate[1] <= 0.95
+    assert 0.75 <= yes_rate[2] <= 0.9 and 0.75 <= yes_rate[3] <= 0.9
+    for q in (4, 5, 6):
+        assert 0.35 <= yes_rate[q] <= 0.65, (q, yes_rate[q])
+    assert all(c["Unsure"] > 0 for c in counts.values())
+
+
+def test_defects_are_visible_in_the_text():
+    rows = demo_data.generate(0).rows["train"]
+
+    def mean_words(q, label):
+        lengths = [len(r["summary"].split()) for r in rows if r[f"question{q}"] == label]
+        return sum(lengths) / len(lengths)
+
+    # Q6 No summaries are padded with a side detail: noticeably longer.
+    assert mean_words(6, "No") > 1.5 * mean_words(6, "Yes")
+
+    # Q2 No summaries repeat a phrase: most hold a repeated word bigram.
+    def has_repeat(text):
+        words = text.split()
+        bigrams = list(zip(words, words[1:], strict=False))
+        return len(set(bigrams)) < len(bigrams)
+
+    q2_no = [r for r in rows if r["question2"] == "No"]
+    assert sum(has_repeat(r["summary"]) for r in q2_no) / len(q2_no) > 0.85
+
+
+def test_shipped_vocabulary_is_what_the_script_builds():
+    script = _load_vocab_script()
+    assert script.build_model() == pathlib.Path(vocab.demo_vocab_path()).read_bytes()
+
+
+def test_demo_vocabulary_fits_the_demo_texts(demo_dir):
+    out, _ = demo_dir
+    processor = spm.SentencePieceProcessor(model_file=vocab.demo_vocab_path())
+    assert processor.pad_id() == 0 and processor.eos_id() == 1 and processor.unk_id() == 2
+    assert processor.bos_id() == -1
+    assert 2000 <= processor.get_piece_size() <= 4000
+    texts = [json.loads(line)["article"] for line in (out / "articles.jsonl").open()]
+    ids = [i for t in texts for i in processor.encode(t)]
+    assert ids.count(processor.unk_id()) / len(ids) < 0.01
+    assert processor.encode("premise: hypothesis: question:", out_type=str) == [
+        "▁premise:",
+        "▁hypothesis:",
+        "▁question:",
+    ]
+    assert processor.decode(processor.encode(texts[0])) == texts[0]
+
+
+def test_demo_vocabulary_has_single_token_labels():
+    yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary("demo"))
+    assert yes_id != no_id
+    assert {yes_id, no_id}.isdisjoint({0, 1, 2})
