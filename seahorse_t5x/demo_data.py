@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import random
+from collections.abc import Callable
 
 from seahorse_t5x import constants
 
@@ -1038,3 +1039,28 @@ def write_demo_dataset(output_dir: str, seed: int = 0) -> dict:
         "rows": {split: len(r) for split, r in data.rows.items()},
         "num_articles": len(data.articles),
     }
+
+
+def prepare_demo(output_dir: str, seed: int = 0, log: Callable[[str], None] | None = print) -> str:
+    """Writes the demo dataset into `output_dir` and prepares it into `output_dir/prepared`.
+
+    Args:
+      output_dir: folder for `seahorse_data/`, `articles.jsonl` and `prepared/`.
+      seed: data seed.
+      log: receives progress lines (None: silent).
+
+    Returns:
+      The prepared folder, holding `{train,validation,test}.jsonl` (for SEAHORSE_DATA_DIR).
+    """
+    from seahorse_t5x import prepare  # prepare does not depend on the demo
+
+    written = write_demo_dataset(output_dir, seed=seed)
+    if log:
+        rows = ", ".join(f"{split} {n}" for split, n in written["rows"].items())
+        log(
+            f"wrote synthetic demo data ({rows} rows, {written['num_articles']} articles) "
+            f"to {written['seahorse_dir']} and {written['articles']}"
+        )
+    prepared = os.path.join(output_dir, "prepared")
+    prepare.prepare(written["seahorse_dir"], [written["articles"]], prepared, log=log)
+    return prepared

@@ -1,0 +1,216 @@
+"""Source articles for the SEAHORSE summaries, keyed by GEM id.
+
+Sources, each named by a path (a file or a folder of such files):
+
+- GEM Parquet exports (`*.parquet`): id column `gem_id`; text column `text` (xlsum,
+  mlsum), `document` (xsum), `source` (GEM v1 wiki_lingua) or `article` (pre-joined copies);
+- JSON Lines (`*.jsonl`): one `{"gem_id": ..., "article": ...}` object per line (the other
+  text field names are accepted too);
+- `hf:<dataset>:<config>` (e.g. `hf:GEM/xlsum:english`): the Hub's Parquet conversion via
+  the optional `datasets` package. Never needed by the tests or the demo.
+
+Ids lose a `GEM-` prefix; `\\uXXXX` escapes in text are decoded. When two sources hold the
+same id, the first one read wins and the conflict is counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+from seahorse_t5x import errors, readers
+
+# Text fields, in the order they are looked for.
+TEXT_FIELDS: tuple[str, ...] = ("article", "text", "document", "source")
+ID_FIELD = "gem_id"
+HUB_PREFIX = "hf:"
+_SUFFIXES = (".parquet", ".jsonl")
+_GET_DATA_HINT = (
+    "expected GEM Parquet files (gem_id + text/document/source) or JSON Lines "
+    '{"gem_id", "article"}; see docs/data.md for how to get the GEM articles'
+)
+
+
+@dataclasses.dataclass
+class SourceReport:
+    """Counts for one article source.
+
+    Attributes:
+      source: the path or hub name given.
+      files: the files read from it.
+      records_read: records seen (all ids, wanted or not).
+      articles_added: records that supplied a wanted article.
+      skipped_empty: wanted records with an empty text.
+      conflicts: wanted ids already supplied by an earlier source with a different text.
+      bad_records: unreadable JSON lines or records without an id (first few listed).
+    """
+
+    source: str
+    files: list[str] = dataclasses.field(default_factory=list)
+    records_read: int = 0
+    articles_added: int = 0
+    skipped_empty: int = 0
+    conflicts: int = 0
+    bad_records: int = 0
+    bad_examples: list[str] = dataclasses.field(default_factory=list)
+
+
+MAX_BAD_EXAMPLES = 10
+
+
+def _text_of(record: dict) -> str | None:
+    for field in TEXT_FIELDS:
+        value = record.get(field)
+        if value is None:
+            continue
+        if isinstance(value, list | tuple):  # some exports split documents into sentences
+            value = " ".join(str(v) for v in value)
+        return readers.decode_unicode_escapes(str(value))
+    return None
+
+
+def _files_of(source: str) -> list[str]:
+    if os.path.isfile(source):
+        if not source.endswith(_SUFFIXES):
+            raise errors.UserError(
+                f"article source {source} is neither .parquet nor .jsonl; {_GET_DATA_HINT}"
+            )
+        return [source]
+    if os.path.isdir(source):
+        found = sorted(
+            os.path.join(root, name)
+            for root, _, names in os.walk(source)
+            for name in names
+            if name.endswith(_SUFFIXES)
+        )
+        if not found:
+            raise errors.UserError(
+                f"article folder {source} holds no .parquet or .jsonl files; {_GET_DATA_HINT}"
+            )
+        return found
+    raise errors.UserError(f"article source not found: {source}; {_GET_DATA_HINT}")
+
+
+def _parquet_records(path: str):
+    import pyarrow.parquet as pq  # only when Parquet sources are given
+
+    try:
+        table = pq.ParquetFile(path)
+    except Exception as e:  # pyarrow raises several types for a bad file
+        raise errors.DataError(path, None, None, f"not a readable Parquet file ({e})") from e
+    names = table.schema_arrow.names
+    text_field = next((f for f in TEXT_FIELDS if f in names), None)
+    if ID_FIELD not in names or text_field is None:
+        raise errors.DataError(
+            path,
+            None,
+            None,
+            f"columns {names} lack {ID_FIELD!r} or a text column ({', '.join(TEXT_FIELDS)})",
+        )
+    row_index = 0  # 0-based row of the file, for messages
+    for batch in table.iter_batches(columns=[ID_FIELD, text_field], batch_size=4096):
+        ids = batch.column(0).to_pylist()
+        texts = batch.column(1).to_pylist()
+        for gem_id, text in zip(ids, texts, strict=True):
+            yield row_index, {ID_FIELD: gem_id, text_field: text}
+            row_index += 1
+
+
+def _jsonl_records(path: str, report: SourceReport, strict: bool):
+    with open(path, encoding="utf-8") as f:
+        for line_number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as e:
+                if strict:
+                    raise errors.DataError(path, line_number, None, f"bad JSON line: {e}") from e
+                report.bad_records += 1
+                if len(report.bad_examples) < MAX_BAD_EXAMPLES:
+                    report.bad_examples.append(f"{path}:{line_number}: bad JSON line")
+                continue
+            yield line_number, record
+
+
+def _hub_records(source: str):
+    """Records of `hf:<dataset>:<config>` from the Hub's Parquet conversion (optional)."""
+    spec = source[len(HUB_PREFIX) :]
+    name, _, config = spec.partition(":")
+    try:
+        import datasets  # optional: not a dependency of this project
+    except ImportError as e:
+        raise errors.UserError(
+            f"{source} needs the `datasets` package (pip install datasets), or download the "
+            "GEM Parquet files and pass their paths"
+        ) from e
+    loaded = datasets.load_dataset(name, config or None, revision="refs/convert/parquet")
+    for split in loaded.values():
+        yield from enumerate(split)
+
+
+def load_articles(
+    sources: list[str], wanted: set[str] | None = None, strict: bool = False
+) -> tuple[dict[str, str], list[SourceReport]]:
+    """Reads article texts from every source.
+
+    Args:
+      sources: paths (files or folders) or `hf:` names, read in order.
+      wanted: only these gem_ids are kept (None keeps all), which keeps memory small when
+        a source is a whole GEM split.
+      strict: raise on the first bad JSON line instead of counting it.
+
+    Returns:
+      (gem_id -> article text, one `SourceReport` per source).
+
+    Raises:
+      UserError: a source is missing or of an unknown kind.
+      DataError: a file is not a usable Parquet/JSONL file (or, strict, has a bad line).
+    """
+    articles: dict[str, str] = {}
+    reports = []
+    for source in sources:
+        report = SourceReport(source=source)
+        if source.startswith(HUB_PREFIX):
+            streams = [(source, _hub_records(source))]
+        else:
+            files = _files_of(source)
+            report.files = files
+            streams = [
+                (
+                    path,
+                    _parquet_records(path)
+                    if path.endswith(".parquet")
+                    else _jsonl_records(path, report, strict),
+                )
+                for path in files
+            ]
+        for path, records in streams:
+            for position, record in records:
+                report.records_read += 1
+                raw_id = record.get(ID_FIELD)
+                if raw_id is None or not str(raw_id).strip():
+                    if strict:
+                        raise errors.DataError(path, position, ID_FIELD, "record has no gem_id")
+                    report.bad_records += 1
+                    if len(report.bad_examples) < MAX_BAD_EXAMPLES:
+                        report.bad_examples.append(f"{path}:{position}: no gem_id")
+                    continue
+                gem_id = readers.normalize_gem_id(str(raw_id))
+                if wanted is not None and gem_id not in wanted:
+                    continue
+                text = _text_of(record)
+                if text is None or not text.strip():
+                    report.skipped_empty += 1
+                    continue
+                if gem_id in articles:
+                    if articles[gem_id] != text:
+                        report.conflicts += 1
+                    continue
+                articles[gem_id] = text
+                report.articles_added += 1
+        reports.append(report)
+    return articles, reports
