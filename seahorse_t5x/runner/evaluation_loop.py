@@ -1,0 +1,240 @@
+"""P(yes) on SeqIO score tasks, the paper's measures per question, and the files
+`evaluate` writes.
+
+The score is the scorer's: one decoder step from the start id 0, softmax over the logits of
+the `1` and `0` tokens. Examples are sorted into length buckets (powers of two up to the
+input length) so that short inputs are not padded to the longest one, and each bucket's
+batch is padded to a fixed row count, so only a handful of shapes are compiled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import pathlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+from seahorse_t5x import constants, errors
+from seahorse_t5x.evaluation import scorefiles, stats
+from seahorse_t5x.runner import partitioning
+
+# Metadata carried from the task's examples into the score file.
+PASSTHROUGH_FIELDS = ("gem_id", "language", "dataset", "system")
+MIN_BUCKET = 32
+
+
+@dataclasses.dataclass
+class TaskExamples:
+    """One score task's examples, in dataset order."""
+
+    task_name: str
+    question: int | None
+    tokens: list[np.ndarray]
+    labels: np.ndarray
+    metadata: list[dict[str, str]]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.ndarray) and value.shape == ():
+        return _text(value.item())
+    return str(value)
+
+
+def question_of_task(task_name: str) -> int | None:
+    """4 for `seahorse_q4_score`, `seahorse_all_q4_score` or `seahorse_q4_score.de`."""
+    base = task_name.split(".")[0]
+    for part in base.split("_"):
+        if part[:1] == "q" and part[1:].isdigit():
+            return int(part[1:])
+    return None
+
+
+def load_task_examples(
+    task_name: str, split: str, input_length: int, max_examples: int | None = None
+) -> TaskExamples:
+    """Reads a score task's tokenized examples (no shuffling, no packing).
+
+    Raises:
+      UserError: for an unknown task or a task without a `label` feature.
+    """
+    import seqio
+
+    if task_name not in seqio.TaskRegistry.names():
+        raise errors.UserError(
+            f"no SeqIO task named {task_name!r}; score tasks are named like "
+            "seahorse_q4_score or seahorse_all_q4_score"
+        )
+    task = seqio.get_mixture_or_task(task_name)
+    if split not in task.splits:
+        raise errors.UserError(
+            f"task {task_name} has no split {split!r}; it has {', '.join(task.splits)}"
+        )
+    dataset = task.get_dataset(
+        sequence_length={"inputs": input_length, "targets": 8},
+        split=split,
+        shuffle=False,
+        num_epochs=1,
+        use_cached=False,
+    )
+    tokens, labels, metadata = [], [], []
+    question = question_of_task(task_name)
+    for i, ex in enumerate(dataset.as_numpy_iterator()):
+        if max_examples is not None and i >= max_examples:
+            break
+        if "label" not in ex:
+            raise errors.UserError(
+                f"task {task_name} has no `label` feature: evaluate needs a score task "
+                f"(e.g. {task_name}_score)"
+            )
+        tokens.append(np.asarray(ex["inputs"], dtype=np.int32))
+        labels.append(float(ex["label"]))
+        metadata.append({k: _text(ex[k]) for k in PASSTHROUGH_FIELDS if k in ex})
+        if question is None and "question" in ex:
+            question = int(ex["question"])
+    return TaskExamples(task_name, question, tokens, np.asarray(labels), metadata)
+
+
+def make_p_yes_fn(model, yes_id: int, no_id: int) -> Callable:
+    """`fn(params, encoder_input_tokens) -> P(yes)` for a batch (jit-compiled)."""
+
+    @jax.jit
+    def p_yes(params, encoder_input_tokens):
+        decoder_input = jnp.zeros((encoder_input_tokens.shape[0], 1), jnp.int32)
+        logits = model.apply({"params": params}, encoder_input_tokens, decoder_input)
+        pair = logits[:, 0, :][:, jnp.array([yes_id, no_id])]
+        return jax.nn.softmax(pair.astype(jnp.float32), axis=-1)[:, 0]
+
+    return p_yes
+
+
+def _bucket_length(length: int, max_length: int) -> int:
+    bucket = max(MIN_BUCKET, 1 << max(0, math.ceil(math.log2(max(length, 1)))))
+    return min(bucket, max_length)
+
+
+def score_examples(
+    p_yes_fn: Callable,
+    params: Any,
+    tokens: Sequence[np.ndarray],
+    mesh: Mesh,
+    batch_size: int,
+    input_length: int,
+) -> np.ndarray:
+    """P(yes) per example, in the input order.
+
+    Args:
+      p_yes_fn: from `make_p_yes_fn`.
+      params: the (sharded) parameters.
+      tokens: each example's encoder tokens (unpadded, at most `input_length`).
+      mesh: batches are split over its `data` axis.
+      batch_size: rows per batch; rounded up to a multiple of the `data` axis.
+      input_length: the longest bucket.
+    """
+    data_size = mesh.shape[partitioning.DATA_AXIS]
+    rows = max(data_size, -(-batch_size // data_size) * data_size)
+    scores = np.full(len(tokens), np.nan, dtype=np.float64)
+    buckets: dict[int, list[int]] = {}
+    for index, example in enumerate(tokens):
+        buckets.setdefault(_bucket_length(len(example), input_length), []).append(index)
+    for length in sorted(buckets):
+        indices = buckets[length]
+        for start in range(0, len(indices), rows):
+            chunk = indices[start : start + rows]
+            batch = np.zeros((rows, length), dtype=np.int32)
+            for row, index in enumerate(chunk):
+                example = tokens[index][:length]
+                batch[row, : len(example)] = example
+            # Padding rows (all zeros) are scored too and thrown away.
+            placed = partitioning.global_batch({"tokens": batch}, mesh)["tokens"]
+            result = np.asarray(jax.device_get(p_yes_fn(params, placed)))
+            scores[chunk] = result[: len(chunk)]
+    return scores
+
+
+def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
+    """`stats.binary_metrics` plus the majority-class baseline's numbers for the same labels."""
+    result = stats.binary_metrics(labels, scores)
+    constant = np.full(len(labels), 0.5)
+    baseline = stats.binary_metrics(labels, constant)
+    result["majority_baseline"] = {
+        "pearson": baseline["pearson"],
+        "roc_auc": baseline["roc_auc"],
+        "accuracy": max(result["positive_rate"] or 0.0, 1 - (result["positive_rate"] or 0.0)),
+    }
+    return result
+
+
+def score_rows(
+    examples: TaskExamples, scores: np.ndarray, metric_name: str, benchmark: str = "seahorse"
+) -> list[dict]:
+    """Score-file rows (docs/architecture.md contract) for one task."""
+    rows = []
+    for label, score, meta in zip(examples.labels, scores, examples.metadata, strict=True):
+        row = {
+            "metric": metric_name,
+            "benchmark": benchmark,
+            "question": examples.question if examples.question is not None else examples.task_name,
+            "label": int(label) if float(label).is_integer() else float(label),
+            "score": float(score),
+        }
+        row.update(meta)
+        rows.append(row)
+    return rows
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def markdown_table(results: Mapping[str, Mapping], title: str | None = None) -> str:
+    """SEAHORSE-style table: one row per task, Pearson rho and ROC-AUC next to majority."""
+    lines = []
+    if title:
+        lines += [f"### {title}", ""]
+    lines += [
+        "| question | task | n | Yes rate | Pearson rho | ROC-AUC | majority rho | majority ROC |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for task_name, result in results.items():
+        question = result.get("question")
+        name = (
+            f"Q{question} {constants.QUESTION_NAMES.get(question, '')}".strip()
+            if isinstance(question, int)
+            else "-"
+        )
+        baseline = result["majority_baseline"]
+        lines.append(
+            f"| {name} | {task_name} | {result['n']} | {_fmt(result['positive_rate'])} | "
+            f"{_fmt(result['pearson'])} | {_fmt(result['roc_auc'])} | "
+            f"{_fmt(baseline['pearson'])} | {_fmt(baseline['roc_auc'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(
+    output_dir: str | pathlib.Path,
+    per_task_rows: Mapping[str, list[dict]],
+    results: Mapping[str, Mapping],
+    run_info: Mapping[str, Any],
+) -> dict[str, pathlib.Path]:
+    """Writes `scores/<task>.jsonl`, `metrics.json` and `metrics.md` under `output_dir`."""
+    output_dir = pathlib.Path(output_dir)
+    (output_dir / "scores").mkdir(parents=True, exist_ok=True)
+    for task_name, rows in per_task_rows.items():
+        scorefiles.write_score_file(output_dir / "scores" / f"{task_name}.jsonl", rows)
+    metrics_path = output_dir / "metrics.json"
+    metrics_path.write_text(
+        json.dumps({"run": dict(run_info), "tasks": dict(results)}, indent=2, default=str) + "\n"
+    )
+    table_path = output_dir / "metrics.md"
+    table_path.write_text(markdown_table(results, title=run_info.get("title")))
+    return {"scores": output_dir / "scores", "metrics": metrics_path, "table": table_path}

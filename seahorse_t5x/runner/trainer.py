@@ -1,0 +1,603 @@
+"""The local train loop: packed SeqIO batches, a sharded jit-compiled step, orbax
+checkpoints with automatic resume, periodic validation and best-checkpoint selection.
+
+Configured with gin through `train` (T5X's macro names are bound in `gin/local/train.gin`),
+or called directly with a `TrainConfig`. The result depends only on the configuration and
+the seed: parameters are initialised from `RANDOM_SEED`, the data order is fixed by it, and
+the dropout key of step `s` is `fold_in(PRNGKey(seed), s)`; a resumed run restores the
+parameters, the optimizer state and the number of batches consumed, so it ends where an
+uninterrupted run would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import pathlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from seahorse_t5x import errors, vocab
+from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.model.configs import MT5Config
+from seahorse_t5x.runner import (
+    checkpointing,
+    evaluation_loop,
+    input_pipeline,
+    metric_logging,
+    optimizers,
+    partitioning,
+)
+
+log = logging.getLogger(__name__)
+
+BEST_METRICS = ("roc_auc", "pearson")
+
+
+class TrainingDiverged(errors.UserError):
+    """The loss became NaN or infinite; the run stopped before saving the bad state."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Everything a training run depends on (the gin macros in brackets).
+
+    Attributes:
+      model_dir: run directory: checkpoints, logs [MODEL_DIR].
+      mixture_or_task_name: SeqIO task or mixture to train on [MIXTURE_OR_TASK_NAME].
+      task_feature_lengths: `{"inputs": N, "targets": M}` [TASK_FEATURE_LENGTHS].
+      train_steps: total steps, counted from this run's step 0 (a resumed run counts
+        the restored steps) [TRAIN_STEPS].
+      batch_size: global rows per step [BATCH_SIZE].
+      learning_rate: constant learning rate [LEARNING_RATE].
+      dropout_rate: dropout during training [DROPOUT_RATE].
+      initial_checkpoint_path: start from these weights (HF, T5X or orbax), or from
+        scratch when None [INITIAL_CHECKPOINT_PATH].
+      eval_period: validate every this many steps; 0 = only at the end [EVAL_PERIOD].
+      random_seed: initialisation, data order and dropout [RANDOM_SEED].
+      model_size: named size of `model.configs` when training from scratch [MODEL_SIZE].
+      model_overrides: `MT5Config` fields to change (e.g. `{"num_encoder_layers": 4}`).
+      optimizer: `adafactor` (T5X fine-tuning) or `adamw`.
+      weight_decay: AdamW's decoupled weight decay.
+      checkpoint_period: save every this many steps (and at each validation and the end).
+      keep_checkpoints: how many of the newest checkpoints to keep (plus the best).
+      pack: pack several examples per row.
+      validation_tasks: score tasks for validation; None = the training task's (or the
+        mixture's tasks') `_score` variants; () = no validation.
+      validation_split: split the validation reads.
+      validation_max_examples: cap per validation task (None = all).
+      eval_batch_size: rows per validation batch.
+      best_metric: `roc_auc` or `pearson`, averaged over the validation tasks.
+      z_loss: T5X's auxiliary `z_loss * log(Z)^2` term (keeps logits from drifting).
+      log_period: print and log the training numbers every this many steps.
+      model_parallel: size of the mesh's `model` axis (the rest of the devices is `data`).
+      coordinator_address: `host:port` or `auto` to join a multi-host run.
+      num_processes: hosts in the multi-host run.
+      process_id: this host's index.
+    """
+
+    model_dir: str
+    mixture_or_task_name: str
+    task_feature_lengths: Mapping[str, int]
+    train_steps: int
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    dropout_rate: float = 0.1
+    initial_checkpoint_path: str | None = None
+    eval_period: int = 0
+    random_seed: int = 0
+    model_size: str = "small"
+    model_overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    optimizer: str = "adafactor"
+    weight_decay: float = 0.0
+    checkpoint_period: int = 1000
+    keep_checkpoints: int = 3
+    pack: bool = True
+    validation_tasks: Sequence[str] | None = None
+    validation_split: str = "validation"
+    validation_max_examples: int | None = None
+    eval_batch_size: int = 32
+    best_metric: str = "roc_auc"
+    z_loss: float = 1e-4
+    log_period: int = 10
+    model_parallel: int = 1
+    coordinator_address: str | None = None
+    num_processes: int | None = None
+    process_id: int | None = None
+
+    def check(self) -> None:
+        """Raises UserError for values no run can use."""
+        for name in ("train_steps", "batch_size", "checkpoint_period", "log_period"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise errors.UserError(f"{name} must be a positive int, got {value!r}")
+        if self.eval_period < 0:
+            raise errors.UserError(f"eval_period must be >= 0, got {self.eval_period}")
+        if self.best_metric not in BEST_METRICS:
+            raise errors.UserError(
+                f"best_metric must be one of {', '.join(BEST_METRICS)}, got {self.best_metric!r}"
+            )
+        if not self.model_dir:
+            raise errors.UserError("MODEL_DIR is empty")
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished run leaves behind."""
+
+    model_dir: pathlib.Path
+    step: int
+    model_config: MT5Config
+    params: Any
+    final_loss: float | None
+    real_token_share: float | None
+    best: dict[str, Any] | None
+    validation: dict[str, dict] = dataclasses.field(default_factory=dict)
+    resumed_from: int | None = None
+
+
+def train(
+    model_dir: str,
+    mixture_or_task_name: str,
+    task_feature_lengths: Mapping[str, int],
+    train_steps: int,
+    on_step: Callable[[int, float], None] | None = None,
+    **options: Any,
+) -> TrainResult:
+    """Trains (or resumes) a run; gin binds the arguments in `gin/local/*.gin`.
+
+    Args:
+      model_dir, mixture_or_task_name, task_feature_lengths, train_steps: see `TrainConfig`.
+      on_step: called after each completed step with (step, loss), after that step's
+        checkpoint (if any) is written; may raise to stop the run.
+      **options: the other `TrainConfig` fields.
+
+    Returns:
+      The `TrainResult`.
+
+    Raises:
+      UserError: for a bad configuration, a MODEL_DIR holding a different model, or a loss
+        that became NaN/inf (`TrainingDiverged`).
+    """
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise errors.UserError(f"unknown training options {unknown}")
+    config = TrainConfig(
+        model_dir=model_dir,
+        mixture_or_task_name=mixture_or_task_name,
+        task_feature_lengths=dict(task_feature_lengths),
+        train_steps=train_steps,
+        **options,
+    )
+    return Trainer(config).run(on_step=on_step)
+
+
+def _with_shardings(abstract_tree: Any, shardings: Any) -> Any:
+    return jax.tree.map(
+        lambda leaf, sharding: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding),
+        abstract_tree,
+        shardings,
+    )
+
+
+def default_validation_tasks(mixture_or_task_name: str) -> list[str]:
+    """The `_score` variants of the training task, or of each task of the mixture."""
+    import seqio
+
+    if mixture_or_task_name in seqio.MixtureRegistry.names():
+        mixture = seqio.get_mixture_or_task(mixture_or_task_name)
+        names = [task.name for task in mixture.tasks]
+    else:
+        names = [mixture_or_task_name]
+    registered = set(seqio.TaskRegistry.names())
+    result = []
+    for name in names:
+        base, _, language = name.partition(".")
+        candidate = f"{base}_score" + (f".{language}" if language else "")
+        if name.endswith("_score") or "_score." in name:
+            candidate = name
+        if candidate in registered:
+            result.append(candidate)
+    return sorted(result, key=lambda n: (evaluation_loop.question_of_task(n) or 0, n))
+
+
+def cross_entropy_loss(
+    logits: jax.Array, targets: jax.Array, weights: jax.Array, z_loss: float
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Mean per-target-token cross entropy plus T5X's z-loss.
+
+    Returns:
+      (objective, sums): the objective is divided by the global number of target tokens,
+      so it does not depend on how the batch is split over devices.
+    """
+    log_z = jax.nn.logsumexp(logits, axis=-1)
+    target_logits = jnp.take_along_axis(logits, targets[..., None].astype(jnp.int32), axis=-1)
+    token_ce = log_z - target_logits[..., 0]
+    weights = weights.astype(jnp.float32)
+    tokens = jnp.maximum(weights.sum(), 1.0)
+    ce_sum = (token_ce * weights).sum()
+    z_sum = (z_loss * jnp.square(log_z) * weights).sum()
+    correct = ((jnp.argmax(logits, -1) == targets) * weights).sum()
+    objective = (ce_sum + z_sum) / tokens
+    return objective, {"ce_sum": ce_sum, "z_sum": z_sum, "tokens": tokens, "correct": correct}
+
+
+class Trainer:
+    """One training run over a mesh of all devices."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        config.check()
+        self.config = config
+        partitioning.maybe_initialize_distributed(
+            config.coordinator_address, config.num_processes, config.process_id
+        )
+        self.mesh = partitioning.create_mesh(
+            partitioning.MeshConfig(model_parallel=config.model_parallel)
+        )
+        self.model_dir = pathlib.Path(config.model_dir).absolute()
+        self.is_main_host = jax.process_index() == 0
+
+    # --- model and state ------------------------------------------------------------------
+
+    def _model_config_and_initial_params(self) -> tuple[MT5Config, Any | None]:
+        cfg = self.config
+        if cfg.initial_checkpoint_path:
+            from seahorse_t5x.model import checkpoints
+
+            model_config, params = checkpoints.load_checkpoint(cfg.initial_checkpoint_path)
+            model_config = model_config.replace(
+                dropout_rate=cfg.dropout_rate, **dict(cfg.model_overrides)
+            )
+            return model_config, params
+        model_config = configs.get_config(
+            cfg.model_size, dropout_rate=cfg.dropout_rate, **dict(cfg.model_overrides)
+        )
+        return model_config, None
+
+    def _check_vocabulary(self, model_config: MT5Config) -> None:
+        vocabulary = vocab.get_vocabulary()
+        if vocabulary.vocab_size > model_config.vocab_size:
+            raise errors.UserError(
+                f"the vocabulary {vocab.vocabulary_path()} has {vocabulary.vocab_size} ids but "
+                f"the model only {model_config.vocab_size}: pick a model size for this "
+                "vocabulary or set model_overrides vocab_size"
+            )
+
+    # --- the run --------------------------------------------------------------------------
+
+    def run(self, on_step: Callable[[int, float], None] | None = None) -> TrainResult:
+        cfg = self.config
+        mesh = self.mesh
+        model_config, initial_params = self._model_config_and_initial_params()
+        self._check_vocabulary(model_config)
+        model = mt5.MT5(model_config)
+
+        boxed = mt5.abstract_params(model_config)
+        params_sharding = partitioning.params_shardings(boxed, mesh)
+        abstract_params = mt5.unbox(boxed)
+        optimizer = optimizers.create_optimizer(cfg.optimizer, cfg.learning_rate, cfg.weight_decay)
+        abstract_opt_state = jax.eval_shape(optimizer.init, abstract_params)
+        opt_sharding = partitioning.opt_state_shardings(
+            abstract_opt_state, abstract_params, params_sharding, mesh
+        )
+        replicated = partitioning.replicated(mesh)
+
+        store = checkpointing.CheckpointStore(self.model_dir, keep=cfg.keep_checkpoints)
+        data_config = input_pipeline.DataConfig(
+            mixture_or_task_name=cfg.mixture_or_task_name,
+            task_feature_lengths=cfg.task_feature_lengths,
+            batch_size=cfg.batch_size,
+            seed=cfg.random_seed,
+            pack=cfg.pack,
+        )
+
+        restored = store.restore_latest(
+            _with_shardings(abstract_params, params_sharding),
+            _with_shardings(abstract_opt_state, opt_sharding),
+        )
+        resumed_from = None
+        if restored is not None:
+            step, params, opt_state, data_state, meta = restored
+            self._check_resumable(meta, data_state, model_config, data_config, store.step_dir(step))
+            batches_consumed = int(data_state["batches_consumed"])
+            resumed_from = step
+            self._say(f"resuming from {store.step_dir(step)} (step {step})")
+        else:
+            step, batches_consumed = 0, 0
+            if initial_params is None:
+                init = jax.jit(
+                    lambda rng: mt5.unbox(mt5.init_params(model_config, rng)),
+                    out_shardings=params_sharding,
+                )
+                params = init(jax.random.PRNGKey(cfg.random_seed))
+            else:
+                params = jax.device_put(initial_params, params_sharding)
+            opt_state = jax.jit(optimizer.init, out_shardings=opt_sharding)(params)
+
+        validation_tasks = (
+            default_validation_tasks(cfg.mixture_or_task_name)
+            if cfg.validation_tasks is None
+            else list(cfg.validation_tasks)
+        )
+        validator = _Validator(self, model, validation_tasks) if validation_tasks else None
+
+        seed = cfg.random_seed
+        z_loss = cfg.z_loss
+
+        def train_step(params, opt_state, batch, step):
+            dropout_rng = jax.random.fold_in(jax.random.PRNGKey(seed), step)
+
+            def loss_fn(p):
+                logits = model.apply(
+                    {"params": p},
+                    batch["encoder_input_tokens"],
+                    batch["decoder_input_tokens"],
+                    encoder_segment_ids=batch.get("encoder_segment_ids"),
+                    decoder_segment_ids=batch.get("decoder_segment_ids"),
+                    encoder_positions=batch.get("encoder_positions"),
+                    decoder_positions=batch.get("decoder_positions"),
+                    enable_dropout=True,
+                    rngs={"dropout": dropout_rng},
+                )
+                return cross_entropy_loss(
+                    logits, batch["decoder_target_tokens"], batch["decoder_loss_weights"], z_loss
+                )
+
+            (objective, sums), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+            metrics = {
+                "loss": objective,
+                "cross_entropy": sums["ce_sum"] / sums["tokens"],
+                "z_loss": sums["z_sum"] / sums["tokens"],
+                "accuracy": sums["correct"] / sums["tokens"],
+                "grad_norm": optax.global_norm(grads),
+            }
+            return params, opt_state, metrics
+
+        batch_features = (
+            input_pipeline.MODEL_FEATURES_PACKED
+            if cfg.pack
+            else input_pipeline.MODEL_FEATURES_UNPACKED
+        )
+        batch_shardings = {name: partitioning.batch_sharding(mesh) for name in batch_features}
+        step_fn = jax.jit(
+            train_step,
+            in_shardings=(params_sharding, opt_sharding, batch_shardings, replicated),
+            out_shardings=(params_sharding, opt_sharding, replicated),
+            donate_argnums=(0, 1),
+        )
+
+        writer = (
+            metric_logging.create_writer(self.model_dir, "train") if self.is_main_host else None
+        )
+        progress = metric_logging.ProgressLine(cfg.train_steps)
+        meta = {
+            "model_config": model_config.to_dict(),
+            "vocabulary": vocab.vocabulary_path(),
+            "mixture_or_task_name": cfg.mixture_or_task_name,
+        }
+        final_loss = None
+        real_tokens = slots = 0
+        window_real = window_slots = 0
+        window_loss = 0.0
+        window_steps = 0
+        last_validation: dict[str, dict] = {}
+        last_saved = step if restored is not None else None
+
+        def save(at_step: int, extra_meta: Mapping[str, Any] | None = None) -> None:
+            nonlocal last_saved
+            data_state = {
+                "step": at_step,
+                "batches_consumed": batches_consumed,
+                **data_config.to_json(),
+            }
+            store.save(
+                at_step,
+                params,
+                opt_state,
+                data_state,
+                {**meta, "step": at_step, **(extra_meta or {})},
+            )
+            last_saved = at_step
+
+        if step >= cfg.train_steps:
+            self._say(
+                f"{self.model_dir} is already trained to step {step} (TRAIN_STEPS={cfg.train_steps})"
+            )
+        else:
+            self._say(
+                f"training {cfg.mixture_or_task_name} on mesh data={mesh.shape['data']} "
+                f"model={mesh.shape['model']} ({jax.device_count()} devices), steps {step}"
+                f"->{cfg.train_steps}, batch {cfg.batch_size}, "
+                f"{'packed' if cfg.pack else 'padded'} {dict(cfg.task_feature_lengths)}"
+            )
+            batches = input_pipeline.train_batches(data_config, start_batch=batches_consumed)
+            progress.start(step)
+            with mesh, nn.logical_axis_rules(partitioning.LOGICAL_AXIS_RULES):
+                while step < cfg.train_steps:
+                    try:
+                        local_batch = next(batches)
+                    except StopIteration as e:  # num_epochs=None: only an empty task ends
+                        raise errors.UserError(
+                            f"{cfg.mixture_or_task_name} yielded no training batches"
+                        ) from e
+                    real, total = input_pipeline.real_token_counts(local_batch)
+                    targets = input_pipeline.target_token_count(local_batch)
+                    batch = partitioning.global_batch(local_batch, mesh)
+                    params, opt_state, metrics = step_fn(
+                        params, opt_state, batch, jnp.asarray(step, jnp.int32)
+                    )
+                    loss = float(metrics["loss"])
+                    if not math.isfinite(loss):
+                        where = store.step_dir(last_saved) if last_saved is not None else None
+                        raise TrainingDiverged(
+                            f"loss became {loss} at step {step + 1}; stopped without saving. "
+                            + (
+                                f"The last good checkpoint is {where}. "
+                                if where
+                                else "No checkpoint was written yet. "
+                            )
+                            + "Lower LEARNING_RATE or check the data."
+                        )
+                    step += 1
+                    batches_consumed += 1
+                    final_loss = loss
+                    real_tokens += real
+                    slots += total
+                    window_real += real
+                    window_slots += total
+                    window_loss += loss
+                    window_steps += 1
+                    progress.add_tokens(real + targets)
+                    if step % cfg.log_period == 0 or step == cfg.train_steps:
+                        host_metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+                        share = window_real / max(window_slots, 1)
+                        rates = progress.report(step, window_loss / window_steps, share)
+                        if writer is not None:
+                            writer.write_scalars(
+                                step,
+                                {
+                                    **host_metrics,
+                                    "loss_mean": window_loss / window_steps,
+                                    "real_token_share": share,
+                                    "learning_rate": cfg.learning_rate,
+                                    **rates,
+                                },
+                            )
+                            writer.flush()
+                        window_real = window_slots = window_steps = 0
+                        window_loss = 0.0
+                    validate_now = validator is not None and (
+                        (cfg.eval_period and step % cfg.eval_period == 0) or step == cfg.train_steps
+                    )
+                    if validate_now:
+                        last_validation, summary = validator.run(params, step)
+                        save(step, {"validation": summary})
+                        best = store.best()
+                        value = summary.get(cfg.best_metric)
+                        if value is not None and (best is None or value > best["value"]):
+                            store.mark_best(step, cfg.best_metric, value)
+                            self._say(f"step {step}: new best {cfg.best_metric} {value:.4f}")
+                    elif step % cfg.checkpoint_period == 0 or step == cfg.train_steps:
+                        save(step)
+                    if on_step is not None:
+                        on_step(step, loss)
+        if writer is not None:
+            writer.close()
+        if validator is not None:
+            validator.close()
+        store.close()
+        best = store.best()
+        host_params = jax.device_get(params)
+        return TrainResult(
+            model_dir=self.model_dir,
+            step=step,
+            model_config=model_config,
+            params=host_params,
+            final_loss=final_loss,
+            real_token_share=(real_tokens / slots) if slots else None,
+            best=best,
+            validation=last_validation,
+            resumed_from=resumed_from,
+        )
+
+    def _check_resumable(
+        self,
+        meta: Mapping[str, Any],
+        data_state: Mapping[str, Any],
+        model_config: MT5Config,
+        data_config: input_pipeline.DataConfig,
+        step_dir: pathlib.Path,
+    ) -> None:
+        saved = meta.get("model_config")
+        if saved is not None and saved != model_config.to_dict():
+            changed = sorted(k for k in saved if saved.get(k) != model_config.to_dict().get(k))
+            raise errors.UserError(
+                f"{step_dir} holds a model that differs from this configuration in {changed}; "
+                "use a new MODEL_DIR (or INITIAL_CHECKPOINT_PATH to start from it)"
+            )
+        expected = data_config.to_json()
+        differing = sorted(k for k in expected if data_state.get(k) != expected[k])
+        if differing:
+            log.warning(
+                "resuming %s with changed data settings %s: the batches after the restored "
+                "step differ from those of an uninterrupted run",
+                step_dir,
+                differing,
+            )
+
+    def _say(self, message: str) -> None:
+        if self.is_main_host:
+            print(message, flush=True)
+
+
+class _Validator:
+    """Scores the validation tasks and averages the chosen metric over them."""
+
+    def __init__(self, trainer: Trainer, model: mt5.MT5, task_names: Sequence[str]) -> None:
+        cfg = trainer.config
+        self.trainer = trainer
+        self.input_length = int(cfg.task_feature_lengths["inputs"])
+        self.examples = [
+            evaluation_loop.load_task_examples(
+                name, cfg.validation_split, self.input_length, cfg.validation_max_examples
+            )
+            for name in task_names
+        ]
+        yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary())
+        self.p_yes = evaluation_loop.make_p_yes_fn(model, yes_id, no_id)
+        self.writer = (
+            metric_logging.create_writer(trainer.model_dir, "validation")
+            if trainer.is_main_host
+            else None
+        )
+
+    def run(self, params: Any, step: int) -> tuple[dict[str, dict], dict[str, float]]:
+        cfg = self.trainer.config
+        started = time.perf_counter()
+        results: dict[str, dict] = {}
+        scalars: dict[str, float] = {}
+        for examples in self.examples:
+            scores = evaluation_loop.score_examples(
+                self.p_yes,
+                params,
+                examples.tokens,
+                self.trainer.mesh,
+                cfg.eval_batch_size,
+                self.input_length,
+            )
+            result = evaluation_loop.question_metrics(examples.labels, scores)
+            result["question"] = examples.question
+            results[examples.task_name] = result
+            for name in BEST_METRICS:
+                if result[name] is not None:
+                    scalars[f"{examples.task_name}/{name}"] = result[name]
+        summary = {}
+        for name in BEST_METRICS:
+            values = [r[name] for r in results.values() if r[name] is not None]
+            if values:
+                summary[name] = float(np.mean(values))
+        scalars.update({f"mean/{k}": v for k, v in summary.items()})
+        if self.writer is not None:
+            self.writer.write_scalars(step, scalars)
+            self.writer.flush()
+        shown = "  ".join(f"{k} {v:.4f}" for k, v in summary.items())
+        self.trainer._say(
+            f"step {step}: validation on {len(results)} tasks: {shown} "
+            f"({time.perf_counter() - started:.1f}s)"
+        )
+        return results, summary
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
