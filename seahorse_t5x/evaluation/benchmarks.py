@@ -9,7 +9,7 @@ reason), so no row is lost silently.
 
 Paths come from arguments, gin (`seahorse_t5x.evaluation.benchmarks.benchmark_paths.mface = ...`)
 or the environment (`SEAHORSE_MFACE_PATH`, `SEAHORSE_TRUE_DIR`, `SEAHORSE_METAL_PATH`,
-`SEAHORSE_XLSUM_ARTICLES`, `SEAHORSE_FEVER_NLI_PATH`, `SEAHORSE_VITAMINC_PATH`); a missing
+`SEAHORSE_XLSUM_ARTICLES`, `SEAHORSE_FEVER_NLI_DIR`, `SEAHORSE_VITAMINC_DIR`); a missing
 file is a `UserError` that says where to get it. docs/benchmarks.md describes each format.
 """
 
@@ -32,8 +32,8 @@ ENV_MFACE_PATH = "SEAHORSE_MFACE_PATH"
 ENV_TRUE_DIR = "SEAHORSE_TRUE_DIR"
 ENV_METAL_PATH = "SEAHORSE_METAL_PATH"
 ENV_XLSUM_ARTICLES = "SEAHORSE_XLSUM_ARTICLES"
-ENV_FEVER_NLI_PATH = "SEAHORSE_FEVER_NLI_PATH"
-ENV_VITAMINC_PATH = "SEAHORSE_VITAMINC_PATH"
+ENV_FEVER_NLI_DIR = "SEAHORSE_FEVER_NLI_DIR"
+ENV_VITAMINC_DIR = "SEAHORSE_VITAMINC_DIR"
 
 # Raw example keys shared by every reader (the shared preprocessors' input).
 TEXT_FIELDS: tuple[str, ...] = ("premise", "hypothesis")
@@ -142,8 +142,14 @@ METAL_LANGUAGES: tuple[str, ...] = ("ar", "bn", "en", "fr", "hi", "ja", "ru", "s
 # ----------------------------------------------------------------------------- NLI files
 
 NLI_SOURCES: dict[str, str] = {
-    "fever": "FEVER-NLI (Nie et al. 2019, the `nli_fever` release), as JSON Lines",
-    "vitaminc": "VitaminC (github.com/TalSchuster/VitaminC or HF tals/vitaminc), as JSON Lines",
+    "fever": (
+        "the FEVER-NLI release of Nie et al. 2019 (github.com/easonnie/combine-FEVER-NSMN, "
+        "nli_fever.zip: train/dev/test_fitems.jsonl with query, context, label)"
+    ),
+    "vitaminc": (
+        "VitaminC (github.com/TalSchuster/VitaminC, vitaminc.zip: train/dev/test.jsonl with "
+        "claim, evidence, label; also HF tals/vitaminc)"
+    ),
 }
 _NLI_PREMISE_KEYS: tuple[str, ...] = ("premise", "evidence", "context")
 _NLI_HYPOTHESIS_KEYS: tuple[str, ...] = ("hypothesis", "claim", "query")
@@ -200,8 +206,8 @@ def benchmark_paths(
     true: str | None = None,
     metal: str | None = None,
     xlsum_articles: str | None = None,
-    fever_nli: str | None = None,
-    vitaminc: str | None = None,
+    fever_nli_dir: str | None = None,
+    vitaminc_dir: str | None = None,
 ) -> dict[str, str | None]:
     """The paths bound in gin (`seahorse_t5x.evaluation.benchmarks.benchmark_paths.mface = ...`).
 
@@ -213,8 +219,8 @@ def benchmark_paths(
         "true": true,
         "metal": metal,
         "xlsum_articles": xlsum_articles,
-        "fever": fever_nli,
-        "vitaminc": vitaminc,
+        "fever": fever_nli_dir,
+        "vitaminc": vitaminc_dir,
     }
 
 
@@ -242,13 +248,39 @@ def xlsum_articles_path(path: str | None = None) -> str:
     return _resolve(path, ENV_XLSUM_ARTICLES, "XL-Sum articles file", XLSUM_ARTICLES_SOURCE)
 
 
-def nli_file_path(name: str, path: str | None = None) -> str:
-    """A local NLI JSON Lines file (`fever` or `vitaminc`): argument, gin, then environment."""
-    envs = {"fever": ENV_FEVER_NLI_PATH, "vitaminc": ENV_VITAMINC_PATH}
+def nli_dir(name: str, path: str | None = None) -> str:
+    """The folder of a local NLI release (`fever` or `vitaminc`): argument, gin, environment."""
+    envs = {"fever": ENV_FEVER_NLI_DIR, "vitaminc": ENV_VITAMINC_DIR}
     if name not in envs:
-        raise errors.UserError(f"unknown NLI file {name!r}: expected one of {sorted(envs)}")
+        raise errors.UserError(f"unknown NLI release {name!r}: expected one of {sorted(envs)}")
     path = path or benchmark_paths()[name]
-    return _resolve(path, envs[name], f"{name} NLI file", NLI_SOURCES[name])
+    return _resolve(path, envs[name], f"{name} NLI folder", NLI_SOURCES[name])
+
+
+# SeqIO split -> file names tried in an NLI release folder, first found wins (VitaminC
+# ships train/dev/test.jsonl, the FEVER-NLI release train/dev/test_fitems.jsonl).
+NLI_SPLIT_FILES: dict[str, tuple[str, ...]] = {
+    "train": ("train.jsonl", "train_fitems.jsonl"),
+    "validation": ("validation.jsonl", "dev.jsonl", "dev_fitems.jsonl"),
+    "test": ("test.jsonl", "test_fitems.jsonl"),
+}
+
+
+def nli_split_file(name: str, split: str, directory: str | None = None) -> pathlib.Path:
+    """The JSON Lines file of one split of a local NLI release.
+
+    Raises:
+      UserError: no file for the split in the folder (the message lists the names tried).
+    """
+    folder = pathlib.Path(nli_dir(name, directory))
+    candidates = NLI_SPLIT_FILES.get(split, (f"{split}.jsonl",))
+    for candidate in candidates:
+        if (folder / candidate).is_file():
+            return folder / candidate
+    raise errors.UserError(
+        f"no {split} file for {name} in {folder} (tried {', '.join(candidates)}). "
+        f"Get it from {NLI_SOURCES[name]}."
+    )
 
 
 def _existing_file(path: str | os.PathLike, what: str, source: str) -> pathlib.Path:

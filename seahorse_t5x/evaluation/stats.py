@@ -483,13 +483,14 @@ def breakdown(
       `{group: metric_fn(labels[slice], scores[slice])}`, groups in sorted order.
     """
     y, s = _as_arrays(labels, scores)
-    keys = np.array([_group_key(g) for g in groups], dtype=object)
+    keys = np.array([slice_key(g) for g in groups], dtype=object)
     if keys.size != y.size:
         raise ValueError(f"groups and labels differ in length: {keys.size} != {y.size}")
     return {key: metric_fn(y[keys == key], s[keys == key]) for key in sorted(set(keys.tolist()))}
 
 
-def _group_key(value: object) -> str:
+def slice_key(value: object) -> str:
+    """The slice name of a group value: its string, or "unknown" for None/NaN/empty."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value == "":
         return "unknown"
     return str(value)

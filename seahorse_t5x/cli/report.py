@@ -1,0 +1,68 @@
+"""`seahorse-t5x report`: meta-evaluation tables and plots from score files or a prepared dataset."""
+
+from __future__ import annotations
+
+import argparse
+
+from seahorse_t5x import errors
+
+HELP = "Tables (Markdown, LaTeX, JSON) and plots from score files and/or a prepared dataset."
+EXAMPLE = (
+    "seahorse-t5x report --scores out/scores/rougeL.jsonl out/scores/q_model.jsonl "
+    "--output_dir out/report --by language,dataset,system --bootstrap 1000 --seed 0"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scores",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="per-example score files (JSON Lines: metric, benchmark, question, label, score, ...)",
+    )
+    parser.add_argument(
+        "--dataset",
+        metavar="DIR",
+        help="a `prepare` output folder: Tables 1, 3, 8 and the label-correlation heatmap",
+    )
+    parser.add_argument("--output_dir", required=True, metavar="DIR", help="where to write")
+    parser.add_argument(
+        "--by",
+        default="language,dataset,system",
+        help="comma-separated slice fields for breakdown tables ('' for none)",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples for CIs and paired tests (0: none)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+    parser.add_argument(
+        "--baseline",
+        metavar="METRIC",
+        help="compare every metric with this one only (default: every pair of metrics)",
+    )
+    parser.add_argument("--no_plots", action="store_true", help="write tables only")
+
+
+def run(args: argparse.Namespace) -> int:
+    from seahorse_t5x.evaluation import report
+
+    if args.bootstrap < 0:
+        raise errors.UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+    by = tuple(field.strip() for field in args.by.split(",") if field.strip())
+    settings = report.ReportSettings(
+        by=by,
+        n_resamples=args.bootstrap,
+        seed=args.seed,
+        baseline=args.baseline,
+        plots=not args.no_plots,
+    )
+    result = report.write_report(
+        args.output_dir, score_paths=args.scores, dataset_dir=args.dataset, settings=settings
+    )
+    print(result["summary"])
+    return 0

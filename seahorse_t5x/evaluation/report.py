@@ -1,0 +1,505 @@
+"""The `report` command's logic: score files or a prepared dataset -> tables, plots, JSON.
+
+From score files (`evaluation/scorefiles.py`), per benchmark, metric and question:
+Pearson ρ and ROC-AUC (Spearman and Kendall for graded labels) with 95% bootstrap
+intervals, breakdowns by slice fields, and a paired bootstrap between metrics on the same
+items. From a prepared dataset folder (`prepare` output): the paper's Tables 1, 3 and 8,
+pairwise agreement when `duplicates.jsonl` is there, and the Figure-3 label correlations.
+
+Everything lands in one folder: `report.json` (all numbers, with the reason for each
+undefined value), `tables.md`, `tables.tex` and `plots/*.png`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import pathlib
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from seahorse_t5x import constants, errors
+from seahorse_t5x.evaluation import plots, scorefiles, stats, tables
+
+DEFAULT_BY: tuple[str, ...] = ("language", "dataset", "system")
+SEAHORSE = "seahorse"
+MFACE = "mface"
+TRUE = "true"
+# The item a score belongs to, for pairing two metrics' rows and pivoting questions.
+ITEM_KEY: tuple[str, ...] = ("gem_id", "system")
+DUPLICATES_FILE = "duplicates.jsonl"
+_DATASET_FIELDS: tuple[str, ...] = ("language", "dataset", "system", *constants.LABEL_FIELDS)
+
+
+@dataclasses.dataclass
+class ReportSettings:
+    """How the report is computed (all written into report.json)."""
+
+    by: tuple[str, ...] = DEFAULT_BY
+    n_resamples: int = 1000
+    seed: int = 0
+    baseline: str | None = None
+    plots: bool = True
+
+
+# ------------------------------------------------------------------------ statistics
+
+
+def group_metrics(rows: pd.DataFrame) -> dict:
+    """Agreement of one (benchmark, metric, question[, slice]) group of score rows.
+
+    0/1 labels: `stats.binary_metrics`. Graded labels: `stats.graded_metrics`, plus
+    ROC-AUC and the Yes rate against `label_binary` when the rows carry it (mFACE).
+    """
+    labels = rows["label"].to_numpy(dtype=np.float64)
+    scores = rows["score"].to_numpy(dtype=np.float64)
+    if stats.labels_are_binary(labels):
+        return stats.binary_metrics(labels, scores)
+    result = stats.graded_metrics(labels, scores)
+    binary = rows["label_binary"] if "label_binary" in rows.columns else None
+    if binary is not None and binary.notna().all():
+        on_binary = stats.binary_metrics(binary.to_numpy(dtype=np.float64), scores)
+        for name in ("roc_auc", "positive_rate"):
+            result[name] = on_binary[name]
+            if name in on_binary["reasons"]:
+                result["reasons"][name] = on_binary["reasons"][name]
+    else:
+        result["roc_auc"] = None
+        result["reasons"]["roc_auc"] = "labels are graded and the rows carry no label_binary"
+    result["reasons"] = result.pop("reasons")
+    return result
+
+
+def _resampled_statistics(rows: pd.DataFrame) -> tuple[str, ...]:
+    binary = stats.labels_are_binary(rows["label"].to_numpy(dtype=np.float64))
+    return ("pearson", "roc_auc") if binary else ("pearson", "spearman")
+
+
+def true_datasets_as_questions(frame: pd.DataFrame) -> pd.DataFrame:
+    """TRUE rows grouped by their dataset (Table 7's columns), not by the Q4 they all share.
+
+    For `benchmark == "true"` rows whose `dataset` is a TRUE dataset (display name or file
+    key), `question` becomes the display name; the original is kept in `scored_question`.
+    """
+    columns = frame["dataset"].map(tables.true_column)
+    mask = (frame["benchmark"] == TRUE) & columns.notna()
+    if not mask.any():
+        return frame
+    frame = frame.copy()
+    frame["scored_question"] = frame["question"].where(mask, None)
+    frame.loc[mask, "question"] = columns[mask]
+    return frame
+
+
+def ordered_benchmarks(frame: pd.DataFrame) -> list[str]:
+    """Benchmarks in the paper's order (SEAHORSE, mFACE, TRUE), then others as first seen."""
+    seen = list(dict.fromkeys(frame["benchmark"]))
+    known = [b for b in (SEAHORSE, MFACE, TRUE) if b in seen]
+    return known + [b for b in seen if b not in known]
+
+
+def _groups(frame: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
+    """(benchmark, metric, question) groups: benchmarks and metrics in first-seen order."""
+    benchmarks = ordered_benchmarks(frame)
+    metrics = list(dict.fromkeys(frame["metric"]))
+    out = []
+    for key, rows in frame.groupby(["benchmark", "metric", "question"], sort=False):
+        out.append((key, rows))
+    out.sort(
+        key=lambda kv: (
+            benchmarks.index(kv[0][0]),
+            metrics.index(kv[0][1]),
+            tables.question_sort_key(kv[0][2]),
+        )
+    )
+    return out
+
+
+def _paired(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Rows of two metrics joined item by item; how they were paired and what was left out."""
+    key = [k for k in ITEM_KEY if a[k].notna().all() and b[k].notna().all()]
+    if "gem_id" not in key:
+        key = []  # no item ids: pair by position within the group
+    a = a.assign(_occurrence=a.groupby(key).cumcount() if key else np.arange(len(a)))
+    b = b.assign(_occurrence=b.groupby(key).cumcount() if key else np.arange(len(b)))
+    on = [*key, "_occurrence"]
+    joined = a[[*on, "label", "score"]].merge(
+        b[[*on, "label", "score"]], on=on, suffixes=("_a", "_b"), how="inner"
+    )
+    same_label = joined["label_a"] == joined["label_b"]
+    info = {
+        "paired_by": key or ["row order"],
+        "n_items": int(same_label.sum()),
+        "unpaired_a": int(len(a) - len(joined)),
+        "unpaired_b": int(len(b) - len(joined)),
+        "label_mismatches": int((~same_label).sum()),
+    }
+    return joined[same_label], info
+
+
+def compare_metrics(frame: pd.DataFrame, settings: ReportSettings) -> list[dict]:
+    """Paired bootstrap between metrics on each (benchmark, question): every pair, or every
+    metric against `settings.baseline`."""
+    comparisons = []
+    for (benchmark, question), rows in frame.groupby(["benchmark", "question"], sort=False):
+        metrics = list(dict.fromkeys(rows["metric"]))
+        if settings.baseline is not None:
+            if settings.baseline not in metrics:
+                continue
+            pairs = [(m, settings.baseline) for m in metrics if m != settings.baseline]
+        else:
+            pairs = list(itertools.combinations(metrics, 2))
+        for metric_a, metric_b in pairs:
+            joined, info = _paired(
+                rows[rows["metric"] == metric_a], rows[rows["metric"] == metric_b]
+            )
+            entry = {
+                "benchmark": benchmark,
+                "question": question,
+                "metric_a": metric_a,
+                "metric_b": metric_b,
+                **info,
+            }
+            labels = joined["label_a"].to_numpy(dtype=np.float64)
+            for statistic in _resampled_statistics(joined.rename(columns={"label_a": "label"})):
+                entry[statistic] = stats.paired_bootstrap(
+                    labels,
+                    joined["score_a"].to_numpy(dtype=np.float64),
+                    joined["score_b"].to_numpy(dtype=np.float64),
+                    statistic=statistic,
+                    n_resamples=settings.n_resamples,
+                    seed=settings.seed,
+                )
+            comparisons.append(entry)
+    return comparisons
+
+
+def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
+    """All numbers of the score-file report (what report.json holds under `scores`).
+
+    Args:
+      frame: rows from `scorefiles.read_score_files` (missing scores are dropped here and
+        counted).
+
+    Raises:
+      errors.UserError: a `--by` field no score row has, or a baseline that is not a metric.
+    """
+    metrics = list(dict.fromkeys(frame["metric"]))
+    if settings.baseline is not None and settings.baseline not in metrics:
+        raise errors.UserError(
+            f"--baseline {settings.baseline!r} is not a metric in the score files: {metrics}"
+        )
+    kept, dropped = scorefiles.drop_missing_scores(true_datasets_as_questions(frame))
+    results = []
+    for (benchmark, metric, question), rows in _groups(kept):
+        entry = {"benchmark": benchmark, "metric": metric, "question": question}
+        entry.update(group_metrics(rows))
+        if settings.n_resamples > 0:
+            entry["ci"] = stats.bootstrap_ci(
+                rows["label"].to_numpy(dtype=np.float64),
+                rows["score"].to_numpy(dtype=np.float64),
+                statistics=_resampled_statistics(rows),
+                n_resamples=settings.n_resamples,
+                seed=settings.seed,
+            )
+        results.append(entry)
+    breakdowns: dict[str, list[dict]] = {}
+    skipped_fields: dict[str, str] = {}
+    for field in settings.by:
+        if field not in kept.columns:
+            raise errors.UserError(
+                f"--by field {field!r} is not in the score files (columns: {sorted(kept.columns)})"
+            )
+        if kept[field].isna().all():
+            skipped_fields[field] = "no score row has this field"
+            continue
+        records = []
+        for (benchmark, metric, question), rows in _groups(kept):
+            if rows[field].isna().all() or (benchmark == TRUE and field == "dataset"):
+                # No such slices (TRUE has no language), or already Table 7's columns.
+                continue
+            slices = rows[field].map(stats.slice_key)
+            for group in sorted(set(slices)):
+                records.append(
+                    {
+                        "benchmark": benchmark,
+                        "metric": metric,
+                        "question": question,
+                        "group": group,
+                        **group_metrics(rows[slices == group]),
+                    }
+                )
+        breakdowns[field] = records
+    comparisons = compare_metrics(kept, settings) if settings.n_resamples > 0 else []
+    return {
+        "n_rows": int(len(frame)),
+        "n_scored": int(len(kept)),
+        "missing_scores": dropped,
+        "benchmarks": ordered_benchmarks(kept),
+        "metrics": metrics,
+        "results": results,
+        "breakdowns": breakdowns,
+        "breakdowns_skipped": skipped_fields,
+        "significance": comparisons,
+    }
+
+
+def items_with_all_labels(frame: pd.DataFrame) -> pd.DataFrame | None:
+    """SEAHORSE score rows pivoted to one row per item with `q1`..`q6` labels (Figure 3).
+
+    Uses the first metric's rows; None when the rows carry no item ids.
+    """
+    rows = frame[frame["benchmark"] == SEAHORSE]
+    if rows.empty or rows["gem_id"].isna().any():
+        return None
+    rows = rows[rows["metric"] == rows["metric"].iloc[0]]
+    key = [k for k in ITEM_KEY if rows[k].notna().all()]
+    pivot = rows.pivot_table(index=key, columns="question", values="label", aggfunc="first")
+    pivot = pivot.rename(columns={str(q): f"q{q}" for q in constants.QUESTIONS})
+    for column in constants.LABEL_FIELDS:
+        if column not in pivot.columns:
+            pivot[column] = np.nan
+    return pivot.reset_index()
+
+
+# ------------------------------------------------------------------------ dataset
+
+
+def read_jsonl(path: pathlib.Path, required: Sequence[str]) -> pd.DataFrame:
+    """A JSON Lines file as a DataFrame, checking that each object has the `required` keys.
+
+    Raises:
+      errors.DataError: a line that is not a JSON object or lacks a required key.
+    """
+    records = []
+    with path.open(encoding="utf-8") as f:
+        for number, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise errors.DataError(
+                    str(path), number, None, f"not valid JSON: {e.msg}"
+                ) from None
+            if not isinstance(record, dict):
+                raise errors.DataError(str(path), number, None, "expected a JSON object")
+            for field in required:
+                if field not in record:
+                    raise errors.DataError(str(path), number, field, "required field is missing")
+            records.append(record)
+    return pd.DataFrame.from_records(records, columns=None if records else list(required))
+
+
+def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
+    """The split files of a `prepare` output folder, with a `split` column.
+
+    Raises:
+      errors.UserError: the folder or all of its split files are missing.
+    """
+    directory = pathlib.Path(directory)
+    if not directory.is_dir():
+        raise errors.UserError(f"dataset folder not found: {directory}")
+    frames = []
+    for split in constants.SPLITS:
+        path = directory / f"{split}.jsonl"
+        if path.is_file():
+            frames.append(read_jsonl(path, _DATASET_FIELDS).assign(split=split))
+    if not frames:
+        raise errors.UserError(
+            f"{directory} holds no split files ({', '.join(s + '.jsonl' for s in constants.SPLITS)}):"
+            " is it a `seahorse-t5x prepare` output folder?"
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def dataset_tables(
+    items: pd.DataFrame, duplicates: pd.DataFrame | None = None
+) -> list[tables.Table]:
+    """Tables 1, 3 and 8 (and Table 4 when duplicate ratings are given)."""
+    out = [tables.table1(items), tables.table3(items), tables.table8(items)]
+    if duplicates is not None and len(duplicates):
+        out.append(tables.pairwise_agreement(duplicates))
+    return out
+
+
+# ------------------------------------------------------------------------ output
+
+
+def score_tables(scores: Mapping) -> list[tables.Table]:
+    """The paper-layout tables for each benchmark present, then breakdowns and significance."""
+    results = scores["results"]
+    out: list[tables.Table] = []
+    for benchmark in scores["benchmarks"]:
+        if benchmark == SEAHORSE:
+            out += [tables.table5(results, benchmark), tables.table5_intervals(results, benchmark)]
+        elif benchmark == MFACE:
+            out.append(tables.table6(results, benchmark))
+        elif benchmark == TRUE:
+            out.append(tables.table7(results, benchmark))
+        else:
+            out.append(tables.benchmark_table(results, benchmark))
+    for field, records in scores["breakdowns"].items():
+        for benchmark in scores["benchmarks"]:
+            if any(r["benchmark"] == benchmark for r in records):
+                out.append(tables.breakdown_table(records, benchmark, field))
+    for benchmark in scores["benchmarks"]:
+        for statistic in ("pearson", "roc_auc", "spearman"):
+            if any(c["benchmark"] == benchmark and statistic in c for c in scores["significance"]):
+                out.append(tables.significance_table(scores["significance"], benchmark, statistic))
+    return out
+
+
+def _matrix_json(matrix: pd.DataFrame) -> dict:
+    # NaN (a question whose labels are constant) becomes null: report.json is strict JSON.
+    return {
+        column: {row: (None if pd.isna(v) else round(float(v), 6)) for row, v in values.items()}
+        for column, values in matrix.to_dict().items()
+    }
+
+
+def _to_json(value: object) -> object:
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def write_report(
+    output_dir: str | pathlib.Path,
+    score_paths: Sequence[str | pathlib.Path] = (),
+    dataset_dir: str | pathlib.Path | None = None,
+    settings: ReportSettings | None = None,
+) -> dict:
+    """Computes and writes the report.
+
+    Returns:
+      report.json's content, with `summary` (one line) and `outputs` (paths written).
+
+    Raises:
+      errors.UserError: neither score files nor a dataset folder, or bad input (see the
+        readers).
+    """
+    settings = settings or ReportSettings()
+    if not score_paths and dataset_dir is None:
+        raise errors.UserError(
+            "nothing to report: give --scores FILE [FILE ...] and/or --dataset DIR"
+        )
+    output_dir = pathlib.Path(output_dir)
+    plot_dir = output_dir / "plots"
+    report: dict = {"settings": dataclasses.asdict(settings), "inputs": {}}
+    all_tables: list[tables.Table] = []
+    written_plots: list[str] = []
+    summary_parts: list[str] = []
+
+    if score_paths:
+        frame = scorefiles.read_score_files(score_paths)
+        scores = evaluate_scores(frame, settings)
+        report["inputs"]["scores"] = [str(p) for p in score_paths]
+        report["scores"] = scores
+        all_tables += score_tables(scores)
+        missing = sum(scores["missing_scores"].values())
+        summary_parts.append(
+            f"{len(scores['metrics'])} metric(s) on {', '.join(scores['benchmarks'])}: "
+            f"{scores['n_scored']} scored rows"
+            + (f", {missing} without a score dropped" if missing else "")
+        )
+        if settings.plots:
+            kept, _ = scorefiles.drop_missing_scores(true_datasets_as_questions(frame))
+            written_plots += _score_plots(kept, scores, plot_dir)
+            items = items_with_all_labels(kept)
+            if items is not None and "seahorse" in scores["benchmarks"]:
+                matrix, n_items = tables.label_correlations(items)
+                if n_items > 1:
+                    written_plots.append(
+                        plots.label_correlation_heatmap(
+                            matrix, n_items, plot_dir / "label_correlations_scores.png"
+                        )
+                    )
+
+    if dataset_dir is not None:
+        items = read_prepared_dir(dataset_dir)
+        duplicates_path = pathlib.Path(dataset_dir) / DUPLICATES_FILE
+        duplicates = (
+            read_jsonl(duplicates_path, ("gem_id", "system", *constants.LABEL_FIELDS))
+            if duplicates_path.is_file()
+            else None
+        )
+        report["inputs"]["dataset"] = str(dataset_dir)
+        matrix, n_items = tables.label_correlations(items)
+        report["dataset"] = {
+            "n_items": int(len(items)),
+            "n_per_split": {k: int(v) for k, v in items["split"].value_counts().items()},
+            "label_correlations": {"n_items": n_items, "matrix": _matrix_json(matrix)},
+        }
+        all_tables += dataset_tables(items, duplicates)
+        summary_parts.append(f"dataset of {len(items)} items")
+        if settings.plots:
+            if n_items > 1:
+                written_plots.append(
+                    plots.label_correlation_heatmap(
+                        matrix, n_items, plot_dir / "label_correlations.png"
+                    )
+                )
+            written_plots.append(
+                plots.yes_rate_bars(
+                    tables.yes_rates(items, "system"),
+                    plot_dir / "yes_rate_by_system.png",
+                    "Share of Yes per system",
+                )
+            )
+            written_plots.append(
+                plots.yes_rate_bars(
+                    tables.yes_rates(items, "language"),
+                    plot_dir / "yes_rate_by_language.png",
+                    "Share of Yes per language",
+                )
+            )
+
+    report["tables"] = [t.to_json() for t in all_tables]
+    output_dir.mkdir(parents=True, exist_ok=True)
+    markdown = "# seahorse-t5x report\n\n" + "\n".join(t.to_markdown() for t in all_tables)
+    (output_dir / "tables.md").write_text(markdown, encoding="utf-8")
+    latex = "% seahorse-t5x report (needs \\usepackage{booktabs})\n\n" + "\n".join(
+        t.to_latex() for t in all_tables
+    )
+    (output_dir / "tables.tex").write_text(latex, encoding="utf-8")
+    report["outputs"] = {
+        "json": str(output_dir / "report.json"),
+        "markdown": str(output_dir / "tables.md"),
+        "latex": str(output_dir / "tables.tex"),
+        "plots": written_plots,
+    }
+    report["summary"] = f"report: {'; '.join(summary_parts)} -> {output_dir}"
+    (output_dir / "report.json").write_text(
+        json.dumps(report, indent=1, ensure_ascii=False, default=_to_json, allow_nan=False),
+        encoding="utf-8",
+    )
+    return report
+
+
+def _score_plots(kept: pd.DataFrame, scores: Mapping, plot_dir: pathlib.Path) -> list[str]:
+    written = []
+    for benchmark in scores["benchmarks"]:
+        rows = kept[kept["benchmark"] == benchmark]
+        if stats.labels_are_binary(rows["label"].to_numpy(dtype=np.float64)):
+            written.append(
+                plots.roc_curves(rows, plot_dir / f"roc_{benchmark}.png", title=benchmark)
+            )
+            written.append(
+                plots.reliability_diagram(
+                    rows, plot_dir / f"reliability_{benchmark}.png", title=benchmark
+                )
+            )
+        records = [
+            r for r in scores["breakdowns"].get("language", []) if r["benchmark"] == benchmark
+        ]
+        if records:
+            written.append(
+                plots.slice_bars(
+                    records, plot_dir / f"{benchmark}_by_language.png", "roc_auc", "language"
+                )
+            )
+    return written

@@ -1,0 +1,466 @@
+"""The paper's tables as data, rendered as Markdown and LaTeX.
+
+A `Table` is a title, a header row, body rows of strings and a caption; builders turn the
+report's result records (see `report.py`) or a prepared dataset into the paper's layouts:
+
+- Table 1: annotations per language and source dataset;
+- Table 3: share of Yes per summarizing system, Q1..Q6;
+- Table 5: SEAHORSE test set, one row per metric, each cell `ρ/roc` for Q1..Q6;
+- Table 6: mFACE, Quality / Attribution / Informativeness, cells `ρ/roc`;
+- Table 7: TRUE, ROC-AUC per dataset;
+- Table 8: share of Yes per language, Q1..Q6.
+
+Numbers are written as the paper writes them: two decimals without the leading zero
+(`.52`, `-.03`); an undefined value is `-`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from seahorse_t5x import constants
+
+QUESTION_HEADERS: tuple[str, ...] = tuple(f"Q{q}" for q in constants.QUESTIONS)
+RHO = "ρ"
+CELL_RHO_ROC = f"{RHO}/roc"
+MISSING = "-"
+
+# The paper's system order in Table 3.
+TABLE3_SYSTEMS: tuple[str, ...] = (
+    "reference",
+    "t5_base_250",
+    "t5_base",
+    "t5_xxl",
+    "mt5_small_250",
+    "mt5_small",
+    "mt5_xxl",
+    "palm_1shot",
+    "palm_finetuned",
+)
+# mFACE dimension (score-file `question`) -> Table 6 column.
+MFACE_COLUMNS: dict[str, str] = {
+    "quality": "Quality",
+    "attribution": "Attribution",
+    "informativeness": "Informativeness",
+}
+# Table 7 columns in the paper's order; score files name TRUE datasets by these display names
+# (in `dataset`) or by the lower-case keys below.
+TRUE_COLUMNS: tuple[str, ...] = (
+    "FRANK",
+    "SummEval",
+    "MNBN",
+    "QAGS-C",
+    "QAGS-X",
+    "BEGIN",
+    "Q2",
+    "DialFact",
+    "FEVER",
+    "VitaminC",
+    "PAWS",
+)
+_TRUE_ALIASES: dict[str, str] = {
+    **{name.lower(): name for name in TRUE_COLUMNS},
+    "mnbm": "MNBN",
+    "qags_c": "QAGS-C",
+    "qags_cnndm": "QAGS-C",
+    "qags_x": "QAGS-X",
+    "qags_xsum": "QAGS-X",
+    "vitc": "VitaminC",
+}
+
+
+@dataclasses.dataclass
+class Table:
+    """A rendered-ready table: every cell is already a string."""
+
+    name: str
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+    # Leading columns that hold names (left-aligned in LaTeX), not numbers.
+    label_columns: int = 1
+
+    def to_markdown(self) -> str:
+        lines = [f"### {self.title}", ""]
+        lines.append("| " + " | ".join(self.header) + " |")
+        lines.append("|" + "|".join("---" for _ in self.header) + "|")
+        for row in self.rows:
+            lines.append("| " + " | ".join(row) + " |")
+        if self.caption:
+            lines += ["", self.caption]
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        spec = "l" * self.label_columns + "c" * (len(self.header) - self.label_columns)
+        lines = [
+            "\\begin{table}[t]",
+            "\\centering",
+            f"\\begin{{tabular}}{{{spec}}}",
+            "\\toprule",
+            " & ".join(_latex(h) for h in self.header) + " \\\\",
+            "\\midrule",
+        ]
+        lines += [" & ".join(_latex(c) for c in row) + " \\\\" for row in self.rows]
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        caption = self.title + (f". {self.caption}" if self.caption else "")
+        lines += [f"\\caption{{{_latex(caption)}}}", f"\\label{{tab:{self.name}}}", "\\end{table}"]
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _latex(text: str) -> str:
+    out = text
+    for char, escaped in (
+        ("\\", "\\textbackslash{}"),
+        ("&", "\\&"),
+        ("%", "\\%"),
+        ("_", "\\_"),
+        ("#", "\\#"),
+    ):
+        out = out.replace(char, escaped)
+    return out.replace(RHO, "$\\rho$").replace("Δ", "$\\Delta$").replace("τ", "$\\tau$")
+
+
+def format_value(value: float | None, digits: int = 2) -> str:
+    """`.52`, `-.03`, `1.00`; `-` for None/NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    text = f"{value:.{digits}f}"
+    if text.startswith("0."):
+        return text[1:]
+    if text.startswith("-0."):
+        return "-" + text[2:]
+    return text
+
+
+def format_pair(first: float | None, second: float | None) -> str:
+    """A `ρ/roc` cell; `-` when both are undefined."""
+    if first is None and second is None:
+        return MISSING
+    return f"{format_value(first)}/{format_value(second)}"
+
+
+def format_interval(entry: Mapping | None) -> str:
+    """`[.50, .54]` from a bootstrap entry; `-` when undefined."""
+    if not entry or entry.get("low") is None:
+        return MISSING
+    return f"[{format_value(entry['low'])}, {format_value(entry['high'])}]"
+
+
+def true_column(name: object) -> str | None:
+    """The Table 7 column for a TRUE dataset name (display name or file key), else None."""
+    if not isinstance(name, str):
+        return None
+    return _TRUE_ALIASES.get(name.strip().lower())
+
+
+# --------------------------------------------------------------- meta-evaluation tables
+
+
+def _by_metric(results: Iterable[Mapping], benchmark: str) -> dict[str, dict[str, Mapping]]:
+    """`{metric: {question: result}}` for one benchmark, metrics in first-seen order."""
+    out: dict[str, dict[str, Mapping]] = {}
+    for entry in results:
+        if entry["benchmark"] == benchmark:
+            out.setdefault(entry["metric"], {})[entry["question"]] = entry
+    return out
+
+
+def table5(results: Sequence[Mapping], benchmark: str = "seahorse") -> Table:
+    """Table 5: rows = metrics, columns Q1..Q6, cells Pearson ρ / ROC-AUC."""
+    rows = []
+    for metric, by_question in _by_metric(results, benchmark).items():
+        cells = []
+        for q in constants.QUESTIONS:
+            entry = by_question.get(str(q))
+            cells.append(format_pair(entry["pearson"], entry["roc_auc"]) if entry else MISSING)
+        rows.append([metric, *cells])
+    return Table(
+        name="table5",
+        title=f"Table 5: {benchmark}, Pearson {RHO} / ROC-AUC",
+        header=["Metric", *QUESTION_HEADERS],
+        rows=rows,
+        caption=f"Each cell: {CELL_RHO_ROC}. `-`: undefined (see report.json for why).",
+    )
+
+
+def table5_intervals(results: Sequence[Mapping], benchmark: str = "seahorse") -> Table:
+    """Table 5's 95% bootstrap intervals: cells `[low, high]/[low, high]` for ρ and roc."""
+    rows = []
+    for metric, by_question in _by_metric(results, benchmark).items():
+        cells = []
+        for q in constants.QUESTIONS:
+            ci = (by_question.get(str(q)) or {}).get("ci") or {}
+            if not ci:
+                cells.append(MISSING)
+            else:
+                cells.append(
+                    f"{format_interval(ci.get('pearson'))}/{format_interval(ci.get('roc_auc'))}"
+                )
+        rows.append([metric, *cells])
+    return Table(
+        name="table5_ci",
+        title=f"Table 5 intervals: {benchmark}, 95% bootstrap CI of {RHO} / ROC-AUC",
+        header=["Metric", *QUESTION_HEADERS],
+        rows=rows,
+        caption="Percentile bootstrap over items.",
+    )
+
+
+def table6(results: Sequence[Mapping], benchmark: str = "mface") -> Table:
+    """Table 6 (mFACE): columns Quality, Attribution, Informativeness, cells ρ/roc."""
+    rows = []
+    for metric, by_question in _by_metric(results, benchmark).items():
+        by_column = {MFACE_COLUMNS.get(q.lower()): e for q, e in by_question.items()}
+        cells = []
+        for column in MFACE_COLUMNS.values():
+            entry = by_column.get(column)
+            cells.append(format_pair(entry["pearson"], entry["roc_auc"]) if entry else MISSING)
+        rows.append([metric, *cells])
+    return Table(
+        name="table6",
+        title=f"Table 6: mFACE, Pearson {RHO} / ROC-AUC",
+        header=["Metric", *MFACE_COLUMNS.values()],
+        rows=rows,
+        caption=f"Each cell: {CELL_RHO_ROC}; ROC-AUC against the raters' majority.",
+    )
+
+
+def table7(results: Sequence[Mapping], benchmark: str = "true") -> Table:
+    """Table 7 (TRUE): one ROC-AUC per dataset; results keyed by `question` = dataset."""
+    rows = []
+    for metric, by_question in _by_metric(results, benchmark).items():
+        by_column = {true_column(q): e for q, e in by_question.items()}
+        cells = [
+            format_value(by_column[c]["roc_auc"]) if c in by_column else MISSING
+            for c in TRUE_COLUMNS
+        ]
+        rows.append([metric, *cells])
+    return Table(
+        name="table7",
+        title="Table 7: TRUE benchmark, ROC-AUC",
+        header=["Metric", *TRUE_COLUMNS],
+        rows=rows,
+    )
+
+
+def benchmark_table(results: Sequence[Mapping], benchmark: str) -> Table:
+    """Any other benchmark: one column per dimension; ρ/roc, or ρ/Spearman/Kendall τ if graded."""
+    by_metric = _by_metric(results, benchmark)
+    questions = sorted({q for qs in by_metric.values() for q in qs}, key=question_sort_key)
+    graded = any(
+        e.get("roc_auc") is None and e.get("spearman") is not None
+        for qs in by_metric.values()
+        for e in qs.values()
+    )
+    rows = []
+    for metric, by_question in by_metric.items():
+        cells = []
+        for q in questions:
+            e = by_question.get(q)
+            if e is None:
+                cells.append(MISSING)
+            elif graded:
+                cells.append(
+                    "/".join(format_value(e.get(k)) for k in ("pearson", "spearman", "kendall"))
+                )
+            else:
+                cells.append(format_pair(e["pearson"], e["roc_auc"]))
+        rows.append([metric, *cells])
+    cell = f"{RHO}/Spearman/Kendall τ" if graded else CELL_RHO_ROC
+    return Table(
+        name=f"{benchmark}_table",
+        title=f"{benchmark}: {cell}",
+        header=["Metric", *[question_header(q) for q in questions]],
+        rows=rows,
+        caption=f"Each cell: {cell}.",
+    )
+
+
+def breakdown_table(records: Sequence[Mapping], benchmark: str, field: str) -> Table:
+    """Rows = (metric, slice value), columns = the benchmark's questions, cells ρ/roc."""
+    records = [r for r in records if r["benchmark"] == benchmark]
+    questions = sorted({r["question"] for r in records}, key=question_sort_key)
+    grid: dict[tuple[str, str], dict[str, Mapping]] = {}
+    for r in records:
+        grid.setdefault((r["metric"], r["group"]), {})[r["question"]] = r
+    rows = []
+    for (metric, group), by_question in grid.items():
+        cells = [
+            format_pair(by_question[q]["pearson"], by_question[q]["roc_auc"])
+            if q in by_question
+            else MISSING
+            for q in questions
+        ]
+        rows.append([metric, group, *cells])
+    return Table(
+        name=f"{benchmark}_by_{field}",
+        title=f"{benchmark} by {field}: Pearson {RHO} / ROC-AUC",
+        header=["Metric", field.capitalize(), *[question_header(q) for q in questions]],
+        rows=rows,
+        caption=f"Each cell: {CELL_RHO_ROC}.",
+        label_columns=2,
+    )
+
+
+def significance_table(comparisons: Sequence[Mapping], benchmark: str, statistic: str) -> Table:
+    """Rows = `A - B` metric pairs, columns = questions; cells `Δ (p)` from the paired bootstrap."""
+    comparisons = [c for c in comparisons if c["benchmark"] == benchmark and statistic in c]
+    questions = sorted({c["question"] for c in comparisons}, key=question_sort_key)
+    grid: dict[str, dict[str, Mapping]] = {}
+    for c in comparisons:
+        grid.setdefault(f"{c['metric_a']} - {c['metric_b']}", {})[c["question"]] = c[statistic]
+    rows = []
+    for pair, by_question in grid.items():
+        cells = []
+        for q in questions:
+            test = by_question.get(q)
+            if not test or test.get("difference") is None or test.get("p_value") is None:
+                cells.append(MISSING)
+            else:
+                sign = "+" if test["difference"] >= 0 else ""
+                cells.append(
+                    f"{sign}{format_value(test['difference'])} (p={format_p(test['p_value'])})"
+                )
+        rows.append([pair, *cells])
+    label = {"pearson": f"Δ{RHO}", "roc_auc": "Δroc", "spearman": "ΔSpearman"}.get(
+        statistic, statistic
+    )
+    return Table(
+        name=f"{benchmark}_significance_{statistic}",
+        title=f"{benchmark}: paired bootstrap, {label} (two-sided p)",
+        header=["Metrics (A - B)", *[question_header(q) for q in questions]],
+        rows=rows,
+        caption="Same items for both metrics; p from the paired bootstrap.",
+    )
+
+
+def format_p(p: float) -> str:
+    return f"{p:.3f}".lstrip("0") if p >= 0.001 else "<.001"
+
+
+def question_sort_key(question: str) -> tuple[int, int, str]:
+    """Q1..Q6 by number, then mFACE and TRUE dimensions in the paper's order, then by name."""
+    if question.isdigit():
+        return (0, int(question), "")
+    known = [c.lower() for c in (*MFACE_COLUMNS.values(), *TRUE_COLUMNS)]
+    column = question_header(question).lower()
+    if column in known:
+        return (1, known.index(column), "")
+    return (2, 0, question)
+
+
+def question_header(question: str) -> str:
+    """`Q4` for SEAHORSE question numbers, a TRUE/mFACE display name, else the name itself."""
+    if question.isdigit():
+        return f"Q{question}"
+    return true_column(question) or MFACE_COLUMNS.get(question.lower(), question)
+
+
+# --------------------------------------------------------------- dataset tables
+
+
+def table1(items: pd.DataFrame) -> Table:
+    """Table 1: annotations per language and source dataset (with the total)."""
+    counts = items.groupby(["language", "dataset"], sort=False).size()
+    order = {lang: i for i, lang in enumerate(constants.LANGUAGES)}
+    dataset_order = {d: i for i, d in enumerate(constants.DATASETS)}
+    keys = sorted(
+        counts.index, key=lambda k: (order.get(k[0], 99), k[0], dataset_order.get(k[1], 99), k[1])
+    )
+    rows = [[lang, dataset, str(int(counts[(lang, dataset)]))] for lang, dataset in keys]
+    rows.append(["all", "all", str(int(counts.sum()))])
+    return Table(
+        name="table1",
+        title="Table 1: annotations per language and dataset",
+        header=["Language", "Dataset", "Annotations"],
+        rows=rows,
+        label_columns=2,
+    )
+
+
+def yes_rates(items: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Share of Yes per `by` value and question, over the items rated Yes or No."""
+    columns = list(constants.LABEL_FIELDS)
+    rated = items[[by, *columns]].copy()
+    for c in columns:
+        rated[c] = pd.to_numeric(rated[c], errors="coerce")
+    return rated.groupby(by, sort=False)[columns].mean()
+
+
+def _rate_table(items: pd.DataFrame, by: str, order: Sequence[str], name: str, title: str) -> Table:
+    rates = yes_rates(items, by)
+    keys = [k for k in order if k in rates.index] + sorted(k for k in rates.index if k not in order)
+    rows = [
+        [key, *[format_value(rates.loc[key, c]) for c in constants.LABEL_FIELDS]] for key in keys
+    ]
+    return Table(
+        name=name,
+        title=title,
+        header=[by.capitalize(), *QUESTION_HEADERS],
+        rows=rows,
+        caption="Share of Yes among the Yes/No ratings.",
+    )
+
+
+def table3(items: pd.DataFrame) -> Table:
+    """Table 3: share of Yes per summarizing system, Q1..Q6."""
+    return _rate_table(
+        items, "system", TABLE3_SYSTEMS, "table3", "Table 3: share of Yes per system"
+    )
+
+
+def table8(items: pd.DataFrame) -> Table:
+    """Table 8 layout: share of Yes per language, Q1..Q6."""
+    return _rate_table(
+        items, "language", constants.LANGUAGES, "table8", "Table 8: share of Yes per language"
+    )
+
+
+def label_correlations(items: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Pearson correlations between the six questions' labels (the paper's Figure 3).
+
+    Only items with all six labels enter (a Q1 No leaves Q2..Q6 empty).
+
+    Returns:
+      The 6x6 correlation matrix (index and columns `Q1`..`Q6`) and the number of items.
+    """
+    labels = items[list(constants.LABEL_FIELDS)].apply(pd.to_numeric, errors="coerce").dropna()
+    matrix = labels.corr(method="pearson")
+    matrix.index = matrix.columns = list(QUESTION_HEADERS)
+    return matrix, int(len(labels))
+
+
+def pairwise_agreement(ratings: pd.DataFrame, key: Sequence[str] = ("gem_id", "system")) -> Table:
+    """Table 4 layout: share of agreeing rater pairs per question, on items rated twice or more.
+
+    Args:
+      ratings: one row per rating with `q1`..`q6` (1, 0 or null) and the `key` columns.
+    """
+    cells = []
+    totals = []
+    for column in constants.LABEL_FIELDS:
+        agree = pairs = 0
+        for _, group in ratings.groupby(list(key), sort=False):
+            values = pd.to_numeric(group[column], errors="coerce").dropna()
+            yes = int((values == 1).sum())
+            no = int((values == 0).sum())
+            pairs += (yes + no) * (yes + no - 1) // 2
+            agree += yes * (yes - 1) // 2 + no * (no - 1) // 2
+        cells.append(format_value(agree / pairs if pairs else None))
+        totals.append(pairs)
+    items = int((ratings.groupby(list(key), sort=False).size() > 1).sum())
+    return Table(
+        name="table4",
+        title="Table 4: pairwise agreement between raters",
+        header=["Items", *QUESTION_HEADERS],
+        rows=[[str(items), *cells]],
+        caption=f"Rater pairs per question: {', '.join(map(str, totals))}.",
+    )
