@@ -12,7 +12,7 @@ Yes from the paper's Table 3, and each defect is a clear, local signal, so that 
 mT5-shaped model can learn all six questions:
 
 - Q1 No: a garbled summary (most words replaced by random letter strings);
-- Q2 No: a short phrase repeated two or three times in a row;
+- Q2 No: a short phrase said three or four times in a row;
 - Q3 No: the words of the summary's sentence in scrambled order;
 - Q4 No: a person, place or number not in the article (mostly invented ones);
 - Q5 No: the summary restates a side detail of the article, not its main event;
@@ -918,11 +918,11 @@ def _make_summary(rng: random.Random, article: _Article, defects: dict[int, bool
         original = list(words)
         while words == original:
             rng.shuffle(words)
-    if defects[2]:  # a short phrase repeated two or three times in a row
+    if defects[2]:  # a short phrase said three or four times in a row
         span = rng.randint(2, 3)
         start = rng.randrange(max(1, len(words) - span + 1))
         phrase = words[start : start + span]
-        words[start + span : start + span] = phrase * rng.randint(1, 2)
+        words[start + span : start + span] = phrase * rng.randint(2, 3)
     text = " ".join(words)
     text = text[0].upper() + text[1:]
     if defects[6]:  # padded with a further side detail: about twice as long
