@@ -26,6 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a `prepare` output folder: Tables 1, 3, 8 and the label-correlation heatmap",
     )
+    parser.add_argument(
+        "--duplicates",
+        metavar="PATH",
+        help="with --dataset: SEAHORSE duplicates TSV (or folder of them) for rater agreement",
+    )
     parser.add_argument("--output_dir", required=True, metavar="DIR", help="where to write")
     parser.add_argument(
         "--by",
@@ -62,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
         plots=not args.no_plots,
     )
     result = report.write_report(
-        args.output_dir, score_paths=args.scores, dataset_dir=args.dataset, settings=settings
+        args.output_dir,
+        score_paths=args.scores,
+        dataset_dir=args.dataset,
+        settings=settings,
+        duplicates_path=args.duplicates,
     )
     print(result["summary"])
     return 0

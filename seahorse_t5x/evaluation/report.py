@@ -4,7 +4,7 @@ From score files (`evaluation/scorefiles.py`), per benchmark, metric and questio
 Pearson ρ and ROC-AUC (Spearman and Kendall for graded labels) with 95% bootstrap
 intervals, breakdowns by slice fields, and a paired bootstrap between metrics on the same
 items. From a prepared dataset folder (`prepare` output): the paper's Tables 1, 3 and 8,
-pairwise agreement when `duplicates.jsonl` is there, and the Figure-3 label correlations.
+pairwise agreement (Table 4) when duplicate ratings are given, and the Figure-3 label correlations.
 
 Everything lands in one folder: `report.json` (all numbers, with the reason for each
 undefined value), `tables.md`, `tables.tex` and `plots/*.png`.
@@ -12,6 +12,7 @@ undefined value), `tables.md`, `tables.tex` and `plots/*.png`.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import itertools
 import json
@@ -30,7 +31,8 @@ MFACE = "mface"
 TRUE = "true"
 # The item a score belongs to, for pairing two metrics' rows and pivoting questions.
 ITEM_KEY: tuple[str, ...] = ("gem_id", "system")
-DUPLICATES_FILE = "duplicates.jsonl"
+# A duplicated SEAHORSE item: the same summary of the same article, rated again.
+DUPLICATE_KEY: tuple[str, ...] = ("gem_id", "summary")
 _DATASET_FIELDS: tuple[str, ...] = ("language", "dataset", "system", *constants.LABEL_FIELDS)
 
 
@@ -316,13 +318,70 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def read_duplicate_ratings(path: str | pathlib.Path) -> pd.DataFrame:
+    """Ratings of items annotated more than once (SEAHORSE's `duplicates/`): one row per rating.
+
+    Args:
+      path: a TSV in the SEAHORSE layout (header, tab separated, no quoting), or a folder of
+        them.
+
+    Returns:
+      `gem_id`, `summary`, `language` (the TSV's `worker_lang`), `system` and `q1`..`q6`
+      (1 Yes, 0 No, None otherwise; a Q1 No leaves Q2..Q6 None, as in the split files).
+
+    Raises:
+      errors.UserError: the path is missing or holds no TSV.
+      errors.DataError: a file lacks a SEAHORSE column.
+    """
+    path = pathlib.Path(path)
+    if path.is_dir():
+        files = sorted(path.glob("*.tsv"))
+    elif path.is_file():
+        files = [path]
+    else:
+        raise errors.UserError(f"duplicates not found: {path}")
+    if not files:
+        raise errors.UserError(f"no .tsv files in {path}")
+    frames = []
+    for file in files:
+        raw = pd.read_csv(file, sep="\t", quoting=csv.QUOTE_NONE, dtype=str, keep_default_na=False)
+        for column in constants.TSV_COLUMNS:
+            if column not in raw.columns:
+                raise errors.DataError(
+                    str(file), 1, column, "SEAHORSE column missing from the header"
+                )
+        labels = {
+            f"q{q}": raw[f"question{q}"].str.strip().str.lower().map({"yes": 1, "no": 0})
+            for q in constants.QUESTIONS
+        }
+        frame = pd.DataFrame(
+            {
+                "gem_id": raw["gem_id"],
+                "summary": raw["summary"],
+                "language": raw["worker_lang"].map(constants.WORKER_LANG_TO_LANGUAGE),
+                "system": raw["model"],
+                **labels,
+            }
+        )
+        q1_no = frame["q1"] == 0
+        for q in constants.QUESTIONS[1:]:
+            frame.loc[q1_no, f"q{q}"] = np.nan
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True)
+    label_columns = list(constants.LABEL_FIELDS)
+    frame[label_columns] = (
+        frame[label_columns].astype(object).where(frame[label_columns].notna(), None)
+    )
+    return frame
+
+
 def dataset_tables(
     items: pd.DataFrame, duplicates: pd.DataFrame | None = None
 ) -> list[tables.Table]:
     """Tables 1, 3 and 8 (and Table 4 when duplicate ratings are given)."""
     out = [tables.table1(items), tables.table3(items), tables.table8(items)]
     if duplicates is not None and len(duplicates):
-        out.append(tables.pairwise_agreement(duplicates))
+        out.append(tables.pairwise_agreement(duplicates, key=DUPLICATE_KEY))
     return out
 
 
@@ -372,6 +431,7 @@ def write_report(
     score_paths: Sequence[str | pathlib.Path] = (),
     dataset_dir: str | pathlib.Path | None = None,
     settings: ReportSettings | None = None,
+    duplicates_path: str | pathlib.Path | None = None,
 ) -> dict:
     """Computes and writes the report.
 
@@ -421,12 +481,7 @@ def write_report(
 
     if dataset_dir is not None:
         items = read_prepared_dir(dataset_dir)
-        duplicates_path = pathlib.Path(dataset_dir) / DUPLICATES_FILE
-        duplicates = (
-            read_jsonl(duplicates_path, ("gem_id", "system", *constants.LABEL_FIELDS))
-            if duplicates_path.is_file()
-            else None
-        )
+        duplicates = read_duplicate_ratings(duplicates_path) if duplicates_path else None
         report["inputs"]["dataset"] = str(dataset_dir)
         matrix, n_items = tables.label_correlations(items)
         report["dataset"] = {
