@@ -211,9 +211,12 @@ def test_nli_jsonl_accepts_field_aliases_and_drops_bad_lines():
     assert [(d.line, d.field) for d in result.dropped] == [(4, "label"), (5, "premise"), (6, None)]
 
 
-def test_nli_file_path_names_its_env_var(monkeypatch):
-    monkeypatch.delenv(benchmarks.ENV_VITAMINC_PATH, raising=False)
-    with pytest.raises(errors.UserError, match="SEAHORSE_VITAMINC_PATH"):
-        benchmarks.nli_file_path("vitaminc")
-    monkeypatch.setenv(benchmarks.ENV_VITAMINC_PATH, "/data/vitaminc.jsonl")
-    assert benchmarks.nli_file_path("vitaminc") == "/data/vitaminc.jsonl"
+def test_nli_split_file_finds_release_names(tmp_path, monkeypatch):
+    monkeypatch.delenv(benchmarks.ENV_VITAMINC_DIR, raising=False)
+    with pytest.raises(errors.UserError, match="SEAHORSE_VITAMINC_DIR"):
+        benchmarks.nli_split_file("vitaminc", "train")
+    (tmp_path / "dev_fitems.jsonl").write_text("")
+    monkeypatch.setenv(benchmarks.ENV_FEVER_NLI_DIR, str(tmp_path))
+    assert benchmarks.nli_split_file("fever", "validation") == tmp_path / "dev_fitems.jsonl"
+    with pytest.raises(errors.UserError, match="train_fitems.jsonl"):
+        benchmarks.nli_split_file("fever", "train")
