@@ -144,3 +144,20 @@ def test_demo_vocabulary_has_single_token_labels():
     yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary("demo"))
     assert yes_id != no_id
     assert {yes_id, no_id}.isdisjoint({0, 1, 2})
+
+
+def test_prepare_keeps_every_demo_row(tmp_path, capsys):
+    prepared = demo_data.prepare_demo(str(tmp_path), seed=0)
+    assert prepared == str(tmp_path / "prepared")
+    report = json.loads((tmp_path / "prepared" / "prepare_report.json").read_text())
+    for split, size in demo_data.SPLIT_SIZES.items():
+        counts = report["splits"][split]
+        assert (counts["rows_read"], counts["rows_kept"], counts["rows_dropped"]) == (size, size, 0)
+        assert sorted(counts["languages"]) == sorted(constants.LANGUAGES)
+        assert sorted(counts["datasets"]) == sorted(constants.DATASETS)
+    first = json.loads((tmp_path / "prepared" / "train.jsonl").open().readline())
+    assert (
+        first["article"] and first["summary"] in (tmp_path / "seahorse_data/train.tsv").read_text()
+    )
+    out = capsys.readouterr().out
+    assert f"into {prepared}" in out and str(tmp_path / "seahorse_data") in out
