@@ -1,0 +1,273 @@
+"""`seahorse-t5x report`: exact table headers, numbers equal to `stats`, plots written, errors."""
+
+import json
+import pathlib
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from seahorse_t5x import cli
+from seahorse_t5x.evaluation import report, scorefiles, stats, tables
+
+SCORES = pathlib.Path(__file__).parent / "testdata" / "scores"
+SCORE_FILES = [SCORES / "mt5_seahorse.jsonl", SCORES / "rougeL.jsonl", SCORES / "benchmarks.jsonl"]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _markdown_header(markdown: str, title_start: str) -> str:
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"### {title_start}"))
+    return lines[start + 2]
+
+
+def _is_png(path: str | pathlib.Path) -> bool:
+    data = pathlib.Path(path).read_bytes()
+    return len(data) > 1000 and data.startswith(PNG_SIGNATURE)
+
+
+@pytest.fixture(scope="module")
+def score_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    code = cli.main(
+        [
+            "report",
+            "--scores",
+            *map(str, SCORE_FILES),
+            "--output_dir",
+            str(out),
+            "--bootstrap",
+            "60",
+        ]
+    )
+    assert code == 0
+    return out, json.loads((out / "report.json").read_text(encoding="utf-8"))
+
+
+def test_format_value_writes_numbers_like_the_paper():
+    assert tables.format_value(0.5234) == ".52"
+    assert tables.format_value(-0.031) == "-.03"
+    assert tables.format_value(1.0) == "1.00"
+    assert tables.format_value(None) == "-"
+    assert tables.format_value(float("nan")) == "-"
+    assert tables.format_pair(0.52, 0.9) == ".52/.90"
+    assert tables.format_p(0.0004) == "<.001" and tables.format_p(0.0312) == ".031"
+
+
+def test_score_report_writes_every_output(score_report):
+    out, result = score_report
+    assert result["summary"] == (
+        f"report: 2 metric(s) on seahorse, mface, true: 1638 scored rows, "
+        f"2 without a score dropped -> {out}"
+    )
+    nulls = [json.loads(line) for line in SCORE_FILES[1].read_text().splitlines()]
+    nulls = [r["question"] for r in nulls if r["score"] is None]
+    assert nulls == [4, 5]
+    assert result["scores"]["missing_scores"] == {"rougeL/seahorse/4": 1, "rougeL/seahorse/5": 1}
+    plots = {pathlib.Path(p).name for p in result["outputs"]["plots"]}
+    assert {
+        "roc_seahorse.png",
+        "reliability_seahorse.png",
+        "seahorse_by_language.png",
+        "label_correlations_scores.png",
+        "roc_true.png",
+    } <= plots
+    for path in result["outputs"]["plots"]:
+        assert _is_png(path), path
+    latex = (out / "tables.tex").read_text(encoding="utf-8")
+    assert "\\toprule" in latex and "Metric & Q1 & Q2 & Q3 & Q4 & Q5 & Q6 \\\\" in latex
+    assert "$\\rho$" in latex
+
+
+def test_table_headers_are_the_papers(score_report):
+    out, _ = score_report
+    markdown = (out / "tables.md").read_text(encoding="utf-8")
+    assert _markdown_header(markdown, "Table 5:") == "| Metric | Q1 | Q2 | Q3 | Q4 | Q5 | Q6 |"
+    assert _markdown_header(markdown, "Table 5 intervals") == (
+        "| Metric | Q1 | Q2 | Q3 | Q4 | Q5 | Q6 |"
+    )
+    assert _markdown_header(markdown, "Table 6") == (
+        "| Metric | Quality | Attribution | Informativeness |"
+    )
+    assert _markdown_header(markdown, "Table 7") == (
+        "| Metric | FRANK | SummEval | MNBN | QAGS-C | QAGS-X | BEGIN | Q2 | DialFact | FEVER "
+        "| VitaminC | PAWS |"
+    )
+    assert _markdown_header(markdown, "seahorse by language") == (
+        "| Metric | Language | Q1 | Q2 | Q3 | Q4 | Q5 | Q6 |"
+    )
+    assert _markdown_header(markdown, "seahorse: paired bootstrap, Δroc") == (
+        "| Metrics (A - B) | Q1 | Q2 | Q3 | Q4 | Q5 | Q6 |"
+    )
+    assert "Each cell: ρ/roc." in markdown
+
+
+def _rows(metric: str, benchmark: str) -> pd.DataFrame:
+    frame = scorefiles.read_score_files(SCORE_FILES)
+    frame = frame[(frame["metric"] == metric) & (frame["benchmark"] == benchmark)]
+    return frame[frame["score"].notna()]
+
+
+def test_table5_numbers_equal_stats_on_the_same_rows(score_report):
+    out, result = score_report
+    rows = _rows("rougeL", "seahorse")
+    q4 = rows[rows["question"] == "4"]
+    expected = stats.binary_metrics(q4["label"], q4["score"])
+    (entry,) = [
+        r for r in result["scores"]["results"] if r["metric"] == "rougeL" and r["question"] == "4"
+    ]
+    assert entry["n"] == expected["n"] == len(q4)
+    assert entry["pearson"] == pytest.approx(expected["pearson"])
+    assert entry["roc_auc"] == pytest.approx(roc_auc_score(q4["label"], q4["score"]))
+    ci = entry["ci"]["roc_auc"]
+    assert ci["low"] < entry["roc_auc"] < ci["high"] and ci["n_resamples"] == 60
+    table5 = next(t for t in result["tables"] if t["name"] == "table5")
+    row = next(r for r in table5["rows"] if r[0] == "rougeL")
+    assert row[4] == tables.format_pair(expected["pearson"], expected["roc_auc"])
+
+
+def test_table6_uses_graded_labels_for_rho_and_majority_for_roc(score_report):
+    _, result = score_report
+    rows = _rows("mt5_seahorse", "mface")
+    attribution = rows[rows["question"] == "attribution"]
+    (entry,) = [r for r in result["scores"]["results"] if r["question"] == "attribution"]
+    assert entry["pearson"] == pytest.approx(
+        np.corrcoef(attribution["label"], attribution["score"])[0, 1]
+    )
+    assert entry["roc_auc"] == pytest.approx(
+        roc_auc_score(attribution["label_binary"].astype(int), attribution["score"])
+    )
+    assert entry["spearman"] is not None and entry["kendall"] is not None
+
+
+def test_table7_has_one_roc_per_true_dataset(score_report):
+    _, result = score_report
+    rows = _rows("mt5_seahorse", "true")
+    frank = rows[rows["dataset"] == "FRANK"]
+    table7 = next(t for t in result["tables"] if t["name"] == "table7")
+    (row,) = table7["rows"]
+    assert row[1] == tables.format_value(roc_auc_score(frank["label"], frank["score"]))
+    assert row[3] == "-"  # MNBN is not in the fixture
+
+
+def test_significance_pairs_the_same_items(score_report):
+    _, result = score_report
+    comparisons = [c for c in result["scores"]["significance"] if c["benchmark"] == "seahorse"]
+    assert [c["question"] for c in comparisons] == ["1", "2", "3", "4", "5", "6"]
+    q4 = next(c for c in comparisons if c["question"] == "4")
+    assert (q4["metric_a"], q4["metric_b"]) == ("mt5_seahorse", "rougeL")
+    assert q4["paired_by"] == ["gem_id", "system"]
+    assert q4["n_items"] == len(_rows("rougeL", "seahorse").query("question == '4'"))
+    assert q4["unpaired_a"] == 1 and q4["unpaired_b"] == 0  # rougeL's null score
+    # The fixture's model metric tracks the labels far better than its ROUGE-like one.
+    assert q4["roc_auc"]["difference"] > 0 and q4["roc_auc"]["p_value"] < 0.05
+
+
+def test_baseline_limits_comparisons(tmp_path):
+    settings = report.ReportSettings(by=(), n_resamples=30, baseline="rougeL", plots=False)
+    result = report.write_report(tmp_path, score_paths=SCORE_FILES[:2], settings=settings)
+    pairs = {(c["metric_a"], c["metric_b"]) for c in result["scores"]["significance"]}
+    assert pairs == {("mt5_seahorse", "rougeL")}
+    assert result["outputs"]["plots"] == []
+    assert result["scores"]["breakdowns"] == {}
+
+
+def test_user_mistakes_are_one_line_errors(tmp_path, capsys):
+    args = ["report", "--scores", str(SCORE_FILES[0]), "--output_dir", str(tmp_path)]
+    assert cli.main([*args, "--baseline", "bleu", "--no_plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seahorse-t5x report: error: --baseline 'bleu' is not a metric")
+    assert cli.main([*args, "--by", "country", "--no_plots"]) == 2
+    assert "--by field 'country' is not in the score files" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"metric": "m", "benchmark": "seahorse", "question": 1, "label": 1}\n')
+    assert cli.main(["report", "--scores", str(bad), "--output_dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"seahorse-t5x report: error: {bad}:1 field 'score': required field is missing\n"
+    assert cli.main(["report", "--output_dir", str(tmp_path)]) == 2
+    assert "nothing to report" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ dataset report
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    from seahorse_t5x import demo_data
+
+    root = tmp_path_factory.mktemp("demo")
+    return pathlib.Path(demo_data.prepare_demo(str(root), log=None)), root
+
+
+def _duplicates_tsv(root: pathlib.Path, path: pathlib.Path) -> None:
+    # 20 test rows rated twice; the second rating of every 4th row flips Q1 (Yes <-> No).
+    lines = (root / "seahorse_data" / "test.tsv").read_text(encoding="utf-8").splitlines()
+    header, rows = lines[0], lines[1:21]
+    copies = []
+    for i, row in enumerate(rows):
+        fields = row.split("\t")
+        if i % 4 == 0:
+            fields[4] = {"Yes": "No", "No": "Yes"}.get(fields[4], fields[4])
+            if fields[4] == "No":
+                fields[5:10] = [""] * 5
+        copies.append("\t".join(fields))
+    path.write_text("\n".join([header, *rows, *copies]) + "\n", encoding="utf-8")
+
+
+def test_dataset_report_tables_and_heatmap(prepared, tmp_path):
+    prepared_dir, root = prepared
+    duplicates = tmp_path / "dups.tsv"
+    _duplicates_tsv(root, duplicates)
+    out = tmp_path / "out"
+    code = cli.main(
+        [
+            "report",
+            "--dataset",
+            str(prepared_dir),
+            "--duplicates",
+            str(duplicates),
+            "--output_dir",
+            str(out),
+        ]
+    )
+    assert code == 0
+    result = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    items = pd.concat(
+        [
+            pd.read_json(prepared_dir / f"{s}.jsonl", lines=True)
+            for s in ("train", "validation", "test")
+        ]
+    )
+    by_name = {t["name"]: t for t in result["tables"]}
+    assert by_name["table1"]["header"] == ["Language", "Dataset", "Annotations"]
+    assert by_name["table1"]["rows"][-1] == ["all", "all", str(len(items))]
+    de_mlsum = len(items[(items["language"] == "de") & (items["dataset"] == "mlsum")])
+    assert ["de", "mlsum", str(de_mlsum)] in by_name["table1"]["rows"]
+    assert by_name["table3"]["header"] == ["System", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
+    assert by_name["table3"]["rows"][0][0] == "reference"
+    reference_q4 = items.loc[items["system"] == "reference", "q4"].dropna().mean()
+    assert by_name["table3"]["rows"][0][4] == tables.format_value(reference_q4)
+    assert by_name["table8"]["header"] == ["Language", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
+    assert [r[0] for r in by_name["table8"]["rows"]] == ["de", "en", "es", "ru", "tr", "vi"]
+    # Agreement: Q1 pairs disagree on rows 0, 4, 8, 12, 16 (unless a Q1 was Unsure).
+    dup = report.read_duplicate_ratings(duplicates)
+    q1_pairs = dup.groupby(["gem_id", "summary"])["q1"].apply(lambda s: s.dropna().tolist())
+    q1_pairs = [p for p in q1_pairs if len(p) == 2]
+    expected_q1 = sum(p[0] == p[1] for p in q1_pairs) / len(q1_pairs)
+    assert by_name["table4"]["rows"][0][1] == tables.format_value(expected_q1)
+    assert expected_q1 < 1.0
+    full = items[[f"q{q}" for q in range(1, 7)]].dropna()
+    assert result["dataset"]["label_correlations"]["n_items"] == len(full)
+    q4q5 = result["dataset"]["label_correlations"]["matrix"]["Q4"]["Q5"]
+    assert q4q5 == pytest.approx(np.corrcoef(full["q4"], full["q5"])[0, 1], abs=1e-6)
+    for name in ("label_correlations.png", "yes_rate_by_system.png", "yes_rate_by_language.png"):
+        assert _is_png(out / "plots" / name)
+    assert result["summary"] == f"report: dataset of {len(items)} items -> {out}"
+
+
+def test_dataset_folder_without_split_files_is_a_user_error(tmp_path, capsys):
+    assert (
+        cli.main(["report", "--dataset", str(tmp_path), "--output_dir", str(tmp_path / "o")]) == 2
+    )
+    assert "holds no split files" in capsys.readouterr().err
