@@ -220,3 +220,107 @@ def test_nli_split_file_finds_release_names(tmp_path, monkeypatch):
     assert benchmarks.nli_split_file("fever", "validation") == tmp_path / "dev_fitems.jsonl"
     with pytest.raises(errors.UserError, match="train_fitems.jsonl"):
         benchmarks.nli_split_file("fever", "train")
+
+
+# ----------------------------------------------------------------------------- SeqIO tasks
+
+
+@pytest.fixture()
+def task_env(tmp_path_factory, monkeypatch):
+    import tasks_testing
+
+    monkeypatch.setenv(
+        "SEAHORSE_VOCAB", tasks_testing.vocabulary_file(tmp_path_factory.mktemp("v"))
+    )
+    monkeypatch.setenv(benchmarks.ENV_MFACE_PATH, str(MFACE))
+    monkeypatch.setenv(benchmarks.ENV_TRUE_DIR, str(DATA / "true"))
+    monkeypatch.setenv(benchmarks.ENV_METAL_PATH, str(METAL))
+    monkeypatch.setenv(benchmarks.ENV_XLSUM_ARTICLES, str(ARTICLES))
+
+
+def _task_examples(name: str, split: str = "test") -> list[dict]:
+    import seqio
+
+    from seahorse_t5x import vocab
+    from seahorse_t5x.tasks import benchmarks as benchmark_tasks  # noqa: F401 (registers)
+
+    task = seqio.get_mixture_or_task(name)
+    ds = task.get_dataset({"inputs": 64, "targets": 4}, split=split, shuffle=False)
+    vocabulary = vocab.get_vocabulary()
+    out = []
+    for ex in ds.as_numpy_iterator():
+        out.append(
+            {
+                "text": ex["inputs_pretokenized"].decode(),
+                "target": vocabulary.decode(ex["targets"].tolist()),
+                "label": ex["label"].item(),
+                "question": int(ex["question"]),
+                "targets_for_metric": task.postprocess_fn(b"1", example=ex, is_target=True),
+            }
+        )
+    return out
+
+
+def test_true_task_decodes_to_premise_hypothesis_with_constant_target(task_env):
+    rows = _task_examples("true_frank")
+    assert [r["text"] for r in rows] == [
+        "premise: The mayor opened the library on Friday. hypothesis: The mayor opened a library.",
+        "premise: Sales rose 5% in May. hypothesis: Sales fell in May.",
+        'premise: A, quoted "text"\nover two lines. hypothesis: Quoted text.',
+    ]
+    assert [r["target"] for r in rows] == ["1", "1", "1"]  # score mode: log P("1")
+    assert [r["targets_for_metric"] for r in rows] == [1, 0, 1]  # the gold label
+    assert {r["question"] for r in rows} == {4}
+
+
+def test_mface_task_splits_and_metric_targets(task_env):
+    rows = _task_examples("mface_attribution_5lang", "all")
+    assert len(rows) == 5
+    assert rows[0]["text"] == (
+        "premise: The council approved a new park.\nWork starts in May. "
+        "hypothesis: A new park was approved."
+    )
+    assert rows[1]["targets_for_metric"] == {"label": pytest.approx(1 / 3), "label_binary": 0}
+    test_rows = _task_examples("mface_attribution", "test")
+    assert len(test_rows) == 4  # ids 1, 2, 6, 7: the rows of XL-Sum's test split
+    assert {r["question"] for r in test_rows} == {4}
+
+
+def test_metal_task_per_language(task_env):
+    rows = _task_examples("metal_hallucinations.en")
+    assert [r["label"] for r in rows] == pytest.approx([2 / 3, 0.0])
+    assert rows[1]["text"] == (
+        "premise: The football final ended 2-1 in the national stadium. "
+        "hypothesis: Aliens landed in the stadium."
+    )
+
+
+def test_mface_metric_matches_scipy_and_sklearn():
+    from scipy import stats as scipy_stats
+    from sklearn.metrics import roc_auc_score
+
+    from seahorse_t5x.tasks import benchmarks as benchmark_tasks
+
+    labels = [1.0, 1 / 3, 2 / 3, 0.0, 1.0, 2 / 3]
+    binary = [int(x > 0.5) for x in labels]
+    scores = [-0.1, -2.0, -0.7, -3.0, -0.5, -1.2]
+    targets = [{"label": y, "label_binary": b} for y, b in zip(labels, binary, strict=True)]
+    result = benchmark_tasks.mface_score_metrics(targets, scores)
+    assert result["pearson"] == pytest.approx(scipy_stats.pearsonr(labels, scores)[0])
+    assert result["roc_auc"] == pytest.approx(roc_auc_score(binary, scores))
+    assert result["n"] == 6
+    graded = benchmark_tasks.graded_score_metrics(labels, scores)
+    assert graded["kendall"] == pytest.approx(scipy_stats.kendalltau(labels, scores)[0])
+
+
+def test_benchmark_tasks_and_mixtures_are_registered():
+    import seqio
+
+    from seahorse_t5x.tasks import benchmarks as benchmark_tasks
+
+    names = benchmark_tasks.task_names()
+    assert len(names) == 3 + 3 + 11 + 5 * 11
+    for name in names + list(benchmark_tasks.MIXTURE_NAMES):
+        assert seqio.get_mixture_or_task(name) is not None
+    true_all = seqio.get_mixture_or_task("true_all")
+    assert len(true_all.tasks) == 11

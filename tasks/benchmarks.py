@@ -1,0 +1,274 @@
+"""SeqIO tasks for the outside benchmarks: mFACE, TRUE and METAL (T5X score mode only).
+
+Registered names (docs/benchmarks.md describes each):
+
+  mface_{quality,attribution,informativeness}        all 45 XL-Sum languages
+  mface_{quality,attribution,informativeness}_5lang  en, es, ru, tr, vi (SEAHORSE's languages
+                                                     in XL-Sum; XL-Sum has no German)
+  true_{frank,summeval,mnbn,qags_c,qags_x,begin,q2,dialfact,fever,vitaminc,paws}
+  metal_{linguistic_acceptability,task_quality,output_content_quality,hallucinations,
+         problematic_content}                      and `.{lang}` for METAL's ten languages
+  mixtures: mface_all, mface_all_5lang, true_all, metal_all
+
+Every task is a score-mode task: the target is the constant "1", so T5X's score is the
+model's log P(yes); the gold label travels as the non-output feature `label` (float for the
+graded mFACE and METAL labels, 0/1 for TRUE) and reaches the `(targets, scores)` metric
+through `postprocess_fn`. mFACE also passes `label_binary` (raters' majority) so that one
+metric gives the paper's Pearson (against the mean rating) and ROC-AUC (against the vote).
+
+Files are read when a dataset is built, never at import, from the paths of
+`seahorse_t5x.evaluation.benchmarks` (gin `benchmark_paths`, or the environment variables
+SEAHORSE_MFACE_PATH, SEAHORSE_TRUE_DIR, SEAHORSE_METAL_PATH, SEAHORSE_XLSUM_ARTICLES).
+Splits: mFACE `train`/`validation`/`test` follow its `split` column (XL-Sum's split of the
+document), `all` holds every row; TRUE and METAL have `test` only.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import seqio
+import tensorflow as tf
+from absl import logging
+
+from seahorse_t5x import preprocessors, vocab
+from seahorse_t5x.evaluation import benchmarks, seqio_metrics, stats
+
+MFACE_SPLITS: tuple[str, ...] = ("train", "validation", "test", "all")
+TEST_ONLY: tuple[str, ...] = ("test",)
+
+_STRING_FIELDS: tuple[str, ...] = (
+    "premise",
+    "hypothesis",
+    "gem_id",
+    "language",
+    "dataset",
+    "system",
+)
+
+
+def examples_dataset(
+    examples: Sequence[dict], label_dtype: tf.DType, extra_int_fields: Sequence[str] = ()
+) -> tf.data.Dataset:
+    """Reader examples as a tf.data.Dataset in the shared preprocessors' schema.
+
+    `question` is the SEAHORSE question whose metric scores the benchmark (int64), as the
+    schema passes it through; `extra_int_fields` (e.g. `label_binary`) ride along.
+    """
+    columns: dict[str, object] = {
+        name: tf.constant([e[name] for e in examples], tf.string, shape=[len(examples)])
+        for name in _STRING_FIELDS
+    }
+    columns["label"] = tf.constant([e["label"] for e in examples], label_dtype, [len(examples)])
+    columns["question"] = tf.constant(
+        [e["seahorse_question"] for e in examples], tf.int64, [len(examples)]
+    )
+    for name in extra_int_fields:
+        columns[name] = tf.constant([e[name] for e in examples], tf.int64, [len(examples)])
+    return tf.data.Dataset.from_tensor_slices(columns)
+
+
+def _log_drops(result: benchmarks.ReadResult) -> None:
+    if result.dropped:
+        logging.warning("%s", result.summary())
+
+
+def _with_question(examples: list[dict], question: int) -> list[dict]:
+    return [{**e, "seahorse_question": question} for e in examples]
+
+
+# ----------------------------------------------------------------------------- datasets
+
+
+def mface_dataset(
+    split: str, shuffle_files: bool, dimension: str, languages: Sequence[str] | None
+) -> tf.data.Dataset:
+    """One mFACE dimension; `split` is a SeqIO split of `MFACE_SPLITS`."""
+    del shuffle_files  # one file, read in order
+    splits = None if split == "all" else [split]
+    result = benchmarks.read_mface(None, dimension, languages=languages, splits=splits)
+    _log_drops(result)
+    return examples_dataset(result.examples, tf.float32, extra_int_fields=("label_binary",))
+
+
+def true_dataset(split: str, shuffle_files: bool, dataset: str) -> tf.data.Dataset:
+    """One TRUE dataset (test only), scored with the Q4 (attribution) metric."""
+    del split, shuffle_files
+    result = benchmarks.read_true(dataset)
+    _log_drops(result)
+    return examples_dataset(_with_question(result.examples, benchmarks.TRUE_QUESTION), tf.int64)
+
+
+# METAL metric -> the SEAHORSE question whose metric is the closest reading of it.
+METAL_QUESTIONS: dict[str, int] = {
+    "linguistic_acceptability": 3,
+    "task_quality": 5,
+    "output_content_quality": 6,
+    "hallucinations": 4,
+    "problematic_content": 1,
+}
+
+
+def metal_dataset(
+    split: str, shuffle_files: bool, metric: str, language: str | None
+) -> tf.data.Dataset:
+    """One METAL metric (test only), joined with its XL-Sum articles."""
+    del split, shuffle_files
+    languages = None if language is None else [language]
+    result = benchmarks.read_metal(None, metric, languages=languages)
+    _log_drops(result)
+    return examples_dataset(_with_question(result.examples, METAL_QUESTIONS[metric]), tf.float32)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def _label_of(target: object, key: str) -> float:
+    if isinstance(target, Mapping):
+        return seqio_metrics.label_value(target.get(key))
+    return seqio_metrics.label_value(target)
+
+
+def _floats(result: dict, names: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for name in names:
+        value = result.get(name)
+        if value is None:
+            logging.warning("metric %s is undefined: %s", name, result["reasons"].get(name))
+        out[name] = float("nan") if value is None else float(value)
+    return out
+
+
+def graded_score_metrics(targets: Sequence[object], scores: Sequence[float]) -> dict[str, float]:
+    """Score metric for graded labels (METAL): Pearson, Spearman and Kendall against the mean."""
+    labels = [_label_of(t, "label") for t in targets]
+    result = stats.graded_metrics(labels, np.asarray(scores, np.float64).reshape(-1))
+    out = _floats(result, stats.GRADED_STATISTICS)
+    out["n"] = float(result["n"])
+    return out
+
+
+def mface_score_metrics(targets: Sequence[object], scores: Sequence[float]) -> dict[str, float]:
+    """Score metric for mFACE: Pearson against the raters' mean, ROC-AUC against their vote."""
+    s = np.asarray(scores, np.float64).reshape(-1)
+    graded = stats.graded_metrics([_label_of(t, "label") for t in targets], s)
+    binary = stats.binary_metrics([_label_of(t, "label_binary") for t in targets], s)
+    out = _floats(graded, ("pearson", "spearman"))
+    out.update(_floats(binary, ("roc_auc", "positive_rate")))
+    out["n"] = float(graded["n"])
+    return out
+
+
+def mface_postprocessor(
+    output_or_target: object,
+    example: Mapping[str, object] | None = None,
+    is_target: bool = False,
+) -> object:
+    """Score-mode `postprocess_fn` for mFACE: targets become `{label, label_binary}`."""
+    if not is_target:
+        return output_or_target
+    if example is None or "label" not in example or "label_binary" not in example:
+        raise ValueError("mFACE targets need the example's `label` and `label_binary`")
+    return {
+        "label": float(np.asarray(example["label"])),
+        "label_binary": int(np.asarray(example["label_binary"])),
+    }
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+def _output_features() -> dict[str, seqio.Feature]:
+    vocabulary = vocab.deferred_vocabulary()
+    return {
+        "inputs": seqio.Feature(vocabulary=vocabulary, add_eos=True),
+        "targets": seqio.Feature(vocabulary=vocabulary, add_eos=True),
+    }
+
+
+def _add_task(
+    name: str,
+    dataset_fn: Callable[..., tf.data.Dataset],
+    splits: Sequence[str],
+    postprocess_fn: Callable[..., object],
+    metric_fn: Callable[..., dict[str, float]],
+) -> None:
+    seqio.TaskRegistry.add(
+        name,
+        source=seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
+        preprocessors=preprocessors.premise_hypothesis_preprocessors(score_mode=True),
+        output_features=_output_features(),
+        postprocess_fn=postprocess_fn,
+        metric_fns=[metric_fn],
+    )
+
+
+def mface_task_names(five_languages: bool = False) -> list[str]:
+    suffix = "_5lang" if five_languages else ""
+    return [f"mface_{d}{suffix}" for d in benchmarks.MFACE_DIMENSIONS]
+
+
+def true_task_names() -> list[str]:
+    return [f"true_{d}" for d in benchmarks.TRUE_DATASETS]
+
+
+def metal_task_names(with_languages: bool = True) -> list[str]:
+    names = []
+    for metric in benchmarks.METAL_METRICS:
+        names.append(f"metal_{metric}")
+        if with_languages:
+            names.extend(f"metal_{metric}.{lang}" for lang in benchmarks.METAL_LANGUAGES)
+    return names
+
+
+def task_names() -> list[str]:
+    """Every task name this module registers."""
+    return (
+        mface_task_names()
+        + mface_task_names(five_languages=True)
+        + true_task_names()
+        + metal_task_names()
+    )
+
+
+MIXTURE_NAMES: tuple[str, ...] = ("mface_all", "mface_all_5lang", "true_all", "metal_all")
+
+
+def _register() -> None:
+    for dimension in benchmarks.MFACE_DIMENSIONS:
+        for suffix, languages in (("", None), ("_5lang", benchmarks.MFACE_5LANG)):
+            _add_task(
+                f"mface_{dimension}{suffix}",
+                functools.partial(mface_dataset, dimension=dimension, languages=languages),
+                MFACE_SPLITS,
+                mface_postprocessor,
+                mface_score_metrics,
+            )
+    for dataset in benchmarks.TRUE_DATASETS:
+        _add_task(
+            f"true_{dataset}",
+            functools.partial(true_dataset, dataset=dataset),
+            TEST_ONLY,
+            preprocessors.score_postprocessor,
+            seqio_metrics.score_metrics,
+        )
+    for metric in benchmarks.METAL_METRICS:
+        for language in (None, *benchmarks.METAL_LANGUAGES):
+            name = f"metal_{metric}" if language is None else f"metal_{metric}.{language}"
+            _add_task(
+                name,
+                functools.partial(metal_dataset, metric=metric, language=language),
+                TEST_ONLY,
+                preprocessors.score_postprocessor,
+                graded_score_metrics,
+            )
+    # Evaluation-only mixtures: T5X evaluates each sub-task on its own.
+    seqio.MixtureRegistry.add("mface_all", mface_task_names(), default_rate=1.0)
+    seqio.MixtureRegistry.add("mface_all_5lang", mface_task_names(True), default_rate=1.0)
+    seqio.MixtureRegistry.add("true_all", true_task_names(), default_rate=1.0)
+    seqio.MixtureRegistry.add("metal_all", metal_task_names(False), default_rate=1.0)
+
+
+_register()
