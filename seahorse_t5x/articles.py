@@ -6,8 +6,9 @@ Sources, each named by a path (a file or a folder of such files):
   mlsum), `document` (xsum), `source` (GEM v1 wiki_lingua) or `article` (pre-joined copies);
 - JSON Lines (`*.jsonl`): one `{"gem_id": ..., "article": ...}` object per line (the other
   text field names are accepted too);
-- `hf:<dataset>:<config>` (e.g. `hf:GEM/xlsum:english`): the Hub's Parquet conversion via
-  the optional `datasets` package. Never needed by the tests or the demo.
+- `hf:<dataset>:<config>[:<split>]` (e.g. `hf:GEM/xlsum:english:validation`): the Hub's
+  Parquet conversion via the optional `datasets` package. Never needed by the tests or the
+  demo.
 
 Ids lose a `GEM-` prefix; `\\uXXXX` escapes in text are decoded. When two sources hold the
 same id, the first one read wins and the conflict is counted.
@@ -108,13 +109,13 @@ def _parquet_records(path: str):
             None,
             f"columns {names} lack {ID_FIELD!r} or a text column ({', '.join(TEXT_FIELDS)})",
         )
-    row_index = 0  # 0-based row of the file, for messages
+    row_number = 1  # 1-based row of the file, for messages
     for batch in table.iter_batches(columns=[ID_FIELD, text_field], batch_size=4096):
         ids = batch.column(0).to_pylist()
         texts = batch.column(1).to_pylist()
         for gem_id, text in zip(ids, texts, strict=True):
-            yield row_index, {ID_FIELD: gem_id, text_field: text}
-            row_index += 1
+            yield row_number, {ID_FIELD: gem_id, text_field: text}
+            row_number += 1
 
 
 def _jsonl_records(path: str, report: SourceReport, strict: bool):
@@ -137,9 +138,8 @@ def _jsonl_records(path: str, report: SourceReport, strict: bool):
 
 
 def _hub_records(source: str):
-    """Records of `hf:<dataset>:<config>` from the Hub's Parquet conversion (optional)."""
-    spec = source[len(HUB_PREFIX) :]
-    name, _, config = spec.partition(":")
+    """Records of `hf:<dataset>:<config>[:<split>]` from the Hub's Parquet conversion."""
+    name, config, split_name = (source[len(HUB_PREFIX) :].split(":") + ["", ""])[:3]
     try:
         import datasets  # optional: not a dependency of this project
     except ImportError as e:
@@ -148,8 +148,9 @@ def _hub_records(source: str):
             "GEM Parquet files and pass their paths"
         ) from e
     loaded = datasets.load_dataset(name, config or None, revision="refs/convert/parquet")
-    for split in loaded.values():
-        yield from enumerate(split)
+    for split, rows in loaded.items():
+        if not split_name or split == split_name:
+            yield from enumerate(rows, start=1)
 
 
 def load_articles(

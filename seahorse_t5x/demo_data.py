@@ -1008,7 +1008,9 @@ def generate(seed: int = 0, split_sizes: dict[str, int] | None = None) -> DemoDa
     return DemoDataset(rows=rows, articles=articles)
 
 
-def write_demo_dataset(output_dir: str, seed: int = 0) -> dict:
+def write_demo_dataset(
+    output_dir: str, seed: int = 0, split_sizes: dict[str, int] | None = None
+) -> dict:
     """Writes the demo dataset in the real SEAHORSE layout.
 
     Writes `output_dir/seahorse_data/{train,validation,test}.tsv` (header row, tab
@@ -1017,11 +1019,12 @@ def write_demo_dataset(output_dir: str, seed: int = 0) -> dict:
     Args:
       output_dir: directory to write into (created if missing).
       seed: random seed; the same seed gives byte-identical files.
+      split_sizes: rows per split (default `SPLIT_SIZES`; smaller for quick tests).
 
     Returns:
       {"seahorse_dir": ..., "articles": ..., "rows": {split: count}, "num_articles": n}.
     """
-    data = generate(seed)
+    data = generate(seed, split_sizes)
     seahorse_dir = os.path.join(output_dir, "seahorse_data")
     os.makedirs(seahorse_dir, exist_ok=True)
     for split, split_rows in data.rows.items():
@@ -1041,20 +1044,26 @@ def write_demo_dataset(output_dir: str, seed: int = 0) -> dict:
     }
 
 
-def prepare_demo(output_dir: str, seed: int = 0, log: Callable[[str], None] | None = print) -> str:
+def prepare_demo(
+    output_dir: str,
+    seed: int = 0,
+    log: Callable[[str], None] | None = print,
+    split_sizes: dict[str, int] | None = None,
+) -> str:
     """Writes the demo dataset into `output_dir` and prepares it into `output_dir/prepared`.
 
     Args:
       output_dir: folder for `seahorse_data/`, `articles.jsonl` and `prepared/`.
       seed: data seed.
       log: receives progress lines (None: silent).
+      split_sizes: rows per split (default `SPLIT_SIZES`; smaller for quick tests).
 
     Returns:
       The prepared folder, holding `{train,validation,test}.jsonl` (for SEAHORSE_DATA_DIR).
     """
     from seahorse_t5x import prepare  # prepare does not depend on the demo
 
-    written = write_demo_dataset(output_dir, seed=seed)
+    written = write_demo_dataset(output_dir, seed=seed, split_sizes=split_sizes)
     if log:
         rows = ", ".join(f"{split} {n}" for split, n in written["rows"].items())
         log(

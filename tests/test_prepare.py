@@ -255,3 +255,10 @@ def test_cli_strict_and_bad_folder_exit_2_with_one_line(tmp_path):
         assert result.stderr.startswith("seahorse-t5x prepare: error:")
         assert len(result.stderr.strip().splitlines()) == 1
         assert "Traceback" not in result.stderr
+
+
+def test_hub_source_without_the_datasets_package_is_a_user_error(monkeypatch):
+    # The hub path is optional: without `datasets` it says what to install, offline.
+    monkeypatch.setitem(sys.modules, "datasets", None)
+    with pytest.raises(errors.UserError, match="needs the `datasets` package"):
+        articles.load_articles(["hf:GEM/xlsum:english:validation"])

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         metavar="PATH",
         help="article source, repeatable: a GEM .parquet or {gem_id, article} .jsonl file, a "
-        "folder of them, or hf:DATASET:CONFIG (needs the optional `datasets` package)",
+        "folder of them, or hf:DATASET:CONFIG[:SPLIT] (needs the optional `datasets` package)",
     )
     parser.add_argument("--output_dir", required=True, help="where {split}.jsonl are written")
     parser.add_argument(
