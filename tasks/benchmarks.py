@@ -83,19 +83,26 @@ def _with_question(examples: list[dict], question: int) -> list[dict]:
 
 
 def mface_dataset(
-    split: str, shuffle_files: bool, dimension: str, languages: Sequence[str] | None
+    split: str,
+    shuffle_files: bool,
+    seed: int | None = None,
+    *,
+    dimension: str,
+    languages: Sequence[str] | None,
 ) -> tf.data.Dataset:
     """One mFACE dimension; `split` is a SeqIO split of `MFACE_SPLITS`."""
-    del shuffle_files  # one file, read in order
+    del shuffle_files, seed  # one file, read in order
     splits = None if split == "all" else [split]
     result = benchmarks.read_mface(None, dimension, languages=languages, splits=splits)
     _log_drops(result)
     return examples_dataset(result.examples, tf.float32, extra_int_fields=("label_binary",))
 
 
-def true_dataset(split: str, shuffle_files: bool, dataset: str) -> tf.data.Dataset:
+def true_dataset(
+    split: str, shuffle_files: bool, seed: int | None = None, *, dataset: str
+) -> tf.data.Dataset:
     """One TRUE dataset (test only), scored with the Q4 (attribution) metric."""
-    del split, shuffle_files
+    del split, shuffle_files, seed
     result = benchmarks.read_true(dataset)
     _log_drops(result)
     return examples_dataset(_with_question(result.examples, benchmarks.TRUE_QUESTION), tf.int64)
@@ -112,10 +119,10 @@ METAL_QUESTIONS: dict[str, int] = {
 
 
 def metal_dataset(
-    split: str, shuffle_files: bool, metric: str, language: str | None
+    split: str, shuffle_files: bool, seed: int | None = None, *, metric: str, language: str | None
 ) -> tf.data.Dataset:
     """One METAL metric (test only), joined with its XL-Sum articles."""
-    del split, shuffle_files
+    del split, shuffle_files, seed
     languages = None if language is None else [language]
     result = benchmarks.read_metal(None, metric, languages=languages)
     _log_drops(result)

@@ -110,13 +110,21 @@ def _has_gold_label(x: Mapping[str, tf.Tensor]) -> tf.Tensor:
     return tf.greater_equal(x["label"], 0)
 
 
-def _load(tfds_name: str, split: str, shuffle_files: bool) -> tf.data.Dataset:
-    return tfds.load(tfds_name, split=split, shuffle_files=shuffle_files)
+def _load(tfds_name: str, split: str, shuffle_files: bool, seed: int | None) -> tf.data.Dataset:
+    # The seed fixes TFDS's file order when files are shuffled (same seed, same order).
+    return tfds.load(
+        tfds_name,
+        split=split,
+        shuffle_files=shuffle_files,
+        read_config=tfds.ReadConfig(shuffle_seed=seed),
+    )
 
 
 def pair_dataset(
     split: str,
     shuffle_files: bool,
+    seed: int | None = None,
+    *,
     tfds_name: str,
     split_map: Mapping[str, str],
     dataset: str,
@@ -129,7 +137,7 @@ def pair_dataset(
     `positive_is_label_1` is for PAWS, whose class 1 is "paraphrase" (the consistent case);
     the NLI datasets put entailment at class 0.
     """
-    ds = _load(tfds_name, split_map[split], shuffle_files).filter(_has_gold_label)
+    ds = _load(tfds_name, split_map[split], shuffle_files, seed).filter(_has_gold_label)
 
     def to_schema(x):
         label = (
@@ -150,7 +158,12 @@ def xnli_language(x: Mapping[str, tf.Tensor], language: str, dataset: str) -> di
 
 
 def xnli_dataset(
-    split: str, shuffle_files: bool, language: str, train_source: str | None = None
+    split: str,
+    shuffle_files: bool,
+    seed: int | None = None,
+    *,
+    language: str,
+    train_source: str | None = None,
 ) -> tf.data.Dataset:
     """XNLI in one language: `train` from `train_source` (xtreme_xnli), else TFDS xnli."""
     if split == "train":
@@ -159,14 +172,16 @@ def xnli_dataset(
         tfds_name, name = train_source, "xtreme_xnli"
     else:
         tfds_name, name = TFDS_XNLI, "xnli"
-    ds = _load(tfds_name, split, shuffle_files).filter(_has_gold_label)
+    ds = _load(tfds_name, split, shuffle_files, seed).filter(_has_gold_label)
     ds = ds.map(functools.partial(xnli_language, language=language, dataset=name))
     return ds.filter(lambda x: tf.strings.length(x["hypothesis"]) > 0)
 
 
-def local_nli_dataset(split: str, shuffle_files: bool, name: str) -> tf.data.Dataset:
+def local_nli_dataset(
+    split: str, shuffle_files: bool, seed: int | None = None, *, name: str
+) -> tf.data.Dataset:
     """A local FEVER-NLI or VitaminC split (JSON Lines), read through the benchmark reader."""
-    del shuffle_files
+    del shuffle_files, seed  # one file per split; SeqIO shuffles examples
     result = benchmarks.read_nli_jsonl(benchmarks.nli_split_file(name, split), name)
     if result.dropped:
         logging.warning("%s", result.summary())

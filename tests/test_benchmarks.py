@@ -324,3 +324,29 @@ def test_benchmark_tasks_and_mixtures_are_registered():
         assert seqio.get_mixture_or_task(name) is not None
     true_all = seqio.get_mixture_or_task("true_all")
     assert len(true_all.tasks) == 11
+
+
+def test_seqio_evaluator_scores_mface_with_both_labels(task_env):
+    import seqio
+    from scipy import stats as scipy_stats
+
+    from seahorse_t5x.tasks import benchmarks as benchmark_tasks  # noqa: F401 (registers)
+
+    evaluator = seqio.Evaluator(
+        "mface_informativeness_5lang",
+        feature_converter=seqio.EncDecFeatureConverter(pack=False),
+        eval_split="test",
+    )
+    # XL-Sum test rows of the 5 languages: ids 1, 2, 5, 6, 9 with means 2/3, 0, 1, 0, 1.
+    scores = [-0.2, -1.5, -0.1, -2.5, -0.9]
+
+    def score_fn(dataset):
+        return [(int(i), scores[int(i)]) for i, _ in dataset.as_numpy_iterator()]
+
+    metrics_future, _ = evaluator.evaluate(compute_metrics=True, score_fn=score_fn)
+    got = metrics_future.result()["mface_informativeness_5lang"]
+    means = [2 / 3, 0.0, 1.0, 0.0, 1.0]
+    assert got["pearson"] == pytest.approx(scipy_stats.pearsonr(means, scores)[0])
+    # Votes 1, 0, 1, 0, 1: every Yes outscores every No.
+    assert got["roc_auc"] == pytest.approx(1.0)
+    assert got["n"] == 5.0
