@@ -176,3 +176,25 @@ def test_cli_missing_split_file_names_prepare(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "test.jsonl" in err and "seahorse-t5x prepare" in err
+
+
+def test_cli_benchmarks_without_rouge_l_is_a_clear_error(tmp_path, capsys):
+    data = tmp_path / "prepared"
+    _write_split(data, "train", TRAIN)
+    _write_split(data, "test", TEST)
+    code = cli.main(
+        [
+            "baselines",
+            "--data_dir",
+            str(data),
+            "--output_dir",
+            str(tmp_path / "o"),
+            "--baselines",
+            "majority",
+            "--true_dir",
+            str(BENCHMARKS / "true"),
+        ]
+    )
+    assert code == 2
+    assert "ROUGE-L only" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

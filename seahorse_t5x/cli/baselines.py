@@ -138,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
             baselines.read_split_file(data_dir / f"{args.train_split}.jsonl")
         )
     tokenize = _tokenizer(args.vocab) if baselines.ROUGE_L in chosen else None
+    if tokenize is None and (args.mface or args.true_dir or args.metal):
+        raise errors.UserError(
+            "--mface, --true_dir and --metal are scored by ROUGE-L only: add rouge_l to "
+            "--baselines (the majority baseline is written for SEAHORSE only)"
+        )
     sets = _benchmark_sets(args) if tokenize is not None else []
     out = pathlib.Path(args.output_dir)
     written: list[str] = []
