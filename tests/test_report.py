@@ -48,6 +48,7 @@ def score_report(tmp_path_factory):
 def test_format_value_writes_numbers_like_the_paper():
     assert tables.format_value(0.5234) == ".52"
     assert tables.format_value(-0.031) == "-.03"
+    assert tables.format_value(-0.001) == ".00"
     assert tables.format_value(1.0) == "1.00"
     assert tables.format_value(None) == "-"
     assert tables.format_value(float("nan")) == "-"

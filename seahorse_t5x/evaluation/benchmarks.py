@@ -297,7 +297,8 @@ def _csv_rows(path: pathlib.Path) -> Iterator[tuple[int, list[str]]]:
     """(line number where the record starts, fields) for each CSV record after the header."""
     # Articles are longer than csv's default 128 KiB field limit.
     csv.field_size_limit(2**31 - 1)
-    with path.open(encoding="utf-8", newline="") as f:
+    # utf-8-sig: spreadsheet exports often start with a byte-order mark.
+    with path.open(encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f)
         start = 1
         for fields in reader:
@@ -595,7 +596,7 @@ def read_metal(
         )
     p = _existing_file(path or metal_path(), "METAL JSON", METAL_SOURCE)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as e:
         raise errors.DataError(str(p), e.lineno, None, f"not JSON: {e.msg}") from None
     if not isinstance(data, dict):

@@ -133,6 +133,8 @@ def format_value(value: float | None, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     text = f"{value:.{digits}f}"
+    if text.startswith("-") and float(text) == 0:
+        text = text[1:]  # -0.001 prints as .00, not -.00
     if text.startswith("0."):
         return text[1:]
     if text.startswith("-0."):
@@ -182,13 +184,30 @@ def table5(results: Sequence[Mapping], benchmark: str = "seahorse") -> Table:
             entry = by_question.get(str(q))
             cells.append(format_pair(entry["pearson"], entry["roc_auc"]) if entry else MISSING)
         rows.append([metric, *cells])
+    caption = f"Each cell: {CELL_RHO_ROC}. `-`: undefined (see report.json for why)."
+    constant = constant_score_metrics(results, benchmark)
+    if constant:
+        caption += (
+            f" Constant scores ({', '.join(constant)}): {RHO} and ROC-AUC are undefined"
+            " (every pair of items is tied; the paper lists such a majority class as roc .5)."
+        )
     return Table(
         name="table5",
         title=f"Table 5: {benchmark}, Pearson {RHO} / ROC-AUC",
         header=["Metric", *QUESTION_HEADERS],
         rows=rows,
-        caption=f"Each cell: {CELL_RHO_ROC}. `-`: undefined (see report.json for why).",
+        caption=caption,
     )
+
+
+def constant_score_metrics(results: Sequence[Mapping], benchmark: str) -> list[str]:
+    """Metrics whose scores are constant on every question of `benchmark` (e.g. majority)."""
+    out = []
+    for metric, by_question in _by_metric(results, benchmark).items():
+        reasons = [e["reasons"].get("roc_auc", "") for e in by_question.values()]
+        if reasons and all(r.startswith("scores are constant") for r in reasons):
+            out.append(metric)
+    return out
 
 
 def table5_intervals(results: Sequence[Mapping], benchmark: str = "seahorse") -> Table:
@@ -201,9 +220,11 @@ def table5_intervals(results: Sequence[Mapping], benchmark: str = "seahorse") ->
             if not ci:
                 cells.append(MISSING)
             else:
-                cells.append(
-                    f"{format_interval(ci.get('pearson'))}/{format_interval(ci.get('roc_auc'))}"
+                pearson, roc = (
+                    format_interval(ci.get("pearson")),
+                    format_interval(ci.get("roc_auc")),
                 )
+                cells.append(MISSING if pearson == roc == MISSING else f"{pearson}/{roc}")
         rows.append([metric, *cells])
     return Table(
         name="table5_ci",
