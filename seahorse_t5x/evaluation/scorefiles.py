@@ -161,7 +161,19 @@ def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
             records.append(record)
     if not records:
         raise errors.DataError(str(path), None, None, "holds no score rows")
-    return pd.DataFrame.from_records(records)
+    return _normalize_columns(pd.DataFrame.from_records(records))
+
+
+def _normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    for field in SLICE_FIELDS:
+        if field not in frame.columns:
+            frame[field] = None
+        # Files without the field leave NaN after concat: absent is None, like a null.
+        column = frame[field].astype(object)
+        frame[field] = column.where(column.notna(), None)
+    frame["label"] = frame["label"].astype("float64")
+    frame["score"] = frame["score"].astype("float64")
+    return frame
 
 
 def read_score_files(paths: Sequence[str | pathlib.Path]) -> pd.DataFrame:
@@ -179,15 +191,7 @@ def read_score_files(paths: Sequence[str | pathlib.Path]) -> pd.DataFrame:
     if not paths:
         raise errors.UserError("no score files given")
     frame = pd.concat([read_score_file(p) for p in paths], ignore_index=True, sort=False)
-    for field in SLICE_FIELDS:
-        if field not in frame.columns:
-            frame[field] = None
-        # Files without the field leave NaN after concat: absent is None, like a null.
-        column = frame[field].astype(object)
-        frame[field] = column.where(column.notna(), None)
-    frame["label"] = frame["label"].astype("float64")
-    frame["score"] = frame["score"].astype("float64")
-    return frame
+    return _normalize_columns(frame)
 
 
 def drop_missing_scores(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
