@@ -69,6 +69,21 @@ def test_mface_path_comes_from_the_environment(monkeypatch):
     assert len(benchmarks.read_mface(None, "quality").examples) == 8
 
 
+def test_mface_path_from_gin_and_byte_order_mark(tmp_path):
+    import gin
+
+    exported = tmp_path / "mface_export.csv"
+    exported.write_bytes(b"\xef\xbb\xbf" + MFACE.read_bytes())
+    key = "seahorse_t5x.evaluation.benchmarks.benchmark_paths.mface"
+    gin.bind_parameter(key, str(exported))
+    try:
+        result = benchmarks.read_mface(None, "quality")
+    finally:
+        gin.bind_parameter(key, None)
+    assert result.path == str(exported)
+    assert len(result.examples) == 8
+
+
 def test_mface_missing_column_is_a_data_error(tmp_path):
     bad = tmp_path / "mface.csv"
     bad.write_text("id,lang,split,input,summary,system,q1_avg\n1,english,test,a,b,human,1\n")
