@@ -272,3 +272,34 @@ def test_dataset_folder_without_split_files_is_a_user_error(tmp_path, capsys):
         cli.main(["report", "--dataset", str(tmp_path), "--output_dir", str(tmp_path / "o")]) == 2
     )
     assert "holds no split files" in capsys.readouterr().err
+
+
+def test_one_model_per_question_reads_as_one_metric(tmp_path):
+    # Per-question models `seahorse_qN`, as T5X fine-tunes them, score their own question
+    # (and the benchmark dimension mapped to it); the tables show them as one metric.
+    frame = scorefiles.read_score_files([SCORE_FILES[0], SCORE_FILES[2]])
+    seahorse = frame["benchmark"] == "seahorse"
+    frame.loc[seahorse, "metric"] = "seahorse_q" + frame.loc[seahorse, "question"]
+    frame.loc[frame["benchmark"] == "true", "metric"] = "seahorse_q4"
+    mface = frame["benchmark"] == "mface"
+    dimension_model = {"quality": "seahorse_q1", "attribution": "seahorse_q4"}
+    frame.loc[mface, "metric"] = (
+        frame.loc[mface, "question"].map(dimension_model).fillna("seahorse_q6")
+    )
+    # A Q4 model also run on Q1 is not one question's model: it stays as it is.
+    q1 = frame[seahorse & (frame["question"] == "1")].assign(metric="other_q4")
+    q4 = frame[seahorse & (frame["question"] == "4")].assign(metric="other_q4")
+    path = tmp_path / "per_question.jsonl"
+    rows = pd.concat([frame, q1, q4]).drop(columns=[scorefiles.SOURCE_FIELD])
+    scorefiles.write_score_file(path, rows.to_dict("records"))
+    settings = report.ReportSettings(by=(), n_resamples=20, plots=False)
+    result = report.write_report(tmp_path / "out", score_paths=[path], settings=settings)
+    assert result["scores"]["merged_question_models"] == {
+        "seahorse": [f"seahorse_q{q}" for q in range(1, 7)]
+    }
+    by_name = {t["name"]: t for t in result["tables"]}
+    assert [r[0] for r in by_name["table5"]["rows"]] == ["seahorse", "other_q4"]
+    assert "-" not in by_name["table5"]["rows"][0]
+    assert by_name["table5"]["rows"][1][2:4] == ["-", "-"]  # other_q4 has no Q2, Q3 rows
+    assert [r[0] for r in by_name["table6"]["rows"]] == ["seahorse"]
+    assert [r[0] for r in by_name["table7"]["rows"]] == ["seahorse"]

@@ -130,3 +130,12 @@ def test_empty_or_missing_file_is_a_user_error(tmp_path):
         scorefiles.read_score_files([tmp_path / "nope.jsonl"])
     with pytest.raises(errors.UserError, match="no score files"):
         scorefiles.read_score_files([])
+
+
+def test_rows_from_a_dataframe_write_nan_as_null(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    rows = [_row(language=float("nan"), label_binary=float("nan")), _row(label_binary=1)]
+    scorefiles.write_score_file(path, rows)
+    first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    assert first["language"] is None and first["label_binary"] is None
+    assert scorefiles.read_score_files([path])["language"].tolist() == [None, "en"]

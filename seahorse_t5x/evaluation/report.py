@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import json
 import pathlib
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -94,6 +95,55 @@ def true_datasets_as_questions(frame: pd.DataFrame) -> pd.DataFrame:
     frame["scored_question"] = frame["question"].where(mask, None)
     frame.loc[mask, "question"] = columns[mask]
     return frame
+
+
+_QUESTION_MODEL = re.compile(r"^(?P<family>.+?)[_.-]q(?P<question>[1-6])$")
+
+
+def merge_question_models(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """One row per metric family: `NAME_q1` .. `NAME_q6` (one model per question) -> `NAME`.
+
+    A metric `NAME_qN` (also `NAME.qN`, `NAME-qN`) joins the family `NAME` when every one of
+    its rows with a question number has question N (rows of benchmark dimensions, such as
+    mFACE's `attribution`, may be scored by it too), `NAME` is not itself a metric, and no
+    two members score the same benchmark and question. The original name is kept in
+    `model`.
+
+    Returns:
+      The frame with merged metric names, and `{family: [members]}` for each merge.
+    """
+    metrics = list(dict.fromkeys(frame["metric"]))
+    members: dict[str, list[str]] = {}
+    for metric in metrics:
+        match = _QUESTION_MODEL.match(metric)
+        if not match or match["family"] in metrics:
+            continue
+        questions = frame.loc[frame["metric"] == metric, "question"]
+        numbered = set(questions[questions.str.isdigit()])
+        if numbered <= {match["question"]}:
+            members.setdefault(match["family"], []).append(metric)
+    merged: dict[str, list[str]] = {}
+    for family, names in members.items():
+        rows = frame[frame["metric"].isin(names)]
+        if (
+            len(names) > 1
+            and not rows.groupby(["benchmark", "question"])["metric"].nunique().gt(1).any()
+        ):
+            merged[family] = names
+    if not merged:
+        return frame, {}
+    rename = {name: family for family, names in merged.items() for name in names}
+    frame = frame.copy()
+    frame["model"] = frame["metric"]
+    frame["metric"] = frame["metric"].map(lambda m: rename.get(m, m))
+    return frame, merged
+
+
+def normalized_scores(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Score rows as the report groups them: question models merged into families
+    (`merge_question_models`), TRUE rows keyed by dataset (`true_datasets_as_questions`)."""
+    frame, merged = merge_question_models(frame)
+    return true_datasets_as_questions(frame), merged
 
 
 def ordered_benchmarks(frame: pd.DataFrame) -> list[str]:
@@ -189,12 +239,13 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
     Raises:
       errors.UserError: a `--by` field no score row has, or a baseline that is not a metric.
     """
+    frame, merged = normalized_scores(frame)
     metrics = list(dict.fromkeys(frame["metric"]))
     if settings.baseline is not None and settings.baseline not in metrics:
         raise errors.UserError(
             f"--baseline {settings.baseline!r} is not a metric in the score files: {metrics}"
         )
-    kept, dropped = scorefiles.drop_missing_scores(true_datasets_as_questions(frame))
+    kept, dropped = scorefiles.drop_missing_scores(frame)
     results = []
     for (benchmark, metric, question), rows in _groups(kept):
         entry = {"benchmark": benchmark, "metric": metric, "question": question}
@@ -242,6 +293,7 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         "missing_scores": dropped,
         "benchmarks": ordered_benchmarks(kept),
         "metrics": metrics,
+        "merged_question_models": merged,
         "results": results,
         "breakdowns": breakdowns,
         "breakdowns_skipped": skipped_fields,
@@ -467,7 +519,7 @@ def write_report(
             + (f", {missing} without a score dropped" if missing else "")
         )
         if settings.plots:
-            kept, _ = scorefiles.drop_missing_scores(true_datasets_as_questions(frame))
+            kept, _ = scorefiles.drop_missing_scores(normalized_scores(frame)[0])
             written_plots += _score_plots(kept, scores, plot_dir)
             items = items_with_all_labels(kept)
             if items is not None and "seahorse" in scores["benchmarks"]:

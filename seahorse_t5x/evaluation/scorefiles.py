@@ -92,6 +92,8 @@ def validate_row(row: object, path: str, line: int) -> dict:
         out["score"] = float(score) if math.isfinite(score) else math.nan
     for field in SLICE_FIELDS:
         value = row.get(field)
+        if isinstance(value, float) and math.isnan(value):
+            out[field] = value = None  # a missing value in a pandas-made row
         if value is not None and not isinstance(value, str):
             raise errors.DataError(path, line, field, f"expected a string or null, got {value!r}")
     return out
@@ -100,7 +102,8 @@ def validate_row(row: object, path: str, line: int) -> dict:
 def write_score_file(path: str | pathlib.Path, rows: Iterable[Mapping]) -> int:
     """Writes score rows as JSON Lines (UTF-8), validating each row first.
 
-    Missing scores (None/NaN) are written as `null`; parent folders are created.
+    Missing scores (None/NaN) and NaN in any other field are written as `null`; parent
+    folders are created.
 
     Returns:
       The number of rows written.
@@ -113,7 +116,10 @@ def write_score_file(path: str | pathlib.Path, rows: Iterable[Mapping]) -> int:
     lines = []
     for number, row in enumerate(rows, start=1):
         clean = validate_row(row, str(path), number)
-        record = dict(row)
+        # NaN (pandas' missing value) in any field is written as null: strict JSON.
+        record = {
+            k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()
+        }
         record["question"] = _question_for_file(clean["question"])
         record["label"] = _plain_number(clean["label"])
         record["score"] = None if math.isnan(clean["score"]) else clean["score"]
