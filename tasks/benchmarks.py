@@ -55,19 +55,22 @@ def examples_dataset(
     """Reader examples as a tf.data.Dataset in the shared preprocessors' schema.
 
     `question` is the SEAHORSE question whose metric scores the benchmark (int64), as the
-    schema passes it through; `extra_int_fields` (e.g. `label_binary`) ride along.
+    schema passes it through; `extra_int_fields` (e.g. `label_binary`) ride along. A
+    generator, not tensor constants: articles never become part of the graph.
     """
-    columns: dict[str, object] = {
-        name: tf.constant([e[name] for e in examples], tf.string, shape=[len(examples)])
-        for name in _STRING_FIELDS
-    }
-    columns["label"] = tf.constant([e["label"] for e in examples], label_dtype, [len(examples)])
-    columns["question"] = tf.constant(
-        [e["seahorse_question"] for e in examples], tf.int64, [len(examples)]
-    )
+    signature = {name: tf.TensorSpec((), tf.string) for name in _STRING_FIELDS}
+    signature["label"] = tf.TensorSpec((), label_dtype)
+    signature["question"] = tf.TensorSpec((), tf.int64)
     for name in extra_int_fields:
-        columns[name] = tf.constant([e[name] for e in examples], tf.int64, [len(examples)])
-    return tf.data.Dataset.from_tensor_slices(columns)
+        signature[name] = tf.TensorSpec((), tf.int64)
+
+    def rows():
+        for e in examples:
+            row = {name: e[name] for name in (*_STRING_FIELDS, "label", *extra_int_fields)}
+            row["question"] = e["seahorse_question"]
+            yield row
+
+    return tf.data.Dataset.from_generator(rows, output_signature=signature)
 
 
 def _log_drops(result: benchmarks.ReadResult) -> None:
