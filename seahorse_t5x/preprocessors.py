@@ -40,6 +40,10 @@ PREMISE_MARKER = "premise:"
 HYPOTHESIS_MARKER = "hypothesis:"
 QUESTION_MARKER = "question:"
 
+# The map functions hold no Python control flow on tensors: converting them with autograph
+# on every dataset build is wasted time.
+_no_autograph = tf.autograph.experimental.do_not_convert
+
 # Features this module adds after tokenization and removes again once `inputs` is built.
 _PART_FEATURES = ("marker_tokens", "premise_tokens", "hypothesis_tokens")
 
@@ -55,6 +59,7 @@ def input_text(premise: str, hypothesis: str, question_prompt: str | None = None
 
 
 @seqio.map_over_dataset
+@_no_autograph
 def label_targets(x: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """Adds `targets_pretokenized`: "1" for label 1, "0" for label 0 (training mode).
 
@@ -77,6 +82,7 @@ def label_targets(x: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
 
 
 @seqio.map_over_dataset
+@_no_autograph
 def constant_yes_targets(x: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """Adds `targets_pretokenized` = "1" whatever the label (T5X score mode).
 
@@ -89,6 +95,7 @@ def constant_yes_targets(x: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
 
 
 @seqio.map_over_dataset
+@_no_autograph
 def tokenize_premise_hypothesis(
     x: Mapping[str, tf.Tensor],
     output_features: Mapping[str, seqio.Feature],
@@ -134,6 +141,7 @@ def _content_budget(sequence_length: Mapping[str, int] | None) -> int | None:
 
 
 @seqio.map_over_dataset
+@_no_autograph
 def truncate_inputs(
     x: Mapping[str, tf.Tensor],
     sequence_length: Mapping[str, int] | None = None,

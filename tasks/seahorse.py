@@ -169,7 +169,12 @@ def _rows(path: str, question: int, language: str | None) -> Iterator[dict]:
 
 
 def seahorse_dataset(
-    split: str, shuffle_files: bool, question: int, language: str | None = None
+    split: str,
+    shuffle_files: bool,
+    seed: int | None = None,
+    *,
+    question: int,
+    language: str | None = None,
 ) -> tf.data.Dataset:
     """The rows of `{data_dir()}/{split}.jsonl` labelled for `question`, in file order.
 
@@ -180,13 +185,33 @@ def seahorse_dataset(
       UserError: if the data folder is not set or the split file is missing.
       DataError: for a malformed row (file, line and field named).
     """
-    del shuffle_files  # one file per split; SeqIO shuffles examples
+    del shuffle_files, seed  # one file per split, read in order; SeqIO shuffles examples
     path = split_path(split)
     labelled_rows(split, question, language)  # validates the file before tf.data reads it
     return tf.data.Dataset.from_generator(
         functools.partial(_rows, path, question, language),
         output_signature=_OUTPUT_SIGNATURE,
     )
+
+
+class SeahorseSplitSource(seqio.FunctionDataSource):
+    """The rows labelled for one question (and language) in the joined split files.
+
+    A `seqio.FunctionDataSource` whose `num_input_examples(split)` is counted from the file
+    when asked (the data folder is unknown at import), so SeqIO's
+    `mixing_rate_num_examples` works on these tasks.
+    """
+
+    def __init__(self, question: int, language: str | None = None) -> None:
+        self.question = question
+        self.language = language
+        super().__init__(
+            dataset_fn=functools.partial(seahorse_dataset, question=question, language=language),
+            splits=constants.SPLITS,
+        )
+
+    def num_input_examples(self, split: str) -> int:
+        return labelled_rows(split, self.question, self.language)
 
 
 def _output_features() -> dict[str, seqio.Feature]:
@@ -205,10 +230,7 @@ def _add_task(
     score_mode: bool = False,
     multi_question: bool = False,
 ) -> None:
-    source = seqio.FunctionDataSource(
-        dataset_fn=functools.partial(seahorse_dataset, question=question, language=language),
-        splits=constants.SPLITS,
-    )
+    source = SeahorseSplitSource(question, language)
     if score_mode:
         postprocess_fn = preprocessors.score_postprocessor
         metric_fns = [seqio_metrics.score_metrics]
@@ -225,15 +247,6 @@ def _add_task(
         postprocess_fn=postprocess_fn,
         metric_fns=metric_fns,
     )
-
-
-def _train_rows_rate(task: seqio.Task) -> float:
-    """Mixing rate: the task's labelled rows in the train split (read at mixing time)."""
-    return float(labelled_rows("train", _TASK_QUESTION[task.name]))
-
-
-# Task name -> question, for the mixing rate.
-_TASK_QUESTION: dict[str, int] = {}
 
 
 def task_names() -> list[str]:
@@ -264,11 +277,11 @@ def _register() -> None:
                 f"seahorse_q{question}_score.{lang}", question, language=lang, score_mode=True
             )
         _add_task(f"seahorse_all_q{question}_score", question, score_mode=True, multi_question=True)
-        _TASK_QUESTION[f"seahorse_all_q{question}"] = question
     seqio.MixtureRegistry.add(
         "seahorse_all",
         [f"seahorse_all_q{q}" for q in constants.QUESTIONS],
-        default_rate=_train_rows_rate,
+        # Proportional to each question's labelled train rows (counted when mixing).
+        default_rate=seqio.mixing_rate_num_examples,
     )
     # Evaluation only (T5X evaluates each sub-task of a mixture on its own), so the rate
     # does not read the train split.
