@@ -303,3 +303,32 @@ def test_one_model_per_question_reads_as_one_metric(tmp_path):
     assert by_name["table5"]["rows"][1][2:4] == ["-", "-"]  # other_q4 has no Q2, Q3 rows
     assert [r[0] for r in by_name["table6"]["rows"]] == ["seahorse"]
     assert [r[0] for r in by_name["table7"]["rows"]] == ["seahorse"]
+
+
+def test_mface_with_other_languages_adds_the_five_language_table(tmp_path):
+    rows = [json.loads(line) for line in SCORE_FILES[2].read_text().splitlines()]
+    rows = [r for r in rows if r["benchmark"] == "mface"]
+    for i, row in enumerate(rows):
+        if i % 3 == 2:
+            row["language"] = "fr"  # outside the SEAHORSE languages
+    path = tmp_path / "mface.jsonl"
+    scorefiles.write_score_file(path, rows)
+    settings = report.ReportSettings(by=("language",), n_resamples=0, plots=False)
+    result = report.write_report(tmp_path / "out", score_paths=[path], settings=settings)
+    assert result["scores"]["benchmarks"] == ["mface_5lang", "mface"]
+    by_name = {t["name"]: t for t in result["tables"]}
+    assert by_name["table6_mface_5lang"]["title"].startswith(
+        "Table 6: mFACE (5 SEAHORSE languages)"
+    )
+    assert by_name["table6"]["title"].startswith("Table 6: mFACE (all languages)")
+    subset = [r for r in rows if r["language"] != "fr" and r["question"] == "quality"]
+    (entry,) = [
+        r
+        for r in result["scores"]["results"]
+        if r["benchmark"] == "mface_5lang" and r["question"] == "quality"
+    ]
+    assert entry["n"] == len(subset) == 20
+    assert entry["roc_auc"] == pytest.approx(
+        roc_auc_score([r["label_binary"] for r in subset], [r["score"] for r in subset])
+    )
+    assert {r["benchmark"] for r in result["scores"]["breakdowns"]["language"]} == {"mface"}

@@ -235,8 +235,12 @@ def table5_intervals(results: Sequence[Mapping], benchmark: str = "seahorse") ->
     )
 
 
-def table6(results: Sequence[Mapping], benchmark: str = "mface") -> Table:
-    """Table 6 (mFACE): columns Quality, Attribution, Informativeness, cells ρ/roc."""
+def table6(results: Sequence[Mapping], benchmark: str = "mface", subset: str = "") -> Table:
+    """Table 6 (mFACE): columns Quality, Attribution, Informativeness, cells ρ/roc.
+
+    Args:
+      subset: which languages, for the title (`5 SEAHORSE languages`, `all languages`).
+    """
     rows = []
     for metric, by_question in _by_metric(results, benchmark).items():
         by_column = {MFACE_COLUMNS.get(q.lower()): e for q, e in by_question.items()}
@@ -246,8 +250,8 @@ def table6(results: Sequence[Mapping], benchmark: str = "mface") -> Table:
             cells.append(format_pair(entry["pearson"], entry["roc_auc"]) if entry else MISSING)
         rows.append([metric, *cells])
     return Table(
-        name="table6",
-        title=f"Table 6: mFACE, Pearson {RHO} / ROC-AUC",
+        name="table6" if benchmark == "mface" else f"table6_{benchmark}",
+        title=f"Table 6: mFACE{f' ({subset})' if subset else ''}, Pearson {RHO} / ROC-AUC",
         header=["Metric", *MFACE_COLUMNS.values()],
         rows=rows,
         caption=f"Each cell: {CELL_RHO_ROC}; ROC-AUC against the raters' majority.",
