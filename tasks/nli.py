@@ -74,6 +74,10 @@ NLI_MIXTURE_RATES: dict[str, float] = {
     "nli_vitaminc": 370_653,
 }
 
+# The map and filter functions hold no Python control flow on tensors: converting them with
+# autograph on every dataset build is wasted time.
+_no_autograph = tf.autograph.experimental.do_not_convert
+
 _OUTPUT_SIGNATURE = {
     "premise": tf.TensorSpec((), tf.string),
     "hypothesis": tf.TensorSpec((), tf.string),
@@ -106,6 +110,7 @@ def _entailment_is_yes(label: tf.Tensor) -> tf.Tensor:
     return tf.cast(tf.equal(label, 0), tf.int64)
 
 
+@_no_autograph
 def _has_gold_label(x: Mapping[str, tf.Tensor]) -> tf.Tensor:
     return tf.greater_equal(x["label"], 0)
 
@@ -139,6 +144,7 @@ def pair_dataset(
     """
     ds = _load(tfds_name, split_map[split], shuffle_files, seed).filter(_has_gold_label)
 
+    @_no_autograph
     def to_schema(x):
         label = (
             tf.cast(x["label"], tf.int64) if positive_is_label_1 else _entailment_is_yes(x["label"])
@@ -148,6 +154,7 @@ def pair_dataset(
     return ds.map(to_schema, num_parallel_calls=tf.data.AUTOTUNE)
 
 
+@_no_autograph
 def xnli_language(x: Mapping[str, tf.Tensor], language: str, dataset: str) -> dict:
     """One language of an XNLI-style example (`premise`: Translation, `hypothesis`:
     TranslationVariableLanguages); the hypothesis is "" when the language is missing."""
@@ -174,7 +181,7 @@ def xnli_dataset(
         tfds_name, name = TFDS_XNLI, "xnli"
     ds = _load(tfds_name, split, shuffle_files, seed).filter(_has_gold_label)
     ds = ds.map(functools.partial(xnli_language, language=language, dataset=name))
-    return ds.filter(lambda x: tf.strings.length(x["hypothesis"]) > 0)
+    return ds.filter(_no_autograph(lambda x: tf.strings.length(x["hypothesis"]) > 0))
 
 
 def local_nli_dataset(
