@@ -204,7 +204,8 @@ def read_ratings(path: str, strict: bool = False) -> RatingsFile:
     """
     result = RatingsFile(path=path)
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        # utf-8-sig: a byte-order mark (as some spreadsheet exports write) is not text.
+        with open(path, encoding="utf-8-sig", newline="") as f:
             text = f.read()
     except OSError as e:
         raise errors.UserError(f"cannot read {path}: {e.strerror or e}") from e

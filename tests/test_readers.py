@@ -91,6 +91,12 @@ def test_strict_mode_names_file_line_and_field():
     assert str(error).startswith(f"{TRAIN}:6 field 'gem_id':")
 
 
+def test_byte_order_mark_is_not_part_of_the_header(tmp_path):
+    with_bom = tmp_path / "test.tsv"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + (DATA / "test.tsv").read_bytes())
+    assert len(readers.read_ratings(str(with_bom)).ratings) == 3
+
+
 def test_bad_header_and_unreadable_file(tmp_path):
     bad = tmp_path / "train.tsv"
     bad.write_text("gem_id\tsummary\nxsum-test-1\tA summary.\n", encoding="utf-8")
