@@ -126,6 +126,7 @@ def test_cli_writes_valid_score_files(tmp_path, sp_model, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert f"{out / 'majority.seahorse.test.jsonl'}: 13 rows" in printed
+    assert "FRANK:" in printed and "PAWS:" in printed
     assert "baselines: 4 score files" in printed
 
     majority = scorefiles.read_score_file(out / "majority.seahorse.test.jsonl")
@@ -198,3 +199,13 @@ def test_cli_benchmarks_without_rouge_l_is_a_clear_error(tmp_path, capsys):
     assert code == 2
     assert "ROUGE-L only" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_cli_true_dir_without_csvs_is_a_clear_error(tmp_path, sp_model, capsys):
+    data = tmp_path / "prepared"
+    _write_split(data, "train", TRAIN)
+    _write_split(data, "test", TEST)
+    args = ["baselines", "--data_dir", str(data), "--output_dir", str(tmp_path / "o")]
+    code = cli.main(args + ["--vocab", sp_model, "--true_dir", str(tmp_path)])
+    assert code == 2
+    assert "frank_valid_download.csv" in capsys.readouterr().err

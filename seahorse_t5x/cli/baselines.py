@@ -76,10 +76,14 @@ def _tokenizer(vocab_arg: str | None):
 
 
 def _summary(rows: list[dict], metric: str) -> str:
-    """`q:roc/rho` per question, for the one-line report of a score file."""
+    """`q:roc/rho` per question (TRUE: per dataset), for the one-line report of a file."""
+
+    def group(row: dict) -> object:
+        return row["dataset"] if row["benchmark"] == "true" else row["question"]
+
     parts = []
-    for question in dict.fromkeys(r["question"] for r in rows):
-        chosen = [r for r in rows if r["question"] == question]
+    for key in dict.fromkeys(group(r) for r in rows):
+        chosen = [r for r in rows if group(r) == key]
         labels = [r.get("label_binary", r["label"]) for r in chosen]
         scores = [r["score"] for r in chosen]
         if metric == baselines.MAJORITY:
@@ -93,7 +97,7 @@ def _summary(rows: list[dict], metric: str) -> str:
             ]
         roc = "-" if result["roc_auc"] is None else f"{result['roc_auc']:.2f}"
         rho = "-" if result["pearson"] is None else f"{result['pearson']:.2f}"
-        parts.append(f"{question}:{roc}/{rho}")
+        parts.append(f"{key}:{roc}/{rho}")
     return " ".join(parts)
 
 
@@ -111,6 +115,15 @@ def _benchmark_sets(args: argparse.Namespace) -> list[tuple[str, benchmarks.Read
         for dimension in benchmarks.MFACE_DIMENSIONS:
             sets.append(("mface", benchmarks.read_mface(args.mface, dimension, languages)))
     if args.true_dir:
+        present = [
+            d for d in benchmarks.TRUE_DATASETS if benchmarks.true_file(d, args.true_dir).is_file()
+        ]
+        if not present:
+            names = ", ".join(f for f, _ in benchmarks.TRUE_DATASETS.values())
+            raise errors.UserError(
+                f"--true_dir {args.true_dir} holds none of TRUE's CSVs ({names}). Get them "
+                f"from {benchmarks.TRUE_SOURCE}."
+            )
         for dataset in benchmarks.TRUE_DATASETS:
             if benchmarks.true_file(dataset, args.true_dir).is_file():
                 sets.append(("true", benchmarks.read_true(dataset, args.true_dir)))
