@@ -1,0 +1,454 @@
+"""mT5 (T5.1.1 architecture) encoder-decoder in Flax linen.
+
+Parameter names follow T5X's `examples/t5/network` layout (so T5X checkpoints map one to
+one), and every parameter carries logical axis names for `flax.linen` partitioning. The
+numerics follow T5.1.1: RMS layer norm without bias or mean subtraction, gated-GELU MLP
+(tanh approximation), relative position buckets (one bias table per stack, shared by its
+layers), no biases, no 1/sqrt(d) scaling of attention logits (folded into the query init),
+untied output projection. Parameters are float32; the compute dtype is float32 or bfloat16,
+softmax and layer-norm statistics always float32, logits returned as float32.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from seahorse_t5x.model.configs import MT5Config
+
+Array = jax.Array
+# Large negative bias for masked attention logits; finite so fully masked rows stay NaN-free.
+_MASK_BIAS = -1e10
+
+# T5X's initialisers (examples/t5/layers.py): fan-in scaled kernels, unit-normal embeddings.
+_kernel_init = nn.initializers.variance_scaling(1.0, "fan_in", "truncated_normal")
+_attention_init = nn.initializers.variance_scaling(1.0, "fan_in", "normal")
+_relpos_init = nn.initializers.variance_scaling(1.0, "fan_avg", "uniform")
+_embedding_init = nn.initializers.normal(stddev=1.0)
+
+
+def _compute_dtype(config: MT5Config) -> jnp.dtype:
+    return jnp.dtype(config.dtype)
+
+
+class RmsNorm(nn.Module):
+    """T5 layer norm: scale * x / sqrt(mean(x^2) + eps), statistics in float32."""
+
+    config: MT5Config
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        scale = self.param(
+            "scale",
+            nn.with_logical_partitioning(nn.initializers.ones, ("embed",)),
+            (x.shape[-1],),
+            jnp.float32,
+        )
+        x32 = x.astype(jnp.float32)
+        variance = jnp.mean(jnp.square(x32), axis=-1, keepdims=True)
+        y = x32 * jax.lax.rsqrt(variance + self.config.layer_norm_epsilon)
+        return (y * scale).astype(_compute_dtype(self.config))
+
+
+class Dense(nn.Module):
+    """Bias-free projection with a 2-D kernel (T5X stores attention kernels flattened)."""
+
+    features: int
+    axes: tuple[str, str]
+    config: MT5Config
+    kernel_init: Any = _kernel_init
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        kernel = self.param(
+            "kernel",
+            nn.with_logical_partitioning(self.kernel_init, self.axes),
+            (x.shape[-1], self.features),
+            jnp.float32,
+        )
+        dtype = _compute_dtype(self.config)
+        return jnp.dot(x.astype(dtype), kernel.astype(dtype))
+
+
+def _query_init(head_dim: int):
+    """Query init divided by sqrt(head_dim): T5 never scales the attention logits."""
+
+    def init(key, shape, dtype=jnp.float32):
+        return _attention_init(key, shape, dtype) / jnp.sqrt(head_dim).astype(dtype)
+
+    return init
+
+
+class MultiHeadAttention(nn.Module):
+    """Dot-product attention with an additive bias (relative positions + mask)."""
+
+    config: MT5Config
+
+    @nn.compact
+    def __call__(
+        self, inputs_q: Array, inputs_kv: Array, bias: Array, enable_dropout: bool
+    ) -> Array:
+        cfg = self.config
+        inner = cfg.num_heads * cfg.head_dim
+        axes = ("embed", "joined_kv")
+        query = Dense(inner, axes, cfg, _query_init(cfg.head_dim), name="query")(inputs_q)
+        key = Dense(inner, axes, cfg, _attention_init, name="key")(inputs_kv)
+        value = Dense(inner, axes, cfg, _attention_init, name="value")(inputs_kv)
+
+        def split_heads(x: Array) -> Array:
+            return x.reshape(x.shape[:-1] + (cfg.num_heads, cfg.head_dim))
+
+        query, key, value = split_heads(query), split_heads(key), split_heads(value)
+        logits = jnp.einsum("bqhd,bkhd->bhqk", query, key, preferred_element_type=jnp.float32)
+        weights = jax.nn.softmax(logits + bias.astype(jnp.float32), axis=-1)
+        if enable_dropout and cfg.dropout_rate > 0:
+            weights = nn.Dropout(cfg.dropout_rate)(weights, deterministic=False)
+        weights = weights.astype(value.dtype)
+        context = jnp.einsum("bhqk,bkhd->bqhd", weights, value)
+        context = context.reshape(context.shape[:-2] + (inner,))
+        return Dense(cfg.emb_dim, ("joined_kv", "embed"), cfg, _attention_init, name="out")(context)
+
+
+class GatedGeluMlp(nn.Module):
+    """wo(gelu(wi_0 x) * wi_1 x), GELU in its tanh approximation (HF `gelu_new`)."""
+
+    config: MT5Config
+
+    @nn.compact
+    def __call__(self, x: Array, enable_dropout: bool) -> Array:
+        cfg = self.config
+        gate = Dense(cfg.mlp_dim, ("embed", "mlp"), cfg, name="wi_0")(x)
+        linear = Dense(cfg.mlp_dim, ("embed", "mlp"), cfg, name="wi_1")(x)
+        hidden = jax.nn.gelu(gate, approximate=True) * linear
+        hidden = nn.Dropout(cfg.dropout_rate)(hidden, deterministic=not enable_dropout)
+        return Dense(cfg.emb_dim, ("mlp", "embed"), cfg, name="wo")(hidden)
+
+
+def relative_position_bucket(
+    relative_position: Array, bidirectional: bool, num_buckets: int, max_distance: int
+) -> Array:
+    """T5's bucket of `memory_position - query_position` (exact up to num_buckets/2, then log).
+
+    Matches Mesh TensorFlow and HF transformers (no epsilon inside the log).
+    """
+    bucket = jnp.zeros_like(relative_position)
+    if bidirectional:
+        num_buckets //= 2
+        bucket = bucket + (relative_position > 0).astype(jnp.int32) * num_buckets
+        distance = jnp.abs(relative_position)
+    else:
+        distance = -jnp.minimum(relative_position, 0)
+    max_exact = num_buckets // 2
+    is_small = distance < max_exact
+    # Guard log(0): those entries take the exact branch anyway.
+    safe = jnp.maximum(distance, 1).astype(jnp.float32)
+    if_large = max_exact + (
+        jnp.log(safe / max_exact) / np.log(max_distance / max_exact) * (num_buckets - max_exact)
+    ).astype(jnp.int32)
+    if_large = jnp.minimum(if_large, num_buckets - 1)
+    return bucket + jnp.where(is_small, distance, if_large)
+
+
+class RelativePositionBiases(nn.Module):
+    """Per-head bias for each relative position bucket: `rel_embedding` [heads, buckets]."""
+
+    config: MT5Config
+    bidirectional: bool
+
+    @nn.compact
+    def __call__(self, query_len: int, key_len: int, query_offset: int = 0) -> Array:
+        cfg = self.config
+        table = self.param(
+            "rel_embedding",
+            nn.with_logical_partitioning(_relpos_init, ("heads", "relpos_buckets")),
+            (cfg.num_heads, cfg.relative_attention_num_buckets),
+            jnp.float32,
+        )
+        # Packed segments are contiguous, so arange distances equal within-segment distances.
+        query_pos = np.arange(query_len, dtype=np.int32)[:, None] + query_offset
+        key_pos = np.arange(key_len, dtype=np.int32)[None, :]
+        buckets = relative_position_bucket(
+            jnp.asarray(key_pos - query_pos),
+            self.bidirectional,
+            cfg.relative_attention_num_buckets,
+            cfg.relative_attention_max_distance,
+        )
+        return jnp.take(table, buckets, axis=1)[None]  # [1, heads, q, k]
+
+
+def _mask_to_bias(mask: Array) -> Array:
+    """[b, q, k] bool -> [b, 1, q, k] additive float32 bias."""
+    return jnp.where(mask, 0.0, _MASK_BIAS).astype(jnp.float32)[:, None]
+
+
+def encoder_self_mask(tokens: Array, segment_ids: Array | None) -> Array:
+    """[b, q, k]: both positions real, and in the same packed segment when packing."""
+    valid = tokens > 0 if segment_ids is None else segment_ids > 0
+    mask = valid[:, :, None] & valid[:, None, :]
+    if segment_ids is not None:
+        mask = mask & (segment_ids[:, :, None] == segment_ids[:, None, :])
+    return mask
+
+
+def decoder_self_mask(decoder_tokens: Array, segment_ids: Array | None) -> Array:
+    """[b, q, k]: causal, within one segment when packing.
+
+    The decoder input starts with id 0 (= padding id), so padding cannot come from the
+    tokens; causality already keeps trailing padding from reaching real positions.
+    """
+    length = decoder_tokens.shape[1]
+    causal = np.tril(np.ones((length, length), dtype=bool))[None]
+    mask = jnp.broadcast_to(causal, (decoder_tokens.shape[0], length, length))
+    if segment_ids is not None:
+        mask = mask & (segment_ids[:, :, None] == segment_ids[:, None, :])
+    return mask
+
+
+def cross_mask(
+    decoder_tokens: Array,
+    encoder_tokens: Array,
+    decoder_segment_ids: Array | None,
+    encoder_segment_ids: Array | None,
+) -> Array:
+    """[b, q, k]: real encoder positions of the decoder position's own segment."""
+    if encoder_segment_ids is None or decoder_segment_ids is None:
+        key_valid = encoder_tokens > 0 if encoder_segment_ids is None else encoder_segment_ids > 0
+        return jnp.broadcast_to(
+            key_valid[:, None, :],
+            (encoder_tokens.shape[0], decoder_tokens.shape[1], encoder_tokens.shape[1]),
+        )
+    return (decoder_segment_ids[:, :, None] == encoder_segment_ids[:, None, :]) & (
+        encoder_segment_ids[:, None, :] > 0
+    )
+
+
+class EncoderLayer(nn.Module):
+    config: MT5Config
+
+    @nn.compact
+    def __call__(self, x: Array, bias: Array, enable_dropout: bool) -> Array:
+        cfg = self.config
+        drop = nn.Dropout(cfg.dropout_rate, broadcast_dims=(-2,))
+        y = RmsNorm(cfg, name="pre_attention_layer_norm")(x)
+        y = MultiHeadAttention(cfg, name="attention")(y, y, bias, enable_dropout)
+        x = x + drop(y, deterministic=not enable_dropout)
+        y = RmsNorm(cfg, name="pre_mlp_layer_norm")(x)
+        y = GatedGeluMlp(cfg, name="mlp")(y, enable_dropout)
+        return x + drop(y, deterministic=not enable_dropout)
+
+
+class DecoderLayer(nn.Module):
+    config: MT5Config
+
+    @nn.compact
+    def __call__(
+        self,
+        x: Array,
+        encoded: Array,
+        self_bias: Array,
+        cross_bias: Array,
+        enable_dropout: bool,
+    ) -> Array:
+        cfg = self.config
+        drop = nn.Dropout(cfg.dropout_rate, broadcast_dims=(-2,))
+        y = RmsNorm(cfg, name="pre_self_attention_layer_norm")(x)
+        y = MultiHeadAttention(cfg, name="self_attention")(y, y, self_bias, enable_dropout)
+        x = x + drop(y, deterministic=not enable_dropout)
+        y = RmsNorm(cfg, name="pre_cross_attention_layer_norm")(x)
+        y = MultiHeadAttention(cfg, name="encoder_decoder_attention")(
+            y, encoded, cross_bias, enable_dropout
+        )
+        x = x + drop(y, deterministic=not enable_dropout)
+        y = RmsNorm(cfg, name="pre_mlp_layer_norm")(x)
+        y = GatedGeluMlp(cfg, name="mlp")(y, enable_dropout)
+        return x + drop(y, deterministic=not enable_dropout)
+
+
+class Encoder(nn.Module):
+    config: MT5Config
+
+    @nn.compact
+    def __call__(self, embedded: Array, mask: Array, enable_dropout: bool) -> Array:
+        cfg = self.config
+        length = embedded.shape[1]
+        bias = RelativePositionBiases(cfg, bidirectional=True, name="relpos_bias")(length, length)
+        bias = bias + _mask_to_bias(mask)
+        x = nn.Dropout(cfg.dropout_rate)(embedded, deterministic=not enable_dropout)
+        for i in range(cfg.num_encoder_layers):
+            x = EncoderLayer(cfg, name=f"layers_{i}")(x, bias, enable_dropout)
+        x = RmsNorm(cfg, name="encoder_norm")(x)
+        return nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
+
+
+class Decoder(nn.Module):
+    config: MT5Config
+
+    @nn.compact
+    def __call__(
+        self,
+        embedded: Array,
+        encoded: Array,
+        self_mask: Array,
+        cross_mask_: Array,
+        enable_dropout: bool,
+        return_hidden: bool = False,
+    ) -> Array:
+        cfg = self.config
+        length = embedded.shape[1]
+        self_bias = RelativePositionBiases(cfg, bidirectional=False, name="relpos_bias")(
+            length, length
+        )
+        self_bias = self_bias + _mask_to_bias(self_mask)
+        cross_bias = _mask_to_bias(cross_mask_)
+        x = nn.Dropout(cfg.dropout_rate)(embedded, deterministic=not enable_dropout)
+        for i in range(cfg.num_decoder_layers):
+            x = DecoderLayer(cfg, name=f"layers_{i}")(
+                x, encoded, self_bias, cross_bias, enable_dropout
+            )
+        x = RmsNorm(cfg, name="decoder_norm")(x)
+        x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
+        if return_hidden:
+            return x
+        logits = Dense(cfg.vocab_size, ("embed", "vocab"), cfg, name="logits_dense")(x)
+        return logits.astype(jnp.float32)
+
+
+class MT5(nn.Module):
+    """mT5 encoder-decoder; `__call__` returns float32 logits [batch, target_len, vocab].
+
+    Decoder inputs are the targets shifted right with start id 0, as T5X's
+    `EncDecFeatureConverter` makes them. Segment ids (1, 2, ... per packed example, 0 for
+    padding) keep attention within an example; without them padding is `token == 0`.
+    Positions are accepted for T5X feature compatibility; relative attention only needs
+    distances, which packing (contiguous segments) preserves.
+    """
+
+    config: MT5Config
+
+    def setup(self) -> None:
+        cfg = self.config
+        self.token_embedder = nn.Embed(
+            num_embeddings=cfg.vocab_size,
+            features=cfg.emb_dim,
+            dtype=_compute_dtype(cfg),
+            param_dtype=jnp.float32,
+            embedding_init=nn.with_logical_partitioning(_embedding_init, ("vocab", "embed")),
+            name="token_embedder",
+        )
+        self.encoder = Encoder(cfg, name="encoder")
+        self.decoder = Decoder(cfg, name="decoder")
+
+    def encode(
+        self,
+        encoder_input_tokens: Array,
+        encoder_segment_ids: Array | None = None,
+        encoder_positions: Array | None = None,
+        enable_dropout: bool = False,
+    ) -> Array:
+        """Encoder output [batch, input_len, emb_dim] in the compute dtype."""
+        del encoder_positions
+        mask = encoder_self_mask(encoder_input_tokens, encoder_segment_ids)
+        embedded = self.token_embedder(encoder_input_tokens.astype(jnp.int32))
+        return self.encoder(embedded, mask, enable_dropout)
+
+    def decode(
+        self,
+        encoded: Array,
+        encoder_input_tokens: Array,
+        decoder_input_tokens: Array,
+        encoder_segment_ids: Array | None = None,
+        decoder_segment_ids: Array | None = None,
+        decoder_positions: Array | None = None,
+        enable_dropout: bool = False,
+        return_hidden: bool = False,
+    ) -> Array:
+        """Decoder logits [batch, target_len, vocab] (float32), or with `return_hidden` the
+        normalised hidden states before `logits_dense` (for scoring a few vocabulary columns).
+        """
+        del decoder_positions
+        self_mask = decoder_self_mask(decoder_input_tokens, decoder_segment_ids)
+        xmask = cross_mask(
+            decoder_input_tokens, encoder_input_tokens, decoder_segment_ids, encoder_segment_ids
+        )
+        embedded = self.token_embedder(decoder_input_tokens.astype(jnp.int32))
+        return self.decoder(embedded, encoded, self_mask, xmask, enable_dropout, return_hidden)
+
+    def __call__(
+        self,
+        encoder_input_tokens: Array,
+        decoder_input_tokens: Array,
+        encoder_segment_ids: Array | None = None,
+        decoder_segment_ids: Array | None = None,
+        encoder_positions: Array | None = None,
+        decoder_positions: Array | None = None,
+        enable_dropout: bool = False,
+    ) -> Array:
+        encoded = self.encode(
+            encoder_input_tokens, encoder_segment_ids, encoder_positions, enable_dropout
+        )
+        return self.decode(
+            encoded,
+            encoder_input_tokens,
+            decoder_input_tokens,
+            encoder_segment_ids,
+            decoder_segment_ids,
+            decoder_positions,
+            enable_dropout,
+        )
+
+
+def init_params(
+    config: MT5Config,
+    rng: Array,
+    batch: int = 1,
+    input_len: int = 8,
+    target_len: int = 4,
+) -> Any:
+    """Randomly initialised parameters, boxed with their logical axis names.
+
+    Use `unbox(params)` for plain arrays and `nn.get_partition_spec(params)` for the axes.
+    """
+    encoder_tokens = jnp.ones((batch, input_len), jnp.int32)
+    decoder_tokens = jnp.ones((batch, target_len), jnp.int32)
+    return _jitted_init(config)(rng, encoder_tokens, decoder_tokens)
+
+
+@functools.cache
+def _jitted_init(config: MT5Config):
+    # Jitted and cached per config: op-by-op initialisation compiles every primitive
+    # separately, and a fresh jit per call would recompile.
+    def init(rng, encoder_tokens, decoder_tokens):
+        return MT5(config).init(rng, encoder_tokens, decoder_tokens)["params"]
+
+    return jax.jit(init)
+
+
+def abstract_params(
+    config: MT5Config, batch: int = 1, input_len: int = 8, target_len: int = 4
+) -> Any:
+    """Shapes and dtypes of `init_params` (boxed `jax.ShapeDtypeStruct`s), without memory."""
+    return jax.eval_shape(
+        functools.partial(
+            init_params, config, batch=batch, input_len=input_len, target_len=target_len
+        ),
+        jax.random.PRNGKey(0),
+    )
+
+
+def unbox(params: Any) -> Any:
+    """Strips the logical-axis boxes (`nn.Partitioned`) and returns plain arrays."""
+    return nn.meta.unbox(params)
+
+
+def logical_axes(params: Any) -> Any:
+    """Tree of `PartitionSpec`s of logical axis names, for `nn.logical_to_mesh_sharding`."""
+    return nn.get_partition_spec(params)
+
+
+def param_count(params: Any) -> int:
+    return int(sum(np.prod(x.shape) for x in jax.tree_util.tree_leaves(unbox(params))))

@@ -1,0 +1,84 @@
+"""Tiny mT5 fixtures shared by the model, checkpoint and scoring tests.
+
+A random HF `MT5ForConditionalGeneration` (CPU, float32) is the independent reference.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+
+from seahorse_t5x.model import configs
+
+TINY = configs.get_config("tiny", dropout_rate=0.0)
+
+
+def hf_tiny_model(seed: int = 0, vocab_size: int | None = None):
+    """A random tiny HF mT5 whose shapes equal `TINY` (or TINY with another vocab size)."""
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    hf_config = transformers.MT5Config(
+        vocab_size=vocab_size or TINY.vocab_size,
+        d_model=TINY.emb_dim,
+        d_kv=TINY.head_dim,
+        d_ff=TINY.mlp_dim,
+        num_layers=TINY.num_encoder_layers,
+        num_decoder_layers=TINY.num_decoder_layers,
+        num_heads=TINY.num_heads,
+        relative_attention_num_buckets=TINY.relative_attention_num_buckets,
+        relative_attention_max_distance=TINY.relative_attention_max_distance,
+        dropout_rate=0.0,
+        feed_forward_proj="gated-gelu",
+        tie_word_embeddings=False,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
+    model = transformers.MT5ForConditionalGeneration(hf_config).eval()
+    # HF's init leaves layer norms at 1 and some tensors tiny: perturb everything so a
+    # wrong mapping or transposition cannot hide.
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "layer_norm" in name:
+                param.copy_(1.0 + 0.2 * torch.randn_like(param))
+            elif "relative_attention_bias" in name:
+                param.copy_(torch.randn_like(param))
+    return model
+
+
+def save_hf_tiny(directory: pathlib.Path, fmt: str = "safetensors", seed: int = 0, **kw):
+    """Saves a tiny HF model as `safetensors` or `bin`; returns the torch model."""
+    model = hf_tiny_model(seed, **kw)
+    model.save_pretrained(directory)
+    if fmt == "bin":
+        import torch
+
+        for f in directory.glob("*.safetensors*"):
+            f.unlink()
+        torch.save(model.state_dict(), directory / "pytorch_model.bin")
+    return model
+
+
+def hf_logits(model, encoder_tokens: np.ndarray, decoder_tokens: np.ndarray) -> np.ndarray:
+    """HF logits for padded (id 0) encoder inputs, as users call the model."""
+    import torch
+
+    with torch.no_grad():
+        out = model(
+            input_ids=torch.tensor(encoder_tokens),
+            attention_mask=torch.tensor(encoder_tokens != 0).long(),
+            decoder_input_ids=torch.tensor(decoder_tokens),
+        )
+    return out.logits.numpy()
+
+
+def padded_batch(lengths: list[int], vocab_size: int, seed: int = 0) -> np.ndarray:
+    """Random token ids (2..vocab) with the given lengths, right-padded with 0."""
+    rng = np.random.default_rng(seed)
+    batch = np.zeros((len(lengths), max(lengths)), np.int32)
+    for row, length in enumerate(lengths):
+        batch[row, :length] = rng.integers(2, vocab_size, size=length)
+    return batch

@@ -1,0 +1,210 @@
+"""The Flax mT5 against HF transformers' PyTorch mT5, plus packing, masks and configs."""
+
+from __future__ import annotations
+
+import functools
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from mt5_fixtures import TINY, hf_logits, hf_tiny_model, padded_batch
+
+from seahorse_t5x import errors
+from seahorse_t5x.model import checkpoints, configs, mt5
+
+
+@pytest.fixture(scope="module")
+def hf_and_params():
+    model = hf_tiny_model(seed=0)
+    params = checkpoints.from_hf_state_dict(TINY, model.state_dict())
+    return model, params
+
+
+@functools.cache
+def _jitted_apply(config, enable_dropout=False):
+    # Compiled once per config: op-by-op dispatch of an unjitted model is far slower.
+    def apply(params, enc, dec, rng=None, **kw):
+        rngs = {"dropout": rng} if rng is not None else None
+        return mt5.MT5(config).apply(
+            {"params": params}, enc, dec, enable_dropout=enable_dropout, rngs=rngs, **kw
+        )
+
+    return jax.jit(apply)
+
+
+def _flax_logits(params, enc, dec, config=TINY, **kw):
+    return np.asarray(_jitted_apply(config)(params, jnp.asarray(enc), jnp.asarray(dec), **kw))
+
+
+@pytest.mark.parametrize("lengths", [[3], [5, 17, 40], [64, 2, 30]])
+def test_logits_match_hf_with_padding(hf_and_params, lengths):
+    model, params = hf_and_params
+    enc = padded_batch(lengths, TINY.vocab_size, seed=len(lengths))
+    dec = np.concatenate(
+        [np.zeros((len(lengths), 1), np.int32), padded_batch([4] * len(lengths), TINY.vocab_size)],
+        axis=1,
+    )
+    ours = _flax_logits(params, enc, dec)
+    theirs = hf_logits(model, enc, dec)
+    assert ours.shape == (len(lengths), 5, TINY.vocab_size)
+    assert ours.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, atol=1e-4, rtol=1e-4)
+
+
+def test_bfloat16_compute_is_close_to_float32(hf_and_params):
+    _, params = hf_and_params
+    enc = padded_batch([12, 7], TINY.vocab_size)
+    dec = np.zeros((2, 1), np.int32)
+    full = _flax_logits(params, enc, dec)
+    half = _flax_logits(params, enc, dec, config=TINY.replace(dtype="bfloat16"))
+    assert half.dtype == np.float32
+    # bf16 has ~3 significant digits: close, not equal.
+    assert np.max(np.abs(full - half)) < 0.1 * np.max(np.abs(full))
+    assert not np.array_equal(full, half)
+
+
+def test_packed_examples_equal_each_alone(hf_and_params):
+    _, params = hf_and_params
+    enc_a, enc_b = padded_batch([7], 500, seed=1)[0], padded_batch([11], 500, seed=2)[0]
+    dec_a = np.array([0, 5, 9], np.int32)
+    dec_b = np.array([0, 7, 3, 8], np.int32)
+    alone_a = _flax_logits(params, enc_a[None], dec_a[None])[0]
+    alone_b = _flax_logits(params, enc_b[None], dec_b[None])[0]
+
+    enc = np.zeros((1, 24), np.int32)
+    enc[0, :7], enc[0, 7:18] = enc_a, enc_b
+    enc_seg = np.zeros((1, 24), np.int32)
+    enc_seg[0, :7], enc_seg[0, 7:18] = 1, 2
+    enc_pos = np.zeros((1, 24), np.int32)
+    enc_pos[0, :7], enc_pos[0, 7:18] = np.arange(7), np.arange(11)
+    dec = np.zeros((1, 9), np.int32)
+    dec[0, :3], dec[0, 3:7] = dec_a, dec_b
+    dec_seg = np.zeros((1, 9), np.int32)
+    dec_seg[0, :3], dec_seg[0, 3:7] = 1, 2
+    dec_pos = np.zeros((1, 9), np.int32)
+    dec_pos[0, :3], dec_pos[0, 3:7] = np.arange(3), np.arange(4)
+    packed = _flax_logits(
+        params,
+        enc,
+        dec,
+        encoder_segment_ids=jnp.asarray(enc_seg),
+        decoder_segment_ids=jnp.asarray(dec_seg),
+        encoder_positions=jnp.asarray(enc_pos),
+        decoder_positions=jnp.asarray(dec_pos),
+    )[0]
+    np.testing.assert_allclose(packed[:3], alone_a, atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(packed[3:7], alone_b, atol=1e-4, rtol=1e-4)
+
+
+def test_encode_then_decode_equals_call_and_hidden_gives_logits(hf_and_params):
+    _, params = hf_and_params
+    model = mt5.MT5(TINY)
+    enc = jnp.asarray(padded_batch([9, 4], TINY.vocab_size))
+    dec = jnp.zeros((2, 1), jnp.int32)
+    full = _jitted_apply(TINY)(params, enc, dec)
+
+    @jax.jit
+    def two_stage(params, enc, dec):
+        encoded = model.apply({"params": params}, enc, method=mt5.MT5.encode)
+        return model.apply(
+            {"params": params}, encoded, enc, dec, return_hidden=True, method=mt5.MT5.decode
+        )
+
+    hidden = two_stage(params, enc, dec)
+    assert hidden.shape == (2, 1, TINY.emb_dim)
+    columns = np.array([17, 42])
+    two = np.asarray(hidden @ params["decoder"]["logits_dense"]["kernel"][:, columns])
+    np.testing.assert_allclose(two, np.asarray(full)[:, :, columns], atol=1e-5, rtol=1e-5)
+
+
+def test_dropout_changes_outputs_only_when_enabled():
+    config = configs.get_config("tiny", dropout_rate=0.5)
+    # Same shapes as TINY: reuse converted weights rather than paying for an init.
+    params = checkpoints.from_hf_state_dict(TINY, hf_tiny_model(seed=3).state_dict())
+    enc = jnp.asarray(padded_batch([6], config.vocab_size))
+    dec = jnp.zeros((1, 1), jnp.int32)
+    plain = _jitted_apply(config)(params, enc, dec)
+    again = _jitted_apply(config)(params, enc, dec)
+    dropped = _jitted_apply(config, enable_dropout=True)(params, enc, dec, jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(plain, again)
+    assert not np.allclose(plain, dropped)
+
+
+def test_init_params_names_and_logical_axes():
+    boxed = mt5.abstract_params(TINY)
+    axes = flax.traverse_util.flatten_dict(mt5.logical_axes(boxed), sep="/")
+    assert tuple(axes["token_embedder/embedding"]) == ("vocab", "embed")
+    assert tuple(axes["encoder/layers_0/attention/query/kernel"]) == ("embed", "joined_kv")
+    assert tuple(axes["decoder/layers_1/encoder_decoder_attention/out/kernel"]) == (
+        "joined_kv",
+        "embed",
+    )
+    assert tuple(axes["decoder/layers_0/mlp/wi_1/kernel"]) == ("embed", "mlp")
+    assert tuple(axes["encoder/layers_1/mlp/wo/kernel"]) == ("mlp", "embed")
+    assert tuple(axes["decoder/logits_dense/kernel"]) == ("embed", "vocab")
+    assert tuple(axes["decoder/relpos_bias/rel_embedding"]) == ("heads", "relpos_buckets")
+    assert tuple(axes["encoder/encoder_norm/scale"]) == ("embed",)
+    # Encoder layer: 2 norms + 4 attention + 3 MLP kernels; decoder layer: 3 + 8 + 3;
+    # plus the embedding, 2 relpos tables, 2 final norms and the logits kernel.
+    assert len(axes) == 2 * 9 + 2 * 14 + 6
+    plain = mt5.unbox(boxed)
+    assert all(x.dtype == jnp.float32 for x in jax.tree_util.tree_leaves(plain))
+
+
+def test_init_params_is_seeded():
+    first = mt5.unbox(mt5.init_params(TINY, jax.random.PRNGKey(7)))
+    second = mt5.unbox(mt5.init_params(TINY, jax.random.PRNGKey(7)))
+    embedding = first["token_embedder"]["embedding"]
+    np.testing.assert_array_equal(embedding, second["token_embedder"]["embedding"])
+    # T5X init: unit-normal embedding, query kernel scaled down by sqrt(head_dim).
+    assert 0.9 < float(np.std(embedding)) < 1.1
+    query = first["encoder"]["layers_0"]["attention"]["query"]["kernel"]
+    key = first["encoder"]["layers_0"]["attention"]["key"]["kernel"]
+    assert float(np.std(query)) < 0.6 * float(np.std(key))
+
+
+def test_abstract_params_of_small_have_published_size():
+    abstract = mt5.abstract_params(configs.get_config("small"))
+    # mT5-small: 300,176,768 parameters (untied 250,112-row embedding and logits).
+    assert mt5.param_count(abstract) == 300_176_768
+    leaf = flax.traverse_util.flatten_dict(mt5.unbox(abstract), sep="/")["token_embedder/embedding"]
+    assert isinstance(leaf, jax.ShapeDtypeStruct)
+    assert leaf.shape == (250112, 512)
+
+
+def test_config_round_trip_and_errors():
+    config = configs.get_config("xxl", dtype="bfloat16")
+    assert (config.emb_dim, config.num_heads, config.mlp_dim, config.num_encoder_layers) == (
+        4096,
+        64,
+        10240,
+        24,
+    )
+    assert configs.MT5Config.from_dict(config.to_dict()) == config
+    with pytest.raises(errors.UserError, match="float16"):
+        configs.get_config("small", dtype="float16")
+    with pytest.raises(errors.UserError, match="unknown model size"):
+        configs.get_config("huge")
+    with pytest.raises(errors.UserError, match="unknown mT5 config keys"):
+        configs.MT5Config.from_dict({"emb_dim": 8, "d_model": 8})
+
+
+def test_from_hf_config_reads_mt5_fields():
+    hf = {
+        "vocab_size": 250112,
+        "d_model": 1024,
+        "d_kv": 64,
+        "d_ff": 2816,
+        "num_layers": 24,
+        "num_decoder_layers": 24,
+        "num_heads": 16,
+        "feed_forward_proj": "gated-gelu",
+        "tie_word_embeddings": False,
+    }
+    assert configs.from_hf_config(hf).replace(dropout_rate=0.1) == configs.get_config("large")
+    with pytest.raises(errors.UserError, match="tie_word_embeddings"):
+        configs.from_hf_config({**hf, "tie_word_embeddings": True})
+    with pytest.raises(errors.UserError, match="gated-gelu"):
+        configs.from_hf_config({**hf, "feed_forward_proj": "relu"})
