@@ -103,90 +103,44 @@ class Lexicon:
     alphabet: str  # letters of garbled (Q1) words
 
 
+def _words(items: str) -> tuple[str, ...]:
+    """A lexicon list written as one `|`-separated string (keeps the tables compact)."""
+    return tuple(items.split("|"))
+
+
 LEXICONS: dict[str, Lexicon] = {
     "en": Lexicon(
-        names=(
-            "James Carter",
-            "Emily Hughes",
-            "Oliver Grant",
-            "Sophie Turner",
-            "Daniel Reed",
-            "Laura Bennett",
-            "Thomas Wright",
-            "Grace Miller",
-            "Henry Walsh",
-            "Alice Morgan",
-            "Jack Fleming",
-            "Chloe Parker",
-            "Samuel Price",
-            "Megan Doyle",
-            "Lucas Hart",
-            "Ella Shaw",
+        names=_words(
+            "James Carter|Emily Hughes|Oliver Grant|Sophie Turner|Daniel Reed|Laura Bennett|"
+            "Thomas Wright|Grace Miller|Henry Walsh|Alice Morgan|Jack Fleming|Chloe Parker|"
+            "Samuel Price|Megan Doyle|Lucas Hart|Ella Shaw"
         ),
-        invented_names=(
-            "Zoran Quillby",
-            "Marta Vexley",
-            "Orrin Thackwell",
-            "Delphine Krusk",
-            "Ivo Brannagh",
-            "Tilda Ormsgrove",
-            "Cassius Fenwold",
-            "Nell Yarrowby",
+        invented_names=_words(
+            "Zoran Quillby|Marta Vexley|Orrin Thackwell|Delphine Krusk|Ivo Brannagh|"
+            "Tilda Ormsgrove|Cassius Fenwold|Nell Yarrowby"
         ),
-        cities=(
-            "Leeds",
-            "Bristol",
-            "Glasgow",
-            "Cardiff",
-            "Belfast",
-            "York",
-            "Norwich",
-            "Dundee",
-            "Bath",
-            "Exeter",
-            "Hull",
-            "Derby",
-            "Oxford",
-            "Chester",
+        cities=_words(
+            "Leeds|Bristol|Glasgow|Cardiff|Belfast|York|Norwich|Dundee|Bath|Exeter|Hull|Derby|"
+            "Oxford|Chester"
         ),
-        invented_cities=(
-            "Wexmoor",
-            "Thornbridge Vale",
-            "Carrowdune",
-            "Ellisport",
-            "Quenby",
-            "Harrowmere",
+        invented_cities=_words("Wexmoor|Thornbridge Vale|Carrowdune|Ellisport|Quenby|Harrowmere"),
+        orgs=_words(
+            "the city council|the health ministry|the national rail company|the football club|"
+            "the university|the energy regulator|the police|the teachers' union|"
+            "the airport authority|the water company"
         ),
-        orgs=(
-            "the city council",
-            "the health ministry",
-            "the national rail company",
-            "the football club",
-            "the university",
-            "the energy regulator",
-            "the police",
-            "the teachers' union",
-            "the airport authority",
-            "the water company",
+        roles=_words("head|spokesperson|director|chair|chief|deputy head"),
+        events=_words(
+            "opened a new hospital|announced a cut in bus fares|approved a plan for new homes|"
+            "closed three libraries|launched a recycling scheme|"
+            "signed a deal with local farmers|banned cars from the centre|"
+            "raised the minimum wage|unveiled a new bridge|cancelled the summer festival"
         ),
-        roles=("head", "spokesperson", "director", "chair", "chief", "deputy head"),
-        events=(
-            "opened a new hospital",
-            "announced a cut in bus fares",
-            "approved a plan for new homes",
-            "closed three libraries",
-            "launched a recycling scheme",
-            "signed a deal with local farmers",
-            "banned cars from the centre",
-            "raised the minimum wage",
-            "unveiled a new bridge",
-            "cancelled the summer festival",
-        ),
-        days=("on Monday", "on Tuesday", "on Wednesday", "on Thursday", "on Friday"),
-        jobs=("teacher", "farmer", "nurse", "driver", "baker", "student"),
-        things=("castle", "market", "museum", "harbour", "cathedral", "gardens"),
-        weathers=("cold and wet", "warm and sunny", "windy", "foggy", "snowy"),
-        months=("September", "January", "April"),
+        days=_words("on Monday|on Tuesday|on Wednesday|on Thursday|on Friday"),
+        jobs=_words("teacher|farmer|nurse|driver|baker|student"),
+        things=_words("castle|market|museum|harbour|cathedral|gardens"),
+        weathers=_words("cold and wet|warm and sunny|windy|foggy|snowy"),
+        months=_words("September|January|April"),
         article_main="{person}, the {role} of {org}, {event} in {city} {day}.",
         article_number="The plan will cost {num} million pounds and affect about {num2} people.",
         article_sides=(
@@ -212,88 +166,40 @@ LEXICONS: dict[str, Lexicon] = {
         alphabet="abcdefghijklmnopqrstuvwxyz",
     ),
     "de": Lexicon(
-        names=(
-            "Anna Becker",
-            "Lukas Schmidt",
-            "Julia Wagner",
-            "Felix Hoffmann",
-            "Lena Schulz",
-            "Jonas Fischer",
-            "Mia Weber",
-            "Paul Meyer",
-            "Laura Koch",
-            "Tim Richter",
-            "Sophie Klein",
-            "Max Wolf",
-            "Hannah Braun",
-            "Leon Zimmermann",
-            "Clara Krüger",
-            "David Hartmann",
+        names=_words(
+            "Anna Becker|Lukas Schmidt|Julia Wagner|Felix Hoffmann|Lena Schulz|Jonas Fischer|"
+            "Mia Weber|Paul Meyer|Laura Koch|Tim Richter|Sophie Klein|Max Wolf|Hannah Braun|"
+            "Leon Zimmermann|Clara Krüger|David Hartmann"
         ),
-        invented_names=(
-            "Gundolf Quarzbeck",
-            "Irmtraud Zwiebling",
-            "Wendelin Oxmann",
-            "Brunhild Tackelsee",
-            "Eckart Vollrieder",
-            "Hedwig Prunzel",
-            "Ansgar Klewitt",
-            "Roswitha Ilmbrück",
+        invented_names=_words(
+            "Gundolf Quarzbeck|Irmtraud Zwiebling|Wendelin Oxmann|Brunhild Tackelsee|"
+            "Eckart Vollrieder|Hedwig Prunzel|Ansgar Klewitt|Roswitha Ilmbrück"
         ),
-        cities=(
-            "Köln",
-            "Leipzig",
-            "Bremen",
-            "Dresden",
-            "Hannover",
-            "Nürnberg",
-            "Freiburg",
-            "Kiel",
-            "Mainz",
-            "Rostock",
-            "Bonn",
-            "Erfurt",
-            "Augsburg",
-            "Potsdam",
+        cities=_words(
+            "Köln|Leipzig|Bremen|Dresden|Hannover|Nürnberg|Freiburg|Kiel|Mainz|Rostock|Bonn|"
+            "Erfurt|Augsburg|Potsdam"
         ),
-        invented_cities=(
-            "Quelldorf",
-            "Brandwiesen",
-            "Oberzell am Fluss",
-            "Tannhude",
-            "Morgelstadt",
-            "Kluvenhagen",
+        invented_cities=_words(
+            "Quelldorf|Brandwiesen|Oberzell am Fluss|Tannhude|Morgelstadt|Kluvenhagen"
         ),
-        orgs=(
-            "der Stadtverwaltung",
-            "dem Gesundheitsministerium",
-            "dem Bahnunternehmen",
-            "dem Fußballverein",
-            "der Universität",
-            "der Energieaufsicht",
-            "der Polizei",
-            "der Lehrergewerkschaft",
-            "dem Flughafen",
-            "den Wasserwerken",
+        orgs=_words(
+            "der Stadtverwaltung|dem Gesundheitsministerium|dem Bahnunternehmen|"
+            "dem Fußballverein|der Universität|der Energieaufsicht|der Polizei|"
+            "der Lehrergewerkschaft|dem Flughafen|den Wasserwerken"
         ),
-        roles=("Sprecher", "Leiter", "Direktor", "Vorsitzender", "Chef", "Vizechef"),
-        events=(
-            "ein neues Krankenhaus eröffnet",
-            "günstigere Bustickets angekündigt",
-            "einen Plan für neue Wohnungen beschlossen",
-            "drei Bibliotheken geschlossen",
-            "ein Recyclingprogramm gestartet",
-            "einen Vertrag mit Landwirten unterzeichnet",
-            "Autos aus der Innenstadt verbannt",
-            "den Mindestlohn erhöht",
-            "eine neue Brücke vorgestellt",
-            "das Sommerfest abgesagt",
+        roles=_words("Sprecher|Leiter|Direktor|Vorsitzender|Chef|Vizechef"),
+        events=_words(
+            "ein neues Krankenhaus eröffnet|günstigere Bustickets angekündigt|"
+            "einen Plan für neue Wohnungen beschlossen|drei Bibliotheken geschlossen|"
+            "ein Recyclingprogramm gestartet|einen Vertrag mit Landwirten unterzeichnet|"
+            "Autos aus der Innenstadt verbannt|den Mindestlohn erhöht|"
+            "eine neue Brücke vorgestellt|das Sommerfest abgesagt"
         ),
-        days=("am Montag", "am Dienstag", "am Mittwoch", "am Donnerstag", "am Freitag"),
-        jobs=("Lehrerin", "Landwirt", "Krankenpfleger", "Busfahrer", "Bäcker", "Studentin"),
-        things=("Schloss", "Museum", "Rathaus", "Theater", "Kloster", "Stadion"),
-        weathers=("kalt und nass", "warm und sonnig", "windig", "neblig", "verschneit"),
-        months=("September", "Januar", "April"),
+        days=_words("am Montag|am Dienstag|am Mittwoch|am Donnerstag|am Freitag"),
+        jobs=_words("Lehrerin|Landwirt|Krankenpfleger|Busfahrer|Bäcker|Studentin"),
+        things=_words("Schloss|Museum|Rathaus|Theater|Kloster|Stadion"),
+        weathers=_words("kalt und nass|warm und sonnig|windig|neblig|verschneit"),
+        months=_words("September|Januar|April"),
         article_main="{person}, {role} bei {org}, hat {day} in {city} {event}.",
         article_number="Der Plan kostet {num} Millionen Euro und betrifft rund {num2} Menschen.",
         article_sides=(
@@ -319,92 +225,42 @@ LEXICONS: dict[str, Lexicon] = {
         alphabet="abcdefghijklmnopqrstuvwxyzäöüß",
     ),
     "es": Lexicon(
-        names=(
-            "Carlos Ruiz",
-            "Lucía Martín",
-            "Javier Gómez",
-            "Marta Sánchez",
-            "Pablo Torres",
-            "Elena Navarro",
-            "Diego Romero",
-            "Laura Molina",
-            "Sergio Ortega",
-            "Ana Delgado",
-            "Miguel Castro",
-            "Sara Vidal",
-            "Raúl Herrera",
-            "Clara Ramos",
-            "Iván Morales",
-            "Paula Iglesias",
+        names=_words(
+            "Carlos Ruiz|Lucía Martín|Javier Gómez|Marta Sánchez|Pablo Torres|Elena Navarro|"
+            "Diego Romero|Laura Molina|Sergio Ortega|Ana Delgado|Miguel Castro|Sara Vidal|"
+            "Raúl Herrera|Clara Ramos|Iván Morales|Paula Iglesias"
         ),
-        invented_names=(
-            "Zoilo Quintarra",
-            "Brenda Valdórez",
-            "Teófilo Xamberra",
-            "Ofelia Trunzado",
-            "Gaspar Eluviño",
-            "Nerea Borquillo",
-            "Casimiro Ulloaga",
-            "Dulce Marviento",
+        invented_names=_words(
+            "Zoilo Quintarra|Brenda Valdórez|Teófilo Xamberra|Ofelia Trunzado|Gaspar Eluviño|"
+            "Nerea Borquillo|Casimiro Ulloaga|Dulce Marviento"
         ),
-        cities=(
-            "Sevilla",
-            "Valencia",
-            "Bilbao",
-            "Zaragoza",
-            "Málaga",
-            "Granada",
-            "Salamanca",
-            "Córdoba",
-            "Oviedo",
-            "Cádiz",
-            "Toledo",
-            "Murcia",
-            "Burgos",
-            "Alicante",
+        cities=_words(
+            "Sevilla|Valencia|Bilbao|Zaragoza|Málaga|Granada|Salamanca|Córdoba|Oviedo|Cádiz|"
+            "Toledo|Murcia|Burgos|Alicante"
         ),
-        invented_cities=(
-            "Villaquebra",
-            "Torrenublo",
-            "San Esteril",
-            "Montejara",
-            "Puerto Alzón",
-            "Valdecrusa",
+        invented_cities=_words(
+            "Villaquebra|Torrenublo|San Esteril|Montejara|Puerto Alzón|Valdecrusa"
         ),
-        orgs=(
-            "la alcaldía",
-            "la consejería de salud",
-            "la compañía de trenes",
-            "la federación de fútbol",
-            "la universidad",
-            "la agencia de energía",
-            "la policía local",
-            "la asociación de profesores",
-            "la autoridad portuaria",
-            "la compañía de aguas",
+        orgs=_words(
+            "la alcaldía|la consejería de salud|la compañía de trenes|la federación de fútbol|"
+            "la universidad|la agencia de energía|la policía local|"
+            "la asociación de profesores|la autoridad portuaria|la compañía de aguas"
         ),
-        roles=("portavoz", "director", "presidente", "responsable", "jefe", "gerente"),
-        events=(
-            "inauguró un nuevo hospital",
-            "anunció una rebaja del billete de autobús",
-            "aprobó un plan de nuevas viviendas",
-            "cerró tres bibliotecas",
-            "lanzó un programa de reciclaje",
-            "firmó un acuerdo con agricultores locales",
-            "prohibió los coches en el centro",
-            "subió el salario mínimo",
-            "presentó un nuevo puente",
-            "canceló el festival de verano",
+        roles=_words("portavoz|director|presidente|responsable|jefe|gerente"),
+        events=_words(
+            "inauguró un nuevo hospital|anunció una rebaja del billete de autobús|"
+            "aprobó un plan de nuevas viviendas|cerró tres bibliotecas|"
+            "lanzó un programa de reciclaje|firmó un acuerdo con agricultores locales|"
+            "prohibió los coches en el centro|subió el salario mínimo|"
+            "presentó un nuevo puente|canceló el festival de verano"
         ),
-        days=("el lunes", "el martes", "el miércoles", "el jueves", "el viernes"),
-        jobs=("profesora", "agricultor", "enfermera", "conductor", "panadero", "estudiante"),
-        things=("castillo", "mercado", "museo", "puerto", "monasterio", "jardín botánico"),
-        weathers=("frío y lluvioso", "cálido y soleado", "ventoso", "nublado", "muy seco"),
-        months=("septiembre", "enero", "abril"),
+        days=_words("el lunes|el martes|el miércoles|el jueves|el viernes"),
+        jobs=_words("profesora|agricultor|enfermera|conductor|panadero|estudiante"),
+        things=_words("castillo|mercado|museo|puerto|monasterio|jardín botánico"),
+        weathers=_words("frío y lluvioso|cálido y soleado|ventoso|nublado|muy seco"),
+        months=_words("septiembre|enero|abril"),
         article_main="{person}, {role} de {org}, {event} en {city} {day}.",
-        article_number=(
-            "El plan costará {num} millones de euros y afectará a unas {num2} personas."
-        ),
+        article_number="El plan costará {num} millones de euros y afectará a unas {num2} personas.",
         article_sides=(
             "El tiempo en {city2} fue {weather} durante casi toda la semana.",
             "{person2}, {job} de la zona, dijo que la región es famosa por su {thing}.",
@@ -428,103 +284,43 @@ LEXICONS: dict[str, Lexicon] = {
         alphabet="abcdefghijklmnopqrstuvwxyzñáéíóú",
     ),
     "ru": Lexicon(
-        names=(
-            "Иван Петров",
-            "Анна Смирнова",
-            "Дмитрий Козлов",
-            "Елена Морозова",
-            "Сергей Волков",
-            "Ольга Новикова",
-            "Алексей Соколов",
-            "Мария Лебедева",
-            "Павел Орлов",
-            "Наталья Егорова",
-            "Михаил Зайцев",
-            "Татьяна Павлова",
-            "Андрей Белов",
-            "Ирина Фёдорова",
-            "Николай Ковалёв",
-            "Светлана Гусева",
+        names=_words(
+            "Иван Петров|Анна Смирнова|Дмитрий Козлов|Елена Морозова|Сергей Волков|"
+            "Ольга Новикова|Алексей Соколов|Мария Лебедева|Павел Орлов|Наталья Егорова|"
+            "Михаил Зайцев|Татьяна Павлова|Андрей Белов|Ирина Фёдорова|Николай Ковалёв|"
+            "Светлана Гусева"
         ),
-        invented_names=(
-            "Ермолай Квасницкий",
-            "Зинаида Пряхтина",
-            "Фрол Дубоватский",
-            "Агриппина Штольц",
-            "Евлампий Груздев",
-            "Феврония Ляпина",
-            "Савватий Кудрин",
-            "Олимпиада Бзыкова",
+        invented_names=_words(
+            "Ермолай Квасницкий|Зинаида Пряхтина|Фрол Дубоватский|Агриппина Штольц|"
+            "Евлампий Груздев|Феврония Ляпина|Савватий Кудрин|Олимпиада Бзыкова"
         ),
-        cities=(
-            "Казани",
-            "Самаре",
-            "Перми",
-            "Твери",
-            "Уфе",
-            "Омске",
-            "Туле",
-            "Калуге",
-            "Вологде",
-            "Рязани",
-            "Курске",
-            "Томске",
-            "Иркутске",
-            "Ярославле",
+        cities=_words(
+            "Казани|Самаре|Перми|Твери|Уфе|Омске|Туле|Калуге|Вологде|Рязани|Курске|Томске|"
+            "Иркутске|Ярославле"
         ),
-        invented_cities=(
-            "Кривозерске",
-            "Верхнепрудске",
-            "Заболотье",
-            "Синеглазове",
-            "Топоровске",
-            "Медвежинске",
+        invented_cities=_words(
+            "Кривозерске|Верхнепрудске|Заболотье|Синеглазове|Топоровске|Медвежинске"
         ),
-        orgs=(
-            "городской администрации",
-            "министерства здравоохранения",
-            "железнодорожной компании",
-            "футбольного клуба",
-            "университета",
-            "энергетического регулятора",
-            "местной полиции",
-            "профсоюза учителей",
-            "аэропорта",
-            "водоканала",
+        orgs=_words(
+            "городской администрации|министерства здравоохранения|железнодорожной компании|"
+            "футбольного клуба|университета|энергетического регулятора|местной полиции|"
+            "профсоюза учителей|аэропорта|водоканала"
         ),
-        roles=(
-            "представитель",
-            "глава",
-            "директор",
-            "председатель",
-            "руководитель",
-            "пресс-секретарь",
+        roles=_words("представитель|глава|директор|председатель|руководитель|пресс-секретарь"),
+        events=_words(
+            "открывает новую больницу|объявляет о снижении цен на автобус|"
+            "утверждает план строительства жилья|закрывает три библиотеки|"
+            "запускает программу переработки|подписывает соглашение с фермерами|"
+            "запрещает машины в центре|повышает минимальную зарплату|представляет новый мост|"
+            "отменяет летний фестиваль"
         ),
-        events=(
-            "открывает новую больницу",
-            "объявляет о снижении цен на автобус",
-            "утверждает план строительства жилья",
-            "закрывает три библиотеки",
-            "запускает программу переработки",
-            "подписывает соглашение с фермерами",
-            "запрещает машины в центре",
-            "повышает минимальную зарплату",
-            "представляет новый мост",
-            "отменяет летний фестиваль",
-        ),
-        days=("в понедельник", "во вторник", "в среду", "в четверг", "в пятницу"),
-        jobs=("учитель", "фермер", "врач", "водитель", "пекарь", "студент"),
-        things=("замком", "рынком", "музеем", "портом", "собором", "садом"),
-        weathers=(
-            "холодной и дождливой",
-            "тёплой и солнечной",
-            "ветреной",
-            "туманной",
-            "снежной",
-        ),
-        months=("сентябре", "январе", "апреле"),
+        days=_words("в понедельник|во вторник|в среду|в четверг|в пятницу"),
+        jobs=_words("учитель|фермер|врач|водитель|пекарь|студент"),
+        things=_words("замком|рынком|музеем|портом|собором|садом"),
+        weathers=_words("холодной и дождливой|тёплой и солнечной|ветреной|туманной|снежной"),
+        months=_words("сентябре|январе|апреле"),
         article_main="{person}, {role} {org}, {day} {event} в {city}.",
-        article_number=("План обойдётся в {num} миллионов рублей и затронет около {num2} человек."),
+        article_number="План обойдётся в {num} миллионов рублей и затронет около {num2} человек.",
         article_sides=(
             "Погода в {city2} почти всю неделю была {weather}.",
             "{person2}, местный {job}, говорит, что регион славится своим {thing}.",
@@ -548,92 +344,41 @@ LEXICONS: dict[str, Lexicon] = {
         alphabet="абвгдежзийклмнопрстуфхцчшщыьэюя",
     ),
     "tr": Lexicon(
-        names=(
-            "Ahmet Yılmaz",
-            "Ayşe Kaya",
-            "Mehmet Demir",
-            "Fatma Şahin",
-            "Mustafa Çelik",
-            "Zeynep Arslan",
-            "Emre Doğan",
-            "Elif Kılıç",
-            "Burak Aydın",
-            "Selin Öztürk",
-            "Murat Koç",
-            "Deniz Kurt",
-            "Can Özdemir",
-            "Ece Aslan",
-            "Kemal Polat",
-            "Büşra Güneş",
+        names=_words(
+            "Ahmet Yılmaz|Ayşe Kaya|Mehmet Demir|Fatma Şahin|Mustafa Çelik|Zeynep Arslan|"
+            "Emre Doğan|Elif Kılıç|Burak Aydın|Selin Öztürk|Murat Koç|Deniz Kurt|Can Özdemir|"
+            "Ece Aslan|Kemal Polat|Büşra Güneş"
         ),
-        invented_names=(
-            "Zübeyir Kocabıyık",
-            "Nebahat Şıkırdak",
-            "Tufan Yelkovan",
-            "Gülizar Pırıltı",
-            "Haydar Zırhlıoğlu",
-            "Meftune Çakılca",
-            "Oktay Bıldırcın",
-            "Saniye Dırdıroğlu",
+        invented_names=_words(
+            "Zübeyir Kocabıyık|Nebahat Şıkırdak|Tufan Yelkovan|Gülizar Pırıltı|"
+            "Haydar Zırhlıoğlu|Meftune Çakılca|Oktay Bıldırcın|Saniye Dırdıroğlu"
         ),
-        cities=(
-            "İzmir'de",
-            "Bursa'da",
-            "Konya'da",
-            "Trabzon'da",
-            "Eskişehir'de",
-            "Kayseri'de",
-            "Samsun'da",
-            "Antalya'da",
-            "Mersin'de",
-            "Denizli'de",
-            "Malatya'da",
-            "Edirne'de",
-            "Sivas'ta",
-            "Van'da",
+        cities=_words(
+            "İzmir'de|Bursa'da|Konya'da|Trabzon'da|Eskişehir'de|Kayseri'de|Samsun'da|"
+            "Antalya'da|Mersin'de|Denizli'de|Malatya'da|Edirne'de|Sivas'ta|Van'da"
         ),
-        invented_cities=(
-            "Kuzukaya'da",
-            "Yeşilçamur'da",
-            "Taşpınarlı'da",
-            "Karagöller'de",
-            "Sarıdere'de",
-            "Akbayır'da",
+        invented_cities=_words(
+            "Kuzukaya'da|Yeşilçamur'da|Taşpınarlı'da|Karagöller'de|Sarıdere'de|Akbayır'da"
         ),
-        orgs=(
-            "belediye",
-            "sağlık bakanlığı",
-            "demiryolu şirketi",
-            "futbol kulübü",
-            "üniversite",
-            "enerji kurumu",
-            "emniyet",
-            "öğretmen sendikası",
-            "havalimanı",
-            "su idaresi",
+        orgs=_words(
+            "belediye|sağlık bakanlığı|demiryolu şirketi|futbol kulübü|üniversite|"
+            "enerji kurumu|emniyet|öğretmen sendikası|havalimanı|su idaresi"
         ),
-        roles=("sözcüsü", "başkanı", "müdürü", "yöneticisi", "temsilcisi", "yetkilisi"),
-        events=(
-            "yeni bir hastane açtı",
-            "otobüs ücretlerinde indirim açıkladı",
-            "yeni konutlar için bir planı onayladı",
-            "üç kütüphaneyi kapattı",
-            "bir geri dönüşüm programı başlattı",
-            "yerel çiftçilerle bir anlaşma imzaladı",
-            "arabaları şehir merkezinden yasakladı",
-            "asgari ücreti artırdı",
-            "yeni bir köprü tanıttı",
-            "yaz festivalini iptal etti",
+        roles=_words("sözcüsü|başkanı|müdürü|yöneticisi|temsilcisi|yetkilisi"),
+        events=_words(
+            "yeni bir hastane açtı|otobüs ücretlerinde indirim açıkladı|"
+            "yeni konutlar için bir planı onayladı|üç kütüphaneyi kapattı|"
+            "bir geri dönüşüm programı başlattı|yerel çiftçilerle bir anlaşma imzaladı|"
+            "arabaları şehir merkezinden yasakladı|asgari ücreti artırdı|"
+            "yeni bir köprü tanıttı|yaz festivalini iptal etti"
         ),
-        days=("pazartesi günü", "salı günü", "çarşamba günü", "perşembe günü", "cuma günü"),
-        jobs=("öğretmen", "çiftçi", "hemşire", "şoför", "fırıncı", "öğrenci"),
-        things=("kalesi", "çarşısı", "müzesi", "limanı", "camisi", "bahçeleri"),
-        weathers=("soğuk ve yağmurlu", "sıcak ve güneşli", "rüzgarlı", "sisli", "karlı"),
-        months=("eylülde", "ocakta", "nisanda"),
+        days=_words("pazartesi günü|salı günü|çarşamba günü|perşembe günü|cuma günü"),
+        jobs=_words("öğretmen|çiftçi|hemşire|şoför|fırıncı|öğrenci"),
+        things=_words("kalesi|çarşısı|müzesi|limanı|camisi|bahçeleri"),
+        weathers=_words("soğuk ve yağmurlu|sıcak ve güneşli|rüzgarlı|sisli|karlı"),
+        months=_words("eylülde|ocakta|nisanda"),
         article_main="{org} {role} {person}, {day} {city} {event}.",
-        article_number=(
-            "Planın maliyeti {num} milyon lira olacak ve yaklaşık {num2} kişiyi etkileyecek."
-        ),
+        article_number="Planın maliyeti {num} milyon lira olacak ve yaklaşık {num2} kişiyi etkileyecek.",
         article_sides=(
             "{city2} hava hafta boyunca {weather} geçti.",
             "Yerel bir {job} olan {person2}, bölgenin {thing} ile ünlü olduğunu söyledi.",
@@ -657,95 +402,40 @@ LEXICONS: dict[str, Lexicon] = {
         alphabet="abcçdefgğhıijklmnoöprsştuüvyz",
     ),
     "vi": Lexicon(
-        names=(
-            "Nguyễn Văn An",
-            "Trần Thị Bình",
-            "Lê Minh Châu",
-            "Phạm Quốc Dũng",
-            "Hoàng Thu Hà",
-            "Vũ Đức Huy",
-            "Đặng Ngọc Lan",
-            "Bùi Thanh Long",
-            "Đỗ Thị Mai",
-            "Ngô Văn Nam",
-            "Dương Thu Phương",
-            "Lý Quang Sơn",
-            "Hồ Thị Thảo",
-            "Mai Văn Tuấn",
-            "Trịnh Bảo Vy",
-            "Phan Minh Khoa",
+        names=_words(
+            "Nguyễn Văn An|Trần Thị Bình|Lê Minh Châu|Phạm Quốc Dũng|Hoàng Thu Hà|Vũ Đức Huy|"
+            "Đặng Ngọc Lan|Bùi Thanh Long|Đỗ Thị Mai|Ngô Văn Nam|Dương Thu Phương|"
+            "Lý Quang Sơn|Hồ Thị Thảo|Mai Văn Tuấn|Trịnh Bảo Vy|Phan Minh Khoa"
         ),
-        invented_names=(
-            "Khổng Văn Quýt",
-            "Lạc Thị Ửng",
-            "Giáp Xuân Khứu",
-            "Ông Thị Nhạn",
-            "Ninh Văn Thược",
-            "Kiều Thị Rớt",
-            "Âu Văn Xẻng",
-            "Cù Thị Ngoẻn",
+        invented_names=_words(
+            "Khổng Văn Quýt|Lạc Thị Ửng|Giáp Xuân Khứu|Ông Thị Nhạn|Ninh Văn Thược|"
+            "Kiều Thị Rớt|Âu Văn Xẻng|Cù Thị Ngoẻn"
         ),
-        cities=(
-            "Hà Nội",
-            "Đà Nẵng",
-            "Huế",
-            "Cần Thơ",
-            "Hải Phòng",
-            "Nha Trang",
-            "Vinh",
-            "Đà Lạt",
-            "Quy Nhơn",
-            "Buôn Ma Thuột",
-            "Hạ Long",
-            "Vũng Tàu",
-            "Thái Nguyên",
-            "Nam Định",
+        cities=_words(
+            "Hà Nội|Đà Nẵng|Huế|Cần Thơ|Hải Phòng|Nha Trang|Vinh|Đà Lạt|Quy Nhơn|"
+            "Buôn Ma Thuột|Hạ Long|Vũng Tàu|Thái Nguyên|Nam Định"
         ),
-        invented_cities=(
-            "Làng Xuyến",
-            "Phố Gạo Ngầm",
-            "Bến Lạch Ngù",
-            "Cồn Vịt Đỏ",
-            "Xóm Thuyền Khơi",
-            "Đồi Chim Nhạn",
+        invented_cities=_words(
+            "Làng Xuyến|Phố Gạo Ngầm|Bến Lạch Ngù|Cồn Vịt Đỏ|Xóm Thuyền Khơi|Đồi Chim Nhạn"
         ),
-        orgs=(
-            "ủy ban thành phố",
-            "bộ y tế",
-            "công ty đường sắt",
-            "câu lạc bộ bóng đá",
-            "trường đại học",
-            "cơ quan năng lượng",
-            "công an thành phố",
-            "công đoàn giáo viên",
-            "cảng hàng không",
-            "công ty cấp nước",
+        orgs=_words(
+            "ủy ban thành phố|bộ y tế|công ty đường sắt|câu lạc bộ bóng đá|trường đại học|"
+            "cơ quan năng lượng|công an thành phố|công đoàn giáo viên|cảng hàng không|"
+            "công ty cấp nước"
         ),
-        roles=(
-            "người phát ngôn",
-            "giám đốc",
-            "chủ tịch",
-            "trưởng phòng",
-            "đại diện",
-            "lãnh đạo",
+        roles=_words("người phát ngôn|giám đốc|chủ tịch|trưởng phòng|đại diện|lãnh đạo"),
+        events=_words(
+            "đã khai trương một bệnh viện mới|đã công bố giảm giá vé xe buýt|"
+            "đã phê duyệt kế hoạch xây nhà mới|đã đóng cửa ba thư viện|"
+            "đã khởi động chương trình tái chế|đã ký thỏa thuận với nông dân địa phương|"
+            "đã cấm ô tô vào trung tâm|đã tăng lương tối thiểu|đã giới thiệu một cây cầu mới|"
+            "đã hủy lễ hội mùa hè"
         ),
-        events=(
-            "đã khai trương một bệnh viện mới",
-            "đã công bố giảm giá vé xe buýt",
-            "đã phê duyệt kế hoạch xây nhà mới",
-            "đã đóng cửa ba thư viện",
-            "đã khởi động chương trình tái chế",
-            "đã ký thỏa thuận với nông dân địa phương",
-            "đã cấm ô tô vào trung tâm",
-            "đã tăng lương tối thiểu",
-            "đã giới thiệu một cây cầu mới",
-            "đã hủy lễ hội mùa hè",
-        ),
-        days=("vào thứ Hai", "vào thứ Ba", "vào thứ Tư", "vào thứ Năm", "vào thứ Sáu"),
-        jobs=("giáo viên", "nông dân", "y tá", "tài xế", "thợ làm bánh", "sinh viên"),
-        things=("tòa thành cổ", "chợ nổi", "bảo tàng", "bến cảng", "ngôi chùa", "vườn hoa"),
-        weathers=("lạnh và mưa", "ấm và nắng", "nhiều gió", "có sương mù", "rất khô"),
-        months=("tháng Chín", "tháng Một", "tháng Tư"),
+        days=_words("vào thứ Hai|vào thứ Ba|vào thứ Tư|vào thứ Năm|vào thứ Sáu"),
+        jobs=_words("giáo viên|nông dân|y tá|tài xế|thợ làm bánh|sinh viên"),
+        things=_words("tòa thành cổ|chợ nổi|bảo tàng|bến cảng|ngôi chùa|vườn hoa"),
+        weathers=_words("lạnh và mưa|ấm và nắng|nhiều gió|có sương mù|rất khô"),
+        months=_words("tháng Chín|tháng Một|tháng Tư"),
         article_main="{person}, {role} {org}, {event} tại {city} {day}.",
         article_number="Kế hoạch sẽ tốn {num} tỷ đồng và ảnh hưởng đến khoảng {num2} người.",
         article_sides=(
