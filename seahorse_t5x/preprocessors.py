@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 
+import gin
 import numpy as np
 import seqio
 import tensorflow as tf
@@ -133,6 +134,25 @@ def tokenize_premise_hypothesis(
     return out
 
 
+@gin.configurable(module="seahorse_t5x.preprocessors")
+def configured_truncation(mode: str = TRUNCATION_KEEP_SUMMARY) -> str:
+    """The truncation of chains built with `truncation=None` (all registered tasks).
+
+    Read when a dataset is built, so the gin binding
+    `seahorse_t5x.preprocessors.configured_truncation.mode = "right"` (the paper's
+    behaviour) applies to tasks registered before it. Truncation runs after SeqIO's cache
+    placeholder, so cached tasks follow it too.
+
+    Raises:
+      UserError: for an unknown mode.
+    """
+    if mode not in TRUNCATION_MODES:
+        raise errors.UserError(
+            f"truncation must be one of {', '.join(TRUNCATION_MODES)}, got {mode!r}"
+        )
+    return mode
+
+
 def _content_budget(sequence_length: Mapping[str, int] | None) -> int | None:
     """Tokens available to the input before its EOS, or None when nothing is cut."""
     if not sequence_length or sequence_length.get("inputs") is None:
@@ -145,9 +165,11 @@ def _content_budget(sequence_length: Mapping[str, int] | None) -> int | None:
 def truncate_inputs(
     x: Mapping[str, tf.Tensor],
     sequence_length: Mapping[str, int] | None = None,
-    truncation: str = TRUNCATION_KEEP_SUMMARY,
+    truncation: str | None = TRUNCATION_KEEP_SUMMARY,
 ) -> dict[str, tf.Tensor]:
     """Builds `inputs` (without EOS) from the parts, within `sequence_length["inputs"] - 1`.
+
+    `truncation=None` takes the mode from `configured_truncation()` (gin).
 
     keep_summary: the marker and hypothesis tokens are kept and the premise gets the tokens
     left over; only if marker + hypothesis alone exceed the budget is the end cut (and
@@ -161,6 +183,8 @@ def truncate_inputs(
     Raises:
       ValueError: for an unknown `truncation` mode or a budget below one token.
     """
+    if truncation is None:
+        truncation = configured_truncation()
     if truncation not in TRUNCATION_MODES:
         raise ValueError(f"truncation must be one of {TRUNCATION_MODES}, got {truncation!r}")
     marker = x["marker_tokens"]
@@ -200,7 +224,7 @@ def truncate_inputs(
 
 def premise_hypothesis_preprocessors(
     score_mode: bool,
-    truncation: str = TRUNCATION_KEEP_SUMMARY,
+    truncation: str | None = TRUNCATION_KEEP_SUMMARY,
     multi_question: bool = False,
 ) -> list[Callable[..., tf.data.Dataset]]:
     """The preprocessor chain from the intermediate schema to `inputs` and `targets`.
@@ -208,8 +232,9 @@ def premise_hypothesis_preprocessors(
     Args:
       score_mode: True for T5X score-mode evaluation (constant target "1", gold label kept
         in `label`); False for training and predict-mode evaluation (target "1"/"0").
-      truncation: "keep_summary" (cut the premise, keep hypothesis and EOS) or "right"
-        (the paper: cut the end of the joined input).
+      truncation: "keep_summary" (cut the premise, keep hypothesis and EOS), "right"
+        (the paper: cut the end of the joined input), or None: `configured_truncation()`
+        (gin), looked up when the dataset is built.
       multi_question: name the question (`question_prompt`) at the start of the input.
 
     Returns:
@@ -220,7 +245,7 @@ def premise_hypothesis_preprocessors(
     Raises:
       UserError: for an unknown `truncation` mode.
     """
-    if truncation not in TRUNCATION_MODES:
+    if truncation is not None and truncation not in TRUNCATION_MODES:
         raise errors.UserError(
             f"truncation must be one of {', '.join(TRUNCATION_MODES)}, got {truncation!r}"
         )

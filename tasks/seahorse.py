@@ -14,7 +14,9 @@ Registered names (96 tasks, 2 mixtures; docs/tasks.md describes each):
 Every task reads `{data_dir}/{split}.jsonl` (written by `seahorse-t5x prepare`); the
 directory is looked up when a dataset is built, never at import: gin
 `seahorse_t5x.tasks.seahorse.data_dir.path`, else env SEAHORSE_DATA_DIR. Rows whose label for
-the task's question is null (e.g. Q2..Q6 after a "No" for Q1) are skipped.
+the task's question is null (e.g. Q2..Q6 after a "No" for Q1) are skipped. Inputs keep the
+whole summary and cut the article; gin `seahorse_t5x.preprocessors.configured_truncation.mode
+= "right"` gives the paper's right truncation instead.
 """
 
 from __future__ import annotations
@@ -240,8 +242,9 @@ def _add_task(
     seqio.TaskRegistry.add(
         name,
         source=source,
+        # truncation=None: keep_summary unless gin picks the paper's "right" (docs/tasks.md).
         preprocessors=preprocessors.premise_hypothesis_preprocessors(
-            score_mode=score_mode, multi_question=multi_question
+            score_mode=score_mode, truncation=None, multi_question=multi_question
         ),
         output_features=_output_features(),
         postprocess_fn=postprocess_fn,

@@ -264,3 +264,21 @@ def test_missing_vocabulary_file_is_a_user_error(monkeypatch):
     with pytest.raises(errors.UserError, match="SentencePiece model not found"):
         seqio.get_mixture_or_task("seahorse_q4").get_dataset(LENGTHS, split="test")
     assert vocab.vocabulary_path() == "/nonexistent/spm.model"
+
+
+def test_gin_switches_registered_tasks_to_the_papers_right_truncation(vocabulary):
+    row = _expected_rows("train", 4, None)[0]
+    text = preprocessors.input_text(row["article"], row["summary"])
+    length = len(vocabulary.encode(row["summary"])) + 4  # shorter than the joined input
+    task = seqio.get_mixture_or_task("seahorse_q4")
+    try:
+        gin.parse_config("seahorse_t5x.preprocessors.configured_truncation.mode = 'right'")
+        ds = task.get_dataset({"inputs": length, "targets": 4}, split="train", shuffle=False)
+        ex = next(ds.as_numpy_iterator())
+    finally:
+        gin.clear_config()
+    assert ex["inputs"].tolist() == vocabulary.encode(text)[: length - 1] + [EOS]
+    assert ex["summary_truncated"] == 1
+    article_tokens = len(vocabulary.encode(row["article"]))
+    kept = min(article_tokens, length - 1 - len(vocabulary.encode("premise:")))
+    assert ex["article_tokens_dropped"] == article_tokens - kept
