@@ -53,7 +53,8 @@ def test_format_value_writes_numbers_like_the_paper():
     assert tables.format_value(None) == "-"
     assert tables.format_value(float("nan")) == "-"
     assert tables.format_pair(0.52, 0.9) == ".52/.90"
-    assert tables.format_p(0.0004) == "<.001" and tables.format_p(0.0312) == ".031"
+    assert tables.format_p(0.0004) == "p<.001" and tables.format_p(0.0312) == "p=.031"
+    assert tables.format_p(1.0) == "p=1.000"
 
 
 def test_score_report_writes_every_output(score_report):
@@ -163,6 +164,12 @@ def test_significance_pairs_the_same_items(score_report):
     assert q4["unpaired_a"] == 1 and q4["unpaired_b"] == 0  # rougeL's null score
     # The fixture's model metric tracks the labels far better than its ROUGE-like one.
     assert q4["roc_auc"]["difference"] > 0 and q4["roc_auc"]["p_value"] < 0.05
+    table = next(t for t in result["tables"] if t["name"] == "seahorse_significance_roc_auc")
+    assert table["rows"][0][0] == "mt5_seahorse - rougeL"
+    assert table["rows"][0][4] == (
+        f"+{tables.format_value(q4['roc_auc']['difference'])} "
+        f"({tables.format_p(q4['roc_auc']['p_value'])})"
+    )
 
 
 def test_baseline_limits_comparisons(tmp_path):

@@ -352,7 +352,7 @@ def significance_table(comparisons: Sequence[Mapping], benchmark: str, statistic
             else:
                 sign = "+" if test["difference"] >= 0 else ""
                 cells.append(
-                    f"{sign}{format_value(test['difference'])} (p={format_p(test['p_value'])})"
+                    f"{sign}{format_value(test['difference'])} ({format_p(test['p_value'])})"
                 )
         rows.append([pair, *cells])
     label = {"pearson": f"Δ{RHO}", "roc_auc": "Δroc", "spearman": "ΔSpearman"}.get(
@@ -368,7 +368,8 @@ def significance_table(comparisons: Sequence[Mapping], benchmark: str, statistic
 
 
 def format_p(p: float) -> str:
-    return f"{p:.3f}".lstrip("0") if p >= 0.001 else "<.001"
+    """`p=.031`, or `p<.001`."""
+    return f"p={p:.3f}".replace("=0.", "=.") if p >= 0.001 else "p<.001"
 
 
 def question_sort_key(question: str) -> tuple[int, int, str]:
