@@ -339,3 +339,12 @@ def test_mface_with_other_languages_adds_the_five_language_table(tmp_path):
         roc_auc_score([r["label_binary"] for r in subset], [r["score"] for r in subset])
     )
     assert {r["benchmark"] for r in result["scores"]["breakdowns"]["language"]} == {"mface"}
+
+
+def test_table_rendering_escapes_special_characters():
+    table = tables.Table("t", "Δ test", ["Metric", "Q1"], [["a_b|c & 50%", "+.10 (p<.001)"]])
+    assert "| a_b\\|c & 50% | +.10 (p<.001) |" in table.to_markdown()
+    latex = table.to_latex()
+    assert "a\\_b|c \\& 50\\% & +.10 (p$<$.001) \\\\" in latex
+    assert "\\caption{$\\Delta$ test}" in latex
+    assert "\\begin{tabular}{lc}" in latex

@@ -130,6 +130,10 @@ def test_empty_or_missing_file_is_a_user_error(tmp_path):
         scorefiles.read_score_files([tmp_path / "nope.jsonl"])
     with pytest.raises(errors.UserError, match="no score files"):
         scorefiles.read_score_files([])
+    good = tmp_path / "good.jsonl"
+    scorefiles.write_score_file(good, [_row()])
+    with pytest.raises(errors.UserError, match="score file given twice"):
+        scorefiles.read_score_files([good, tmp_path / "." / "good.jsonl"])
 
 
 def test_rows_from_a_dataframe_write_nan_as_null(tmp_path):

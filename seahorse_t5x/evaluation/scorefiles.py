@@ -191,11 +191,18 @@ def read_score_files(paths: Sequence[str | pathlib.Path]) -> pd.DataFrame:
       `source_file`.
 
     Raises:
-      errors.UserError: no paths, or a file is missing.
+      errors.UserError: no paths, a path given twice, or a file is missing.
       errors.DataError: a line is not JSON or a field is missing or wrong.
     """
     if not paths:
         raise errors.UserError("no score files given")
+    seen: set[pathlib.Path] = set()
+    for path in paths:
+        resolved = pathlib.Path(path).resolve()
+        if resolved in seen:
+            # Reading a file twice would count every item twice in every statistic.
+            raise errors.UserError(f"score file given twice: {path}")
+        seen.add(resolved)
     frame = pd.concat([read_score_file(p) for p in paths], ignore_index=True, sort=False)
     return _normalize_columns(frame)
 

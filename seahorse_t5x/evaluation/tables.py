@@ -87,10 +87,10 @@ class Table:
 
     def to_markdown(self) -> str:
         lines = [f"### {self.title}", ""]
-        lines.append("| " + " | ".join(self.header) + " |")
+        lines.append("| " + " | ".join(map(_markdown, self.header)) + " |")
         lines.append("|" + "|".join("---" for _ in self.header) + "|")
         for row in self.rows:
-            lines.append("| " + " | ".join(row) + " |")
+            lines.append("| " + " | ".join(map(_markdown, row)) + " |")
         if self.caption:
             lines += ["", self.caption]
         return "\n".join(lines) + "\n"
@@ -115,17 +115,33 @@ class Table:
         return dataclasses.asdict(self)
 
 
+def _markdown(cell: str) -> str:
+    # A `|` inside a cell (e.g. in a metric name) would end the cell.
+    return cell.replace("|", "\\|")
+
+
+_LATEX_ESCAPES: dict[str, str] = {
+    "\\": "\\textbackslash{}",
+    "&": "\\&",
+    "%": "\\%",
+    "_": "\\_",
+    "#": "\\#",
+    "$": "\\$",
+    "{": "\\{",
+    "}": "\\}",
+    "~": "\\textasciitilde{}",
+    "^": "\\textasciicircum{}",
+    "<": "$<$",
+    ">": "$>$",
+    RHO: "$\\rho$",
+    "Δ": "$\\Delta$",
+    "τ": "$\\tau$",
+}
+
+
 def _latex(text: str) -> str:
-    out = text
-    for char, escaped in (
-        ("\\", "\\textbackslash{}"),
-        ("&", "\\&"),
-        ("%", "\\%"),
-        ("_", "\\_"),
-        ("#", "\\#"),
-    ):
-        out = out.replace(char, escaped)
-    return out.replace(RHO, "$\\rho$").replace("Δ", "$\\Delta$").replace("τ", "$\\tau$")
+    # One pass, character by character: escapes are never escaped again.
+    return "".join(_LATEX_ESCAPES.get(char, char) for char in text)
 
 
 def format_value(value: float | None, digits: int = 2) -> str:
