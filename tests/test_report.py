@@ -348,3 +348,45 @@ def test_table_rendering_escapes_special_characters():
     assert "a\\_b|c \\& 50\\% & +.10 (p$<$.001) \\\\" in latex
     assert "\\caption{$\\Delta$ test}" in latex
     assert "\\begin{tabular}{lc}" in latex
+
+
+def test_graded_benchmark_table_shows_rank_correlations(tmp_path):
+    # METAL-like: one graded (0, .5, 1) and one 0/1 dimension, two metrics.
+    rng = np.random.default_rng(0)
+    rows = []
+    for metric, noise in (("a", 0.5), ("b", 2.0)):
+        for question in ("task_quality", "hallucinations"):
+            for i in range(40):
+                grades = 3 if question == "task_quality" else 2
+                label = float(rng.integers(0, grades)) / (grades - 1)
+                score = label + noise * rng.normal()
+                rows.append(
+                    {"metric": metric, "benchmark": "metal", "question": question, "label": label}
+                    | {"score": score, "gem_id": f"k{i}", "language": ["hi", "sw"][i % 2]}
+                )
+    path = tmp_path / "metal.jsonl"
+    scorefiles.write_score_file(path, rows)
+    settings = report.ReportSettings(by=("language",), n_resamples=50, plots=False)
+    result = report.write_report(tmp_path / "out", score_paths=[path], settings=settings)
+    by_name = {t["name"]: t for t in result["tables"]}
+    table = by_name["metal_table"]
+    assert table["header"] == ["Metric", "hallucinations", "task_quality"]  # by name
+    assert table["title"] == "metal: ρ/Spearman/Kendall τ"
+    a_quality = [r for r in rows if r["metric"] == "a" and r["question"] == "task_quality"]
+    labels = [r["label"] for r in a_quality]
+    scores = [r["score"] for r in a_quality]
+    expected = stats.graded_metrics(labels, scores)
+    assert table["rows"][0][2] == "/".join(
+        tables.format_value(expected[k]) for k in ("pearson", "spearman", "kendall")
+    )
+    assert by_name["metal_by_language"]["title"] == "metal by language: ρ/Spearman/Kendall τ"
+    comparison = next(
+        c for c in result["scores"]["significance"] if c["question"] == "task_quality"
+    )
+    assert set(comparison) >= {"pearson", "spearman"} and "roc_auc" not in comparison
+    (entry,) = [
+        r
+        for r in result["scores"]["results"]
+        if r["metric"] == "a" and r["question"] == "task_quality"
+    ]
+    assert set(entry["ci"]) == {"pearson", "spearman"}

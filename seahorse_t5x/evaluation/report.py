@@ -57,13 +57,23 @@ class ReportSettings:
 def group_metrics(rows: pd.DataFrame) -> dict:
     """Agreement of one (benchmark, metric, question[, slice]) group of score rows.
 
-    0/1 labels: `stats.binary_metrics`. Graded labels: `stats.graded_metrics`, plus
-    ROC-AUC and the Yes rate against `label_binary` when the rows carry it (mFACE).
+    0/1 labels: `stats.binary_metrics` plus Spearman and Kendall. Graded labels:
+    `stats.graded_metrics`, plus ROC-AUC and the Yes rate against `label_binary` when the
+    rows carry it (mFACE).
     """
     labels = rows["label"].to_numpy(dtype=np.float64)
     scores = rows["score"].to_numpy(dtype=np.float64)
     if stats.labels_are_binary(labels):
-        return stats.binary_metrics(labels, scores)
+        result = stats.binary_metrics(labels, scores)
+        # Rank correlations too, so a benchmark mixing 0/1 and graded dimensions (METAL)
+        # fills one table.
+        ranks = stats.graded_metrics(labels, scores)
+        for name in ("spearman", "kendall"):
+            result[name] = ranks[name]
+            if name in ranks["reasons"]:
+                result["reasons"][name] = ranks["reasons"][name]
+        result["reasons"] = result.pop("reasons")
+        return result
     result = stats.graded_metrics(labels, scores)
     binary = rows["label_binary"] if "label_binary" in rows.columns else None
     if binary is not None and binary.notna().all():

@@ -292,30 +292,33 @@ def table7(results: Sequence[Mapping], benchmark: str = "true") -> Table:
     )
 
 
+GRADED_CELL = f"{RHO}/Spearman/Kendall τ"
+_GRADED_KEYS: tuple[str, ...] = ("pearson", "spearman", "kendall")
+
+
+def has_graded_labels(entries: Iterable[Mapping]) -> bool:
+    """True when some entry's ROC-AUC is undefined because its labels are graded."""
+    return any("graded" in (e.get("reasons") or {}).get("roc_auc", "") for e in entries)
+
+
+def _cell(entry: Mapping | None, graded: bool) -> str:
+    if entry is None:
+        return MISSING
+    if graded:
+        return "/".join(format_value(entry.get(k)) for k in _GRADED_KEYS)
+    return format_pair(entry["pearson"], entry["roc_auc"])
+
+
 def benchmark_table(results: Sequence[Mapping], benchmark: str) -> Table:
     """Any other benchmark: one column per dimension; ρ/roc, or ρ/Spearman/Kendall τ if graded."""
     by_metric = _by_metric(results, benchmark)
     questions = sorted({q for qs in by_metric.values() for q in qs}, key=question_sort_key)
-    graded = any(
-        e.get("roc_auc") is None and e.get("spearman") is not None
-        for qs in by_metric.values()
-        for e in qs.values()
-    )
-    rows = []
-    for metric, by_question in by_metric.items():
-        cells = []
-        for q in questions:
-            e = by_question.get(q)
-            if e is None:
-                cells.append(MISSING)
-            elif graded:
-                cells.append(
-                    "/".join(format_value(e.get(k)) for k in ("pearson", "spearman", "kendall"))
-                )
-            else:
-                cells.append(format_pair(e["pearson"], e["roc_auc"]))
-        rows.append([metric, *cells])
-    cell = f"{RHO}/Spearman/Kendall τ" if graded else CELL_RHO_ROC
+    graded = has_graded_labels(e for qs in by_metric.values() for e in qs.values())
+    rows = [
+        [metric, *[_cell(by_question.get(q), graded) for q in questions]]
+        for metric, by_question in by_metric.items()
+    ]
+    cell = GRADED_CELL if graded else CELL_RHO_ROC
     return Table(
         name=f"{benchmark}_table",
         title=f"{benchmark}: {cell}",
@@ -326,27 +329,25 @@ def benchmark_table(results: Sequence[Mapping], benchmark: str) -> Table:
 
 
 def breakdown_table(records: Sequence[Mapping], benchmark: str, field: str) -> Table:
-    """Rows = (metric, slice value), columns = the benchmark's questions, cells ρ/roc."""
+    """Rows = (metric, slice value), columns = the benchmark's questions; cells as in
+    `benchmark_table` (ρ/roc, or ρ/Spearman/Kendall τ for graded labels)."""
     records = [r for r in records if r["benchmark"] == benchmark]
     questions = sorted({r["question"] for r in records}, key=question_sort_key)
+    graded = has_graded_labels(records)
     grid: dict[tuple[str, str], dict[str, Mapping]] = {}
     for r in records:
         grid.setdefault((r["metric"], r["group"]), {})[r["question"]] = r
-    rows = []
-    for (metric, group), by_question in grid.items():
-        cells = [
-            format_pair(by_question[q]["pearson"], by_question[q]["roc_auc"])
-            if q in by_question
-            else MISSING
-            for q in questions
-        ]
-        rows.append([metric, group, *cells])
+    rows = [
+        [metric, group, *[_cell(by_question.get(q), graded) for q in questions]]
+        for (metric, group), by_question in grid.items()
+    ]
+    cell = GRADED_CELL if graded else CELL_RHO_ROC
     return Table(
         name=f"{benchmark}_by_{field}",
-        title=f"{benchmark} by {field}: Pearson {RHO} / ROC-AUC",
+        title=f"{benchmark} by {field}: {cell}",
         header=["Metric", field.capitalize(), *[question_header(q) for q in questions]],
         rows=rows,
-        caption=f"Each cell: {CELL_RHO_ROC}.",
+        caption=f"Each cell: {cell}.",
         label_columns=2,
     )
 
