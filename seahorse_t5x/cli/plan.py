@@ -1,0 +1,83 @@
+"""`seahorse-t5x plan`: per-device memory of a train step, compiled ahead of time."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from seahorse_t5x import errors, plan
+
+HELP = "per-device memory of an mT5 train step on a mesh, compiled ahead of time (no TPU)"
+EXAMPLE = (
+    "seahorse-t5x plan --model xxl --mesh data=2,model=8 --batch_size 32 "
+    "--input_length 2048 --target_length 4 --microbatches 4"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", required=True, help="mT5 size: tiny, small, base, large, xl, xxl"
+    )
+    parser.add_argument(
+        "--mesh",
+        required=True,
+        help="data=D,model=M: batch split D ways, parameters M ways (D*M devices, simulated)",
+    )
+    parser.add_argument("--batch_size", type=int, required=True, help="global batch (sequences)")
+    parser.add_argument("--input_length", type=int, default=2048)
+    parser.add_argument("--target_length", type=int, default=4)
+    parser.add_argument("--microbatches", type=int, default=1, help="gradient accumulation steps")
+    parser.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16")
+    parser.add_argument("--optimizer", choices=("adafactor", "adamw"), default="adafactor")
+    depth = parser.add_mutually_exclusive_group()
+    depth.add_argument(
+        "--num_layers",
+        type=int,
+        default=None,
+        help="compile with this many encoder and decoder layers instead of the size's own",
+    )
+    depth.add_argument(
+        "--extrapolate_from",
+        type=int,
+        default=None,
+        metavar="L",
+        help="compile at L and 2L layers and extrapolate linearly per layer to the full depth "
+        "(for sizes too slow to compile whole on a CPU host)",
+    )
+    parser.add_argument(
+        "--format", choices=("text", "json", "markdown"), default="text", help="output format"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    data, model_parallel = plan.parse_mesh(args.mesh)
+    request = plan.PlanRequest(
+        model=args.model,
+        data=data,
+        model_parallel=model_parallel,
+        batch_size=args.batch_size,
+        input_length=args.input_length,
+        target_length=args.target_length,
+        microbatches=args.microbatches,
+        dtype=args.dtype,
+        optimizer=args.optimizer,
+        num_layers=args.num_layers,
+    )
+    request.check()
+    from seahorse_t5x.model import configs
+
+    if args.model not in configs.SIZE_NAMES:
+        raise errors.UserError(
+            f"unknown model size {args.model!r}; choose one of {list(configs.SIZE_NAMES)}"
+        )
+    plan.ensure_host_devices(request.devices, sys.argv[1:])
+    result = plan.plan_memory(request, extrapolate_from=args.extrapolate_from)
+    if args.format == "json":
+        print(json.dumps(plan.to_json(result), indent=2))
+    elif args.format == "markdown":
+        print(plan.MARKDOWN_HEADER)
+        print(plan.format_markdown_row(result))
+    else:
+        print(plan.format_text(result))
+    return 0

@@ -1,0 +1,55 @@
+"""`seahorse-t5x t5x-scores`: T5X score-mode inference output -> per-example score file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from seahorse_t5x import t5x_scores
+
+HELP = "turn t5x/infer.py score-mode output into a per-example score file (labels joined)"
+EXAMPLE = (
+    "seahorse-t5x t5x-scores --infer_output infer/seahorse_q4_score-score.jsonl-00000-of-00001 "
+    "--task seahorse_q4_score --data_dir prepared --split test --output scores/q4_xxl.jsonl "
+    "--metric seahorse_q4_xxl_t5x"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--infer_output",
+        required=True,
+        nargs="+",
+        help="the JSON Lines file infer.py wrote, or all its -NNNNN-of-NNNNN shard files",
+    )
+    parser.add_argument(
+        "--task", required=True, help="the score task inferred, e.g. seahorse_q4_score"
+    )
+    parser.add_argument(
+        "--data_dir", required=True, help="the prepared data folder the inference read"
+    )
+    parser.add_argument(
+        "--split",
+        default="test",
+        choices=("train", "validation", "test"),
+        help="the split inferred (default test)",
+    )
+    parser.add_argument("--output", required=True, help="score file to write (JSON Lines)")
+    parser.add_argument("--metric", required=True, help="metric name the rows carry")
+
+
+def run(args: argparse.Namespace) -> int:
+    from seahorse_t5x.evaluation import scorefiles
+
+    rows, counts = t5x_scores.convert(
+        args.infer_output, args.task, args.data_dir, args.split, args.metric
+    )
+    written = scorefiles.write_score_file(args.output, rows)
+    print(f"wrote {written} scores for {args.task} ({args.split}) to {args.output}")
+    if counts["non_finite_scores"]:
+        print(
+            f"warning: {counts['non_finite_scores']} scores were NaN or infinite; written as "
+            "null (the report counts and drops them)",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,540 @@
+"""Ahead-of-time memory plan for training an mT5 size on a device mesh, without the devices.
+
+The train step (mT5 forward + cross entropy with z-loss + backward + optimizer update, with
+optional gradient accumulation over microbatches) is built from abstract arrays
+(`jax.ShapeDtypeStruct` with shardings: no weight is allocated), partitioned with the
+runner's logical axis rules on a mesh of simulated CPU devices, and compiled ahead of time.
+XLA's `memory_analysis()` of the compiled program then gives the bytes one device holds.
+
+The step mirrors the local runner's (`runner/trainer.py`: same model, loss, optimizer and
+shardings); the runner keeps its step inside its train loop, so it is rebuilt here. CPU
+compilation schedules and fuses differently from TPU/GPU compilation: parameter and
+optimizer bytes are exact, temporaries are an estimate of the same order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from seahorse_t5x import errors
+
+GIB = 1024**3
+# Memory per JAX device of common accelerators. A TPU v3 chip has two cores of 16 GiB, each
+# its own JAX device; v4 and v5p chips are one device (megacore).
+DEVICE_HBM_GIB: tuple[tuple[str, float], ...] = (
+    ("TPU v3 core", 16.0),
+    ("TPU v4", 32.0),
+    ("TPU v5e", 16.0),
+    ("TPU v5p", 95.0),
+    ("A100 40GB", 40.0),
+    ("A100 80GB", 80.0),
+    ("H100 80GB", 80.0),
+)
+# Share of a device's memory a plan may use: the runtime, XLA's own buffers and
+# fragmentation take the rest.
+USABLE_FRACTION = 0.9
+
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+# Set in the re-executed process, so a second re-execution cannot loop.
+_REEXEC_ENV = "SEAHORSE_PLAN_REEXEC"
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanRequest:
+    """What to plan.
+
+    Attributes:
+      model: size name (`seahorse_t5x.model.configs`: tiny, small, base, large, xl, xxl).
+      data: size of the mesh's `data` axis (batch sharding).
+      model_parallel: size of the mesh's `model` axis (parameter sharding).
+      batch_size: global batch (sequences per step).
+      input_length: encoder length (tokens).
+      target_length: decoder length (tokens).
+      microbatches: gradient accumulation steps the batch is split into (1 = none).
+      dtype: activation dtype, `bfloat16` or `float32` (parameters stay float32).
+      optimizer: `adafactor` (T5X's fine-tuning optimizer) or `adamw`.
+      num_layers: encoder and decoder depth override (None = the size's own).
+    """
+
+    model: str
+    data: int
+    model_parallel: int
+    batch_size: int
+    input_length: int = 2048
+    target_length: int = 4
+    microbatches: int = 1
+    dtype: str = "bfloat16"
+    optimizer: str = "adafactor"
+    num_layers: int | None = None
+
+    @property
+    def devices(self) -> int:
+        return self.data * self.model_parallel
+
+    def check(self) -> None:
+        """Raises UserError for values no mesh or batch can have."""
+        for name in ("data", "model_parallel", "batch_size", "input_length", "target_length"):
+            if getattr(self, name) < 1:
+                raise errors.UserError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.microbatches < 1:
+            raise errors.UserError(f"microbatches must be >= 1, got {self.microbatches}")
+        if self.num_layers is not None and self.num_layers < 1:
+            raise errors.UserError(f"num_layers must be >= 1, got {self.num_layers}")
+        if self.batch_size % self.microbatches:
+            raise errors.UserError(
+                f"batch_size {self.batch_size} is not divisible by microbatches {self.microbatches}"
+            )
+        per_microbatch = self.batch_size // self.microbatches
+        if per_microbatch % self.data:
+            raise errors.UserError(
+                f"each microbatch ({per_microbatch} sequences) must split evenly over the "
+                f"data axis ({self.data}); choose batch_size = a multiple of "
+                f"data * microbatches = {self.data * self.microbatches}"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPlan:
+    """Per-device bytes of one compiled train step.
+
+    Attributes:
+      request: what was planned.
+      num_params: parameters of the model (at the planned depth).
+      encoder_layers, decoder_layers: the depth that was compiled (or extrapolated to).
+      params_bytes: this device's shard of the float32 parameters.
+      optimizer_bytes: this device's shard of the optimizer state.
+      batch_bytes: this device's shard of the input batch.
+      temp_bytes: XLA temporaries: activations kept for the backward pass, gradients,
+        update intermediates.
+      argument_bytes, output_bytes, alias_bytes, code_bytes: `memory_analysis()` fields.
+      compile_seconds: wall time of lowering + compiling (summed over compiles).
+      extrapolated_from: depths compiled when the plan is a per-layer extrapolation.
+    """
+
+    request: PlanRequest
+    num_params: int
+    encoder_layers: int
+    decoder_layers: int
+    params_bytes: int
+    optimizer_bytes: int
+    batch_bytes: int
+    temp_bytes: int
+    argument_bytes: int
+    output_bytes: int
+    alias_bytes: int
+    code_bytes: int
+    compile_seconds: float
+    extrapolated_from: tuple[int, ...] = ()
+
+    @property
+    def peak_bytes(self) -> int:
+        """Live bytes at the step's peak: inputs, temporaries, and outputs that do not
+        reuse (alias) a donated input buffer."""
+        return (
+            self.argument_bytes
+            + self.temp_bytes
+            + max(0, self.output_bytes - self.alias_bytes)
+            + self.code_bytes
+        )
+
+    def fits(self, hbm_gib: float) -> bool:
+        return self.peak_bytes <= hbm_gib * GIB * USABLE_FRACTION
+
+
+def parse_mesh(text: str) -> tuple[int, int]:
+    """`data=D,model=M` -> (D, M).
+
+    Raises:
+      UserError: if the text has other axes, repeats, or non-positive sizes.
+    """
+    sizes: dict[str, int] = {}
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(data|model)\s*=\s*(\d+)\s*", part)
+        if not match or match.group(1) in sizes:
+            raise errors.UserError(
+                f"--mesh {text!r}: expected `data=D,model=M` (positive integers)"
+            )
+        sizes[match.group(1)] = int(match.group(2))
+    data, model = sizes.get("data", 1), sizes.get("model", 1)
+    if data < 1 or model < 1:
+        raise errors.UserError(f"--mesh {text!r}: axis sizes must be >= 1")
+    return data, model
+
+
+# Faster CPU compiles: LLVM optimisation only changes the generated code, not XLA's buffer
+# assignment, so the memory numbers are the same (checked on the tiny model: identical
+# bytes, a quarter of the compile time).
+FAST_COMPILE_FLAGS: tuple[str, ...] = (
+    "--xla_backend_optimization_level=0",
+    "--xla_llvm_disable_expensive_passes=true",
+)
+
+
+def plan_xla_flags(flags: str, count: int) -> str:
+    """`flags` (an XLA_FLAGS value) with `count` host devices and the fast-compile flags."""
+    names = {f.split("=")[0] for f in (DEVICE_COUNT_FLAG, *FAST_COMPILE_FLAGS)}
+    kept = [f for f in flags.split() if f.split("=")[0] not in names]
+    return " ".join([*kept, f"{DEVICE_COUNT_FLAG}={count}", *FAST_COMPILE_FLAGS])
+
+
+def ensure_host_devices(count: int, argv: Sequence[str]) -> None:
+    """Re-executes `python -m seahorse_t5x.cli ARGV` with `count` simulated CPU devices
+    (and `FAST_COMPILE_FLAGS`) unless this process already runs with them.
+
+    JAX fixes its device list when its backend starts, so the flags must be in the
+    environment before that: a fresh process is the only way to change them.
+
+    Raises:
+      UserError: if the re-executed process still lacks the devices.
+    """
+    if os.environ.get(_REEXEC_ENV):
+        import jax
+
+        if len(jax.devices()) < count:
+            raise errors.UserError(
+                f"JAX sees {len(jax.devices())} devices after setting "
+                f"{DEVICE_COUNT_FLAG}={count}: is JAX_PLATFORMS forcing a platform other "
+                "than cpu?"
+            )
+        return
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = plan_xla_flags(env.get("XLA_FLAGS", ""), count)
+    env["JAX_PLATFORMS"] = "cpu"
+    env[_REEXEC_ENV] = "1"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "seahorse_t5x.cli", *argv], env)
+
+
+def _shard_bytes(abstract_tree: Any) -> int:
+    """Bytes one device holds of a tree of sharded `ShapeDtypeStruct`s (the largest shard:
+    with uneven splits, shards differ by at most one row)."""
+    import jax
+    import numpy as np
+
+    total = 0
+    for leaf in jax.tree.leaves(abstract_tree):
+        shape = leaf.sharding.shard_shape(leaf.shape)
+        total += int(np.prod(shape, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
+    return total
+
+
+def _model_config(request: PlanRequest, num_layers: int | None):
+    from seahorse_t5x.model import configs
+
+    overrides: dict[str, Any] = {"dtype": request.dtype}
+    if num_layers is not None:
+        overrides.update(num_encoder_layers=num_layers, num_decoder_layers=num_layers)
+    return configs.get_config(request.model, **overrides)
+
+
+def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, Any, float]:
+    """Lowers and compiles the train step; returns (compiled, abstract inputs, seconds)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from seahorse_t5x.model import mt5
+    from seahorse_t5x.runner import optimizers, partitioning, trainer
+
+    config = _model_config(request, num_layers)
+    mesh = partitioning.create_mesh(
+        partitioning.MeshConfig(model_parallel=request.model_parallel, data_parallel=request.data),
+        devices=jax.devices()[: request.devices],
+    )
+    model = mt5.MT5(config)
+    boxed = mt5.abstract_params(config)
+    params_sharding = partitioning.params_shardings(boxed, mesh)
+    abstract_params = mt5.unbox(boxed)
+    # The learning rate does not change the memory; 1e-3 is the fine-tuning default.
+    optimizer = optimizers.create_optimizer(request.optimizer, 1e-3)
+    abstract_opt = jax.eval_shape(optimizer.init, abstract_params)
+    opt_sharding = partitioning.opt_state_shardings(
+        abstract_opt, abstract_params, params_sharding, mesh
+    )
+    replicated = partitioning.replicated(mesh)
+    batch_sharding = partitioning.batch_sharding(mesh)
+
+    lengths = {"encoder": request.input_length, "decoder": request.target_length}
+    batch_shapes = {}
+    for name in (
+        "encoder_input_tokens",
+        "encoder_segment_ids",
+        "encoder_positions",
+        "decoder_input_tokens",
+        "decoder_target_tokens",
+        "decoder_segment_ids",
+        "decoder_positions",
+    ):
+        batch_shapes[name] = ((request.batch_size, lengths[name.split("_")[0]]), jnp.int32)
+    batch_shapes["decoder_loss_weights"] = (
+        (request.batch_size, request.target_length),
+        jnp.float32,
+    )
+    microbatches = request.microbatches
+    z_loss = 1e-4
+
+    def loss_fn(params, batch, rng):
+        logits = model.apply(
+            {"params": params},
+            batch["encoder_input_tokens"],
+            batch["decoder_input_tokens"],
+            encoder_segment_ids=batch["encoder_segment_ids"],
+            decoder_segment_ids=batch["decoder_segment_ids"],
+            encoder_positions=batch["encoder_positions"],
+            decoder_positions=batch["decoder_positions"],
+            enable_dropout=True,
+            rngs={"dropout": rng},
+        )
+        objective, _ = trainer.cross_entropy_loss(
+            logits, batch["decoder_target_tokens"], batch["decoder_loss_weights"], z_loss
+        )
+        return objective
+
+    def constrain_like_params(tree):
+        return jax.lax.with_sharding_constraint(tree, params_sharding)
+
+    def train_step(params, opt_state, batch, step):
+        rng = jax.random.fold_in(jax.random.PRNGKey(0), step)
+        if microbatches == 1:
+            loss, grads = jax.value_and_grad(loss_fn)(params, batch, rng)
+        else:
+            # T5X-style accumulation: the batch is cut into equal microbatches, each still
+            # spread over the whole data axis; gradients are summed in a params-sharded
+            # accumulator, so only one microbatch's activations are alive at a time.
+            split = jax.tree.map(
+                lambda x: jax.lax.with_sharding_constraint(
+                    x.reshape((microbatches, x.shape[0] // microbatches) + x.shape[1:]),
+                    NamedSharding(mesh, PartitionSpec(None, partitioning.DATA_AXIS)),
+                ),
+                batch,
+            )
+
+            def accumulate(carry, micro):
+                loss_sum, grad_sum, index = carry
+                loss, grads = jax.value_and_grad(loss_fn)(
+                    params, micro, jax.random.fold_in(rng, index)
+                )
+                grad_sum = constrain_like_params(jax.tree.map(jnp.add, grad_sum, grads))
+                return (loss_sum + loss, grad_sum, index + 1), None
+
+            zeros = constrain_like_params(jax.tree.map(jnp.zeros_like, params))
+            (loss, grads, _), _ = jax.lax.scan(
+                accumulate, (jnp.float32(0.0), zeros, jnp.int32(0)), split
+            )
+            loss = loss / microbatches
+            grads = jax.tree.map(lambda g: g / microbatches, grads)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        return params, opt_state, loss
+
+    def with_sharding(tree, shardings):
+        return jax.tree.map(
+            lambda leaf, s: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=s),
+            tree,
+            shardings,
+        )
+
+    abstract_inputs = (
+        with_sharding(abstract_params, params_sharding),
+        with_sharding(abstract_opt, opt_sharding),
+        {
+            name: jax.ShapeDtypeStruct(shape, dtype, sharding=batch_sharding)
+            for name, (shape, dtype) in batch_shapes.items()
+        },
+        jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated),
+    )
+    step_fn = jax.jit(
+        train_step,
+        in_shardings=(
+            params_sharding,
+            opt_sharding,
+            {name: batch_sharding for name in batch_shapes},
+            replicated,
+        ),
+        out_shardings=(params_sharding, opt_sharding, replicated),
+        donate_argnums=(0, 1),
+    )
+    start = time.perf_counter()
+    compiled = step_fn.lower(*abstract_inputs).compile()
+    return compiled, abstract_inputs, time.perf_counter() - start
+
+
+def _measure(request: PlanRequest, num_layers: int | None) -> MemoryPlan:
+    from seahorse_t5x.model import mt5
+
+    compiled, (params, opt_state, batch, _), seconds = _compile_step(request, num_layers)
+    stats = compiled.memory_analysis()
+    if stats is None:
+        raise errors.UserError("this JAX backend gives no memory analysis of compiled programs")
+    config = _model_config(request, num_layers)
+    return MemoryPlan(
+        request=request,
+        num_params=mt5.param_count(mt5.abstract_params(config)),
+        encoder_layers=config.num_encoder_layers,
+        decoder_layers=config.num_decoder_layers,
+        params_bytes=_shard_bytes(params),
+        optimizer_bytes=_shard_bytes(opt_state),
+        batch_bytes=_shard_bytes(batch),
+        temp_bytes=int(stats.temp_size_in_bytes),
+        argument_bytes=int(stats.argument_size_in_bytes),
+        output_bytes=int(stats.output_size_in_bytes),
+        alias_bytes=int(stats.alias_size_in_bytes),
+        code_bytes=int(stats.generated_code_size_in_bytes),
+        compile_seconds=seconds,
+    )
+
+
+_LINEAR_FIELDS = (
+    "num_params",
+    "params_bytes",
+    "optimizer_bytes",
+    "batch_bytes",
+    "temp_bytes",
+    "argument_bytes",
+    "output_bytes",
+    "alias_bytes",
+    "code_bytes",
+)
+
+
+def _extrapolate(low: MemoryPlan, high: MemoryPlan, depth: int, full_layers: int) -> MemoryPlan:
+    """Per-layer linear extrapolation from two compiled depths to the full depth."""
+    span = depth - low.encoder_layers
+    values = {}
+    for name in _LINEAR_FIELDS:
+        a, b = getattr(low, name), getattr(high, name)
+        per_layer = (b - a) / span
+        values[name] = int(round(b + per_layer * (full_layers - depth)))
+    return dataclasses.replace(
+        high,
+        encoder_layers=full_layers,
+        decoder_layers=full_layers,
+        compile_seconds=low.compile_seconds + high.compile_seconds,
+        extrapolated_from=(low.encoder_layers, depth),
+        **values,
+    )
+
+
+def plan_memory(request: PlanRequest, extrapolate_from: int | None = None) -> MemoryPlan:
+    """Compiles the train step for `request` and returns its per-device memory.
+
+    Args:
+      request: size, mesh, batch and lengths.
+      extrapolate_from: compile at depths `extrapolate_from` and `2 * extrapolate_from`
+        (encoder = decoder depth) and extrapolate every byte count linearly per layer to
+        the size's full depth: each layer adds the same parameters, optimizer state and
+        saved activations. For sizes whose full compile is too slow on a CPU host.
+
+    Raises:
+      UserError: for a bad request, or fewer JAX devices than the mesh needs (see
+        `ensure_host_devices`).
+    """
+    import jax
+
+    request.check()
+    if len(jax.devices()) < request.devices:
+        raise errors.UserError(
+            f"the mesh needs {request.devices} devices and JAX has {len(jax.devices())}; "
+            f"start Python with XLA_FLAGS={DEVICE_COUNT_FLAG}={request.devices}"
+        )
+    if extrapolate_from is None:
+        return _measure(request, request.num_layers)
+    if request.num_layers is not None:
+        raise errors.UserError("give either num_layers or extrapolate_from, not both")
+    full = _model_config(request, None)
+    if full.num_encoder_layers != full.num_decoder_layers:
+        raise errors.UserError("extrapolation needs equal encoder and decoder depths")
+    low_depth, high_depth = extrapolate_from, 2 * extrapolate_from
+    if extrapolate_from < 1 or high_depth > full.num_encoder_layers:
+        raise errors.UserError(
+            f"extrapolate_from must be in 1..{full.num_encoder_layers // 2} for "
+            f"{request.model}, got {extrapolate_from}"
+        )
+    low = _measure(request, low_depth)
+    high = _measure(request, high_depth)
+    return _extrapolate(low, high, high_depth, full.num_encoder_layers)
+
+
+def _gib(value: int) -> str:
+    """Bytes as GiB, or MiB below 1 GiB (tiny test models would all read 0.00 GiB)."""
+    if abs(value) >= GIB:
+        return f"{value / GIB:.2f} GiB"
+    return f"{value / 1024**2:.2f} MiB"
+
+
+def format_text(plan: MemoryPlan) -> str:
+    """The human-readable plan: per-device bytes, then the accelerators it fits."""
+    r = plan.request
+    lines = [
+        f"model           mT5 {r.model}: {plan.encoder_layers} encoder + "
+        f"{plan.decoder_layers} decoder layers, {plan.num_params / 1e9:.3f} B parameters "
+        f"(float32), {r.dtype} activations, {r.optimizer}",
+        f"mesh            data={r.data} x model={r.model_parallel} ({r.devices} devices)",
+        f"batch           {r.batch_size} sequences x (inputs {r.input_length}, targets "
+        f"{r.target_length}), {r.microbatches} microbatch(es) of "
+        f"{r.batch_size // r.microbatches}",
+    ]
+    if plan.extrapolated_from:
+        low, high = plan.extrapolated_from
+        lines.append(
+            f"method          compiled at {low} and {high} layers per stack, extrapolated "
+            f"linearly per layer to {plan.encoder_layers} ({plan.compile_seconds:.1f} s compile)"
+        )
+    else:
+        lines.append(
+            f"method          compiled ahead of time on {r.devices} simulated CPU devices "
+            f"({plan.compile_seconds:.1f} s)"
+        )
+    lines += [
+        "per device:",
+        f"  parameters        {_gib(plan.params_bytes)}",
+        f"  optimizer state   {_gib(plan.optimizer_bytes)}",
+        f"  batch             {_gib(plan.batch_bytes)}",
+        f"  activations/temp  {_gib(plan.temp_bytes)}",
+        f"  outputs (aliased) {_gib(plan.output_bytes)} ({_gib(plan.alias_bytes)} reuse donated inputs)",
+        f"  peak estimate     {_gib(plan.peak_bytes)}",
+        f"fits (peak <= {USABLE_FRACTION:.0%} of device memory):",
+    ]
+    for kind, hbm in DEVICE_HBM_GIB:
+        used = plan.peak_bytes / (hbm * GIB)
+        verdict = "yes" if plan.fits(hbm) else "no"
+        lines.append(f"  {kind:<12} {hbm:>5.0f} GiB  {verdict:<3} ({used:.0%})")
+    return "\n".join(lines)
+
+
+MARKDOWN_HEADER = (
+    "| model | mesh (data x model) | batch | microbatches | params/dev | optimizer/dev | "
+    "activations+temp/dev | peak/dev | fits |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def format_markdown_row(plan: MemoryPlan) -> str:
+    """One row under `MARKDOWN_HEADER` (for docs tables)."""
+    r = plan.request
+    depth = f"{plan.encoder_layers}+{plan.decoder_layers} layers"
+    if plan.extrapolated_from:
+        depth += f", extrapolated from {plan.extrapolated_from[0]} and {plan.extrapolated_from[1]}"
+    fits = ", ".join(kind for kind, hbm in DEVICE_HBM_GIB if plan.fits(hbm)) or "none"
+    return (
+        f"| mT5 {r.model} ({depth}) | {r.data} x {r.model_parallel} | {r.batch_size} x "
+        f"{r.input_length}/{r.target_length} | {r.microbatches} | {_gib(plan.params_bytes)} | "
+        f"{_gib(plan.optimizer_bytes)} | {_gib(plan.temp_bytes)} | {_gib(plan.peak_bytes)} | "
+        f"{fits} |"
+    )
+
+
+def to_json(plan: MemoryPlan) -> dict[str, Any]:
+    """A JSON-serialisable dict of the plan, with the derived peak and fit verdicts."""
+    out = dataclasses.asdict(plan)
+    out["extrapolated_from"] = list(plan.extrapolated_from)
+    out["peak_bytes"] = plan.peak_bytes
+    out["fits"] = {kind: plan.fits(hbm) for kind, hbm in DEVICE_HBM_GIB}
+    return out

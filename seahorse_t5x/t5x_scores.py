@@ -1,0 +1,296 @@
+"""Turns T5X score-mode inference output into this project's per-example score files.
+
+`python -m t5x.infer` with `gin/runs/infer_score.gin` writes, for a task such as
+`seahorse_q4_score`, the file `INFER_OUTPUT_DIR/seahorse_q4_score-score.jsonl-00000-of-00001`:
+one JSON object per example, in dataset order,
+
+    {"inputs": {"inputs_pretokenized": "premise: ... hypothesis: ...",
+                "targets_pretokenized": "1"},
+     "score": -0.0123}
+
+where `score` is the sum of the target tokens' log-probabilities: log P('1' | input) +
+log P(EOS | input, '1'). With `infer.num_shards = n`, shard k holds the examples k, k + n,
+k + 2n, ... (SeqIO's `Dataset.shard`), in files `...-0000k-of-0000n`.
+
+The score task's examples are the rows of the prepared split file that carry a label for
+the question (in the language, for `.xx` tasks), in file order; that is how labels and
+slice fields (gem_id, language, dataset, system) are joined back, by position. The summary
+at the end of each `inputs_pretokenized` is checked against the joined row, so a file from
+another task, split or data folder is refused instead of silently mislabelled.
+
+The score written is log P('1' then EOS), also kept as `log_p_yes`: higher means more
+likely Yes. It is a monotone function of exp(score) = P('1') * P(EOS | '1') over the whole
+vocabulary, not exactly the two-way softmax P(yes) = P('1') / (P('1') + P('0')) that
+`seahorse-t5x score` computes; for a fine-tuned metric nearly all first-step mass is on
+'1' and '0' and P(EOS | '1') is close to 1, so the two order examples (almost) alike.
+ROC-AUC depends on that order only; Pearson rho is computed on the log-probabilities.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterator, Sequence
+
+from seahorse_t5x import constants, errors
+
+BENCHMARK = "seahorse"
+# Task names whose examples are rows of a SEAHORSE split file (tasks/seahorse.py).
+_TASK_PATTERN = re.compile(
+    r"seahorse_(?P<all>all_)?q(?P<question>[1-6])_score(?:\.(?P<language>[a-z]{2}))?"
+)
+_SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
+_HYPOTHESIS_MARKER = "hypothesis:"
+
+
+def parse_task(task: str) -> tuple[int, str | None]:
+    """`seahorse_q4_score`, `seahorse_q4_score.de`, `seahorse_all_q4_score` -> (4, None|'de').
+
+    Raises:
+      UserError: for a name that is not a SEAHORSE score task.
+    """
+    match = _TASK_PATTERN.fullmatch(task)
+    if not match:
+        raise errors.UserError(
+            f"--task {task!r} is not a SEAHORSE score task; expected seahorse_q<n>_score, "
+            "seahorse_q<n>_score.<language> or seahorse_all_q<n>_score (n = 1..6)"
+        )
+    language = match.group("language")
+    if language is not None and language not in constants.LANGUAGES:
+        raise errors.UserError(
+            f"--task {task!r}: language {language!r} is not one of {', '.join(constants.LANGUAGES)}"
+        )
+    return int(match.group("question")), language
+
+
+def _open(path: str):
+    if "://" in path:
+        import tensorflow as tf  # only for remote (gs://) paths
+
+        return tf.io.gfile.GFile(path, "r")
+    return open(path, encoding="utf-8")
+
+
+def _exists(path: str) -> bool:
+    if "://" in path:
+        import tensorflow as tf
+
+        return tf.io.gfile.exists(path)
+    return os.path.exists(path)
+
+
+def _json_lines(path: str) -> Iterator[tuple[int, dict]]:
+    with _open(path) as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise errors.DataError(path, number, None, f"not valid JSON ({e.msg})") from e
+            if not isinstance(record, dict):
+                raise errors.DataError(path, number, None, "expected a JSON object")
+            yield number, record
+
+
+def order_shards(paths: Sequence[str]) -> list[str]:
+    """The infer output files in shard order, checked to be one complete set.
+
+    A single file without a shard suffix is returned as it is.
+
+    Raises:
+      UserError: for no files, a mix of shard sets, duplicates or missing shards.
+    """
+    if not paths:
+        raise errors.UserError("no --infer_output file given")
+    for path in paths:
+        if not _exists(path):
+            raise errors.UserError(f"infer output not found: {path}")
+    shards: dict[int, str] = {}
+    totals = set()
+    for path in paths:
+        match = _SHARD_PATTERN.search(path)
+        if match is None:
+            if len(paths) > 1:
+                raise errors.UserError(
+                    f"{path} has no -NNNNN-of-NNNNN shard suffix; give one unsharded file, "
+                    "or all shards of one inference run"
+                )
+            return [path]
+        index, total = int(match.group(1)), int(match.group(2))
+        if index in shards:
+            raise errors.UserError(f"shard {index} given twice: {shards[index]} and {path}")
+        shards[index] = path
+        totals.add(total)
+    if len(totals) != 1:
+        raise errors.UserError(f"the files come from runs with different shard counts {totals}")
+    total = totals.pop()
+    missing = sorted(set(range(total)) - set(shards))
+    if missing:
+        raise errors.UserError(
+            f"shards {missing} of {total} are missing; T5X writes one file per shard_id and "
+            "the examples are interleaved across them, so all are needed"
+        )
+    return [shards[i] for i in range(total)]
+
+
+def read_infer_output(paths: Sequence[str]) -> list[tuple[str, int, dict]]:
+    """The score-mode records in dataset order, each as (file, line, record).
+
+    Raises:
+      UserError / DataError: for incomplete shard sets, bad JSON, or a record without a
+        numeric `score` (predict-mode output, or scores with intermediates).
+    """
+    ordered = order_shards(paths)
+    per_shard = []
+    for path in ordered:
+        records = []
+        for number, record in _json_lines(path):
+            score = record.get("score")
+            if isinstance(score, bool) or not isinstance(score, (int, float)):
+                hint = " (predict-mode output? run infer.py with mode='score')" * (
+                    "prediction" in record
+                )
+                raise errors.DataError(
+                    path, number, "score", f"expected a number, got {score!r}{hint}"
+                )
+            records.append((path, number, record))
+        per_shard.append(records)
+    n = len(per_shard)
+    if n == 1:
+        return per_shard[0]
+    # Shard k holds examples k, k + n, ...: its sizes are equal or one less than shard 0's.
+    sizes = [len(records) for records in per_shard]
+    if any(not (sizes[0] - 1 <= size <= sizes[0]) for size in sizes) or any(
+        a < b for a, b in zip(sizes, sizes[1:], strict=False)
+    ):
+        raise errors.UserError(
+            f"shard sizes {sizes} cannot come from one dataset split round-robin into {n}"
+        )
+    merged = []
+    for position in range(sizes[0]):
+        for records in per_shard:
+            if position < len(records):
+                merged.append(records[position])
+    return merged
+
+
+def labelled_rows(data_dir: str, split: str, question: int, language: str | None) -> list[dict]:
+    """Rows of `{data_dir}/{split}.jsonl` with a q{question} label, in file order: the
+    examples of the score task (same selection as tasks/seahorse.py).
+
+    Raises:
+      UserError: if the split file is missing; DataError for a malformed row.
+    """
+    if split not in constants.SPLITS:
+        raise errors.UserError(f"--split must be one of {', '.join(constants.SPLITS)}")
+    path = os.path.join(data_dir, f"{split}.jsonl")
+    if not _exists(path):
+        raise errors.UserError(
+            f"split file not found: {path} (written by `seahorse-t5x prepare`; --data_dir "
+            "must be the folder the infer run read)"
+        )
+    field = f"q{question}"
+    rows = []
+    for number, row in _json_lines(path):
+        for name in ("summary", "language", field):
+            if name not in row:
+                raise errors.DataError(path, number, name, "missing")
+        if row[field] not in (0, 1, None) or isinstance(row[field], bool):
+            raise errors.DataError(
+                path, number, field, f"expected 1, 0 or null, got {row[field]!r}"
+            )
+        if language is not None and row["language"] != language:
+            continue
+        if row[field] is None:
+            continue
+        rows.append(row)
+    return rows
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+def convert(
+    infer_paths: Sequence[str],
+    task: str,
+    data_dir: str,
+    split: str,
+    metric: str,
+) -> tuple[list[dict], dict[str, int]]:
+    """Joins T5X score-mode output with the split file's labels and slice fields.
+
+    Args:
+      infer_paths: the infer output file, or every shard file of one run.
+      task: the score task that was inferred, e.g. `seahorse_q4_score`.
+      data_dir: the prepared data folder the inference read.
+      split: the split that was inferred (infer_score.gin's INFER_SPLIT).
+      metric: the name the score rows carry (`metric` field).
+
+    Returns:
+      (rows, counts): score-file rows in dataset order, and counts
+      `{"examples", "non_finite_scores"}`.
+
+    Raises:
+      UserError / DataError: when the output and the split file do not line up (count,
+        target or summary text), with the file and line of the first difference.
+    """
+    if not metric.strip():
+        raise errors.UserError("--metric must name the metric (e.g. seahorse_q4_xxl_t5x)")
+    question, language = parse_task(task)
+    records = read_infer_output(infer_paths)
+    rows = labelled_rows(data_dir, split, question, language)
+    if len(records) != len(rows):
+        where = f" in {language}" if language else ""
+        raise errors.UserError(
+            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
+            f"{len(rows)} rows labelled for Q{question}{where}: was it inferred with "
+            f"task {task}, split {split} and this data folder?"
+        )
+    out = []
+    non_finite = 0
+    for (path, number, record), row in zip(records, rows, strict=True):
+        inputs = record.get("inputs") or {}
+        target = inputs.get("targets_pretokenized")
+        if target is not None and target != constants.TARGET_YES:
+            raise errors.DataError(
+                path,
+                number,
+                "inputs.targets_pretokenized",
+                f"expected the constant target {constants.TARGET_YES!r} of a score task, got "
+                f"{target!r}: the score is then not log P(yes)",
+            )
+        text = inputs.get("inputs_pretokenized")
+        if text is not None:
+            expected_tail = _normalized(f"{_HYPOTHESIS_MARKER} {row['summary']}")
+            if not _normalized(text).endswith(expected_tail):
+                raise errors.DataError(
+                    path,
+                    number,
+                    "inputs.inputs_pretokenized",
+                    f"does not end with the summary of row {len(out) + 1} labelled for "
+                    f"Q{question} in {split}.jsonl (gem_id {row.get('gem_id')!r}): the "
+                    "output and the split file are not in the same order",
+                )
+        score = float(record["score"])
+        if not math.isfinite(score):
+            non_finite += 1
+            score = math.nan
+        result = {
+            "metric": metric,
+            "benchmark": BENCHMARK,
+            "question": question,
+            "label": int(row[f"q{question}"]),
+            "score": score,
+            "log_p_yes": score,
+        }
+        for name in ("gem_id", "language", "dataset", "system"):
+            if name in row:
+                result[name] = row[name]
+        result["task"] = task
+        result["split"] = split
+        out.append(result)
+    return out, {"examples": len(out), "non_finite_scores": non_finite}
