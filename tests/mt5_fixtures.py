@@ -5,11 +5,13 @@ A random HF `MT5ForConditionalGeneration` (CPU, float32) is the independent refe
 
 from __future__ import annotations
 
+import functools
 import pathlib
 
+import jax
 import numpy as np
 
-from seahorse_t5x.model import configs
+from seahorse_t5x.model import configs, mt5
 
 TINY = configs.get_config("tiny", dropout_rate=0.0)
 
@@ -82,3 +84,70 @@ def padded_batch(lengths: list[int], vocab_size: int, seed: int = 0) -> np.ndarr
     for row, length in enumerate(lengths):
         batch[row, :length] = rng.integers(2, vocab_size, size=length)
     return batch
+
+
+@functools.cache
+def jitted_apply(config, enable_dropout: bool = False):
+    """`MT5(config).apply` compiled once per config, shared by all test modules (op-by-op
+    dispatch of an unjitted model is far slower)."""
+
+    def apply(params, enc, dec, rng=None, **kw):
+        rngs = {"dropout": rng} if rng is not None else None
+        return mt5.MT5(config).apply(
+            {"params": params}, enc, dec, enable_dropout=enable_dropout, rngs=rngs, **kw
+        )
+
+    return jax.jit(apply)
+
+
+def flax_logits(params, enc, dec, config=TINY, **kw) -> np.ndarray:
+    return np.asarray(jitted_apply(config)(params, np.asarray(enc), np.asarray(dec), **kw))
+
+
+def t5x_tree(params) -> dict:
+    """Nested dict of numpy arrays (T5X's `target`)."""
+    return jax.tree_util.tree_map(np.asarray, params)
+
+
+def write_t5x_checkpoint(directory: pathlib.Path, params, step: int = 1000) -> pathlib.Path:
+    """Writes `params` in T5X's layout (t5x/checkpoints.py): `checkpoint_<step>/checkpoint`
+    msgpack {"version", "optimizer": {"target", "state"}}, large arrays as gzip zarr arrays
+    named `target.<a>.<b>...` beside it (the msgpack holding their tensorstore spec), small
+    ones inline, as T5X does for unpartitioned parameters.
+    """
+    import flax
+    import tensorstore as ts
+
+    ckpt = directory / f"checkpoint_{step}"
+    ckpt.mkdir(parents=True)
+    flat = flax.traverse_util.flatten_dict(t5x_tree(params), sep="/")
+    target = {}
+    for name, array in flat.items():
+        if array.ndim == 1:
+            target[name] = array  # inline in the msgpack
+            continue
+        zarr_name = "target." + name.replace("/", ".")
+        metadata = {
+            "compressor": {"id": "gzip"},
+            "shape": list(array.shape),
+            "chunks": list(array.shape),
+        }
+        spec = {
+            "driver": "zarr",
+            "dtype": "float32",
+            "kvstore": {"driver": "file", "path": str(ckpt / zarr_name)},
+            "metadata": metadata,
+        }
+        store = ts.open(spec, create=True, open=True).result()
+        store.write(array).result()
+        # T5X records the path relative to the checkpoint directory.
+        target[name] = {**spec, "kvstore": {"driver": "file", "path": zarr_name}}
+    state = {
+        "version": 3,
+        "optimizer": {
+            "target": flax.traverse_util.unflatten_dict(target, sep="/"),
+            "state": {"step": np.int32(step), "param_states": {}},
+        },
+    }
+    (ckpt / "checkpoint").write_bytes(flax.serialization.msgpack_serialize(state))
+    return ckpt

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import functools
-
 import flax
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from mt5_fixtures import TINY, hf_logits, hf_tiny_model, padded_batch
+from mt5_fixtures import (
+    TINY,
+    flax_logits,
+    hf_logits,
+    hf_tiny_model,
+    jitted_apply,
+    padded_batch,
+)
 
 from seahorse_t5x import errors
 from seahorse_t5x.model import checkpoints, configs, mt5
@@ -22,20 +27,8 @@ def hf_and_params():
     return model, params
 
 
-@functools.cache
-def _jitted_apply(config, enable_dropout=False):
-    # Compiled once per config: op-by-op dispatch of an unjitted model is far slower.
-    def apply(params, enc, dec, rng=None, **kw):
-        rngs = {"dropout": rng} if rng is not None else None
-        return mt5.MT5(config).apply(
-            {"params": params}, enc, dec, enable_dropout=enable_dropout, rngs=rngs, **kw
-        )
-
-    return jax.jit(apply)
-
-
 def _flax_logits(params, enc, dec, config=TINY, **kw):
-    return np.asarray(_jitted_apply(config)(params, jnp.asarray(enc), jnp.asarray(dec), **kw))
+    return flax_logits(params, enc, dec, config, **kw)
 
 
 @pytest.mark.parametrize("lengths", [[3], [5, 17, 40], [64, 2, 30]])
@@ -103,7 +96,7 @@ def test_encode_then_decode_equals_call_and_hidden_gives_logits(hf_and_params):
     model = mt5.MT5(TINY)
     enc = jnp.asarray(padded_batch([9, 4], TINY.vocab_size))
     dec = jnp.zeros((2, 1), jnp.int32)
-    full = _jitted_apply(TINY)(params, enc, dec)
+    full = jitted_apply(TINY)(params, enc, dec)
 
     @jax.jit
     def two_stage(params, enc, dec):
@@ -125,9 +118,9 @@ def test_dropout_changes_outputs_only_when_enabled():
     params = checkpoints.from_hf_state_dict(TINY, hf_tiny_model(seed=3).state_dict())
     enc = jnp.asarray(padded_batch([6], config.vocab_size))
     dec = jnp.zeros((1, 1), jnp.int32)
-    plain = _jitted_apply(config)(params, enc, dec)
-    again = _jitted_apply(config)(params, enc, dec)
-    dropped = _jitted_apply(config, enable_dropout=True)(params, enc, dec, jax.random.PRNGKey(1))
+    plain = jitted_apply(config)(params, enc, dec)
+    again = jitted_apply(config)(params, enc, dec)
+    dropped = jitted_apply(config, enable_dropout=True)(params, enc, dec, jax.random.PRNGKey(1))
     np.testing.assert_array_equal(plain, again)
     assert not np.allclose(plain, dropped)
 
@@ -204,7 +197,9 @@ def test_from_hf_config_reads_mt5_fields():
         "tie_word_embeddings": False,
     }
     assert configs.from_hf_config(hf).replace(dropout_rate=0.1) == configs.get_config("large")
+    # transformers >= 5 writes tie_word_embeddings=true for every mt5 model.
+    assert configs.from_hf_config({**hf, "model_type": "mt5", "tie_word_embeddings": True})
     with pytest.raises(errors.UserError, match="tie_word_embeddings"):
-        configs.from_hf_config({**hf, "tie_word_embeddings": True})
+        configs.from_hf_config({**hf, "model_type": "t5", "tie_word_embeddings": True})
     with pytest.raises(errors.UserError, match="gated-gelu"):
         configs.from_hf_config({**hf, "feed_forward_proj": "relu"})

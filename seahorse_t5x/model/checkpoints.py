@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import flax
+import jax
 import ml_dtypes
 import numpy as np
 
@@ -75,12 +77,11 @@ def check_params(config: MT5Config, flat: Mapping[str, Any], source: str) -> Non
         )
 
 
-def _to_tree(config: MT5Config, flat: Mapping[str, Any], source: str, dtype: str | None) -> Params:
+def _to_tree(config: MT5Config, flat: Mapping[str, Any], source: str) -> Params:
     check_params(config, flat, source)
     # Parameters stay float32 whatever the checkpoint stored (bf16 in some exports); the
     # compute dtype is the config's.
     arrays = {k: np.asarray(v, dtype=np.float32) for k, v in flat.items()}
-    del dtype
     return flax.traverse_util.unflatten_dict(arrays, sep="/")
 
 
@@ -142,13 +143,25 @@ _HF_TIED_KEYS = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
 
 
 def from_hf_state_dict(
-    config: MT5Config, state: Mapping[str, Any], source: str = "HF state dict"
+    config: MT5Config,
+    state: Mapping[str, Any],
+    source: str = "HF state dict",
+    tied_logits: bool = False,
 ) -> Params:
     """Converts an HF mT5 state dict (numpy or torch tensors) into the Flax parameter tree.
+
+    Args:
+      config: the model config.
+      state: HF tensor name -> tensor.
+      source: where the tensors came from, for error messages.
+      tied_logits: the HF config ties `lm_head` to `shared` (transformers >= 5 does so for
+        every mT5), so a missing `lm_head.weight` is the embedding.
 
     Raises:
       UserError: on missing, unexpected or mis-shaped tensors.
     """
+    if tied_logits and "lm_head.weight" not in state and "shared.weight" in state:
+        state = {**state, "lm_head.weight": state["shared.weight"]}
     mapping = hf_name_map(config)
     known = {hf for hf, _ in mapping.values()} | set(_HF_TIED_KEYS)
     flat: dict[str, Any] = {}
@@ -164,7 +177,7 @@ def from_hf_state_dict(
             f"checkpoint {source} lacks {len(missing_hf)} HF tensors the config needs, e.g. "
             f"{missing_hf[:5]}"
         )
-    return _to_tree(config, flat, source, None)
+    return _to_tree(config, flat, source)
 
 
 def to_hf_state_dict(params: Params, config: MT5Config) -> dict[str, np.ndarray]:
@@ -252,7 +265,12 @@ def load_hf(directory: str | os.PathLike, dtype: str | None = None) -> tuple[MT5
     directory = pathlib.Path(directory)
     hf_config = json.loads((directory / "config.json").read_text())
     config = configs.from_hf_config(hf_config, dtype=dtype)
-    return config, from_hf_state_dict(config, _read_hf_weights(directory), str(directory))
+    return config, from_hf_state_dict(
+        config,
+        _read_hf_weights(directory),
+        str(directory),
+        tied_logits=bool(hf_config.get("tie_word_embeddings", False)),
+    )
 
 
 def save_hf(directory: str | os.PathLike, config: MT5Config, params: Params) -> None:
@@ -284,3 +302,278 @@ def save_hf(directory: str | os.PathLike, config: MT5Config, params: Params) -> 
     }
     (directory / "config.json").write_text(json.dumps(hf_config, indent=2))
     save_file(to_hf_state_dict(params, config), str(directory / "model.safetensors"))
+
+
+# ---------------------------------------------------------------------------------------
+# T5X checkpoints (t5x/checkpoints.py): `checkpoint` is msgpack of
+# {"version": N, "optimizer": {"target": params, "state": {...}}}; each leaf is an array
+# (written inline) or the JSON of a tensorstore spec whose kvstore path (relative to the
+# checkpoint directory) names a zarr array such as `target.encoder.layers_0.attention...`.
+
+T5X_MSGPACK = "checkpoint"
+
+
+def _t5x_msgpack_path(path: pathlib.Path) -> pathlib.Path | None:
+    """The msgpack file of a T5X checkpoint at `path`, or None if `path` is not one."""
+    if path.is_file() and path.name == T5X_MSGPACK:
+        return path
+    for candidate in (path / T5X_MSGPACK, path / "state" / T5X_MSGPACK):
+        if candidate.is_file():
+            return candidate
+    steps = _t5x_steps(path)
+    return _t5x_msgpack_path(steps[-1][1]) if steps else None
+
+
+def _t5x_steps(directory: pathlib.Path) -> list[tuple[int, pathlib.Path]]:
+    """`checkpoint_N` subdirectories of a T5X MODEL_DIR, by step."""
+    if not directory.is_dir():
+        return []
+    found = []
+    for child in directory.iterdir():
+        match = re.fullmatch(r"checkpoint_(\d+)", child.name)
+        if match and child.is_dir():
+            found.append((int(match.group(1)), child))
+    return sorted(found)
+
+
+def _read_tensorstore(spec: dict[str, Any], checkpoint_dir: pathlib.Path, name: str) -> np.ndarray:
+    import tensorstore as ts
+
+    spec = json.loads(json.dumps(spec))  # deep copy; msgpack may hold bytes keys
+    kvstore = spec.get("kvstore")
+    if isinstance(kvstore, dict) and "path" in kvstore:
+        relative = kvstore["path"]
+    elif "path" in spec:  # tensorstore < 0.1.14 wrote the path at the top level
+        relative = spec.pop("path")
+    else:
+        raise errors.UserError(f"T5X checkpoint {checkpoint_dir}: {name} has no array path")
+    # Written on GCS or elsewhere: the arrays sit beside the msgpack file.
+    local = pathlib.Path(relative)
+    if not local.is_absolute() or not local.exists():
+        local = checkpoint_dir / pathlib.Path(relative).name
+    spec["kvstore"] = {"driver": "file", "path": str(local)}
+    try:
+        return ts.open(spec, open=True, read=True).result().read().result()
+    except Exception as e:  # noqa: BLE001 - tensorstore raises ValueError/RuntimeError variants
+        raise errors.UserError(f"T5X checkpoint: cannot read {name} from {local}: {e}") from None
+
+
+def _flatten_t5x_tree(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(`a/b/c`, leaf) pairs; a tensorstore spec dict is a leaf, not a subtree."""
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and "driver" not in value:
+            yield from _flatten_t5x_tree(value, f"{name}/")
+        else:
+            yield name, value
+
+
+def read_t5x_params(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Flat `a/b/c` -> array of the model parameters (`target`) of a T5X checkpoint."""
+    msgpack_path = _t5x_msgpack_path(pathlib.Path(path))
+    if msgpack_path is None:
+        raise errors.UserError(f"{path} is not a T5X checkpoint (no msgpack `checkpoint` file)")
+    try:
+        contents = flax.serialization.msgpack_restore(msgpack_path.read_bytes())
+    except Exception as e:  # noqa: BLE001 - msgpack raises several unrelated types
+        raise errors.UserError(f"cannot read T5X msgpack {msgpack_path}: {e}") from None
+    state = contents.get("optimizer", contents)
+    if "target" not in state:
+        raise errors.UserError(
+            f"T5X checkpoint {msgpack_path} has no `target` (parameters); found {sorted(state)}"
+        )
+    params = {}
+    for name, leaf in _flatten_t5x_tree(state["target"]):
+        if isinstance(leaf, dict) and "driver" in leaf:
+            params[name] = _read_tensorstore(leaf, msgpack_path.parent, name)
+        else:
+            params[name] = np.asarray(leaf)
+    return params
+
+
+def infer_config(flat: Mapping[str, Any], dtype: str | None = None) -> MT5Config:
+    """The config implied by parameter shapes (T5X checkpoints carry no config).
+
+    `relative_attention_max_distance` cannot be seen in shapes: T5X's default (128) is used.
+    """
+
+    def shape(name: str) -> tuple[int, ...]:
+        if name not in flat:
+            raise errors.UserError(f"checkpoint lacks {name}; is it an mT5 (T5.1.1) checkpoint?")
+        return tuple(flat[name].shape)
+
+    vocab_size, emb_dim = shape("token_embedder/embedding")
+    num_heads, num_buckets = shape("encoder/relpos_bias/rel_embedding")
+    joined = shape("encoder/layers_0/attention/query/kernel")[1]
+
+    def depth(stack: str) -> int:
+        return len({n.split("/")[1] for n in flat if n.startswith(f"{stack}/layers_")})
+
+    return MT5Config(
+        vocab_size=vocab_size,
+        emb_dim=emb_dim,
+        num_heads=num_heads,
+        head_dim=joined // num_heads,
+        mlp_dim=shape("encoder/layers_0/mlp/wi_0/kernel")[1],
+        num_encoder_layers=depth("encoder"),
+        num_decoder_layers=depth("decoder"),
+        relative_attention_num_buckets=num_buckets,
+        dtype=dtype or "float32",
+    )
+
+
+def load_t5x(path: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+    """Loads a T5X `checkpoint_N` directory (or a T5X MODEL_DIR: its latest step)."""
+    flat = read_t5x_params(path)
+    config = infer_config(flat, dtype)
+    return config, _to_tree(config, flat, str(path))
+
+
+# ---------------------------------------------------------------------------------------
+# This project's orbax layout: a step directory with items `params` and `meta`.
+
+
+def _is_orbax_step(path: pathlib.Path) -> bool:
+    return (path / PARAMS_ITEM).is_dir() and (path / META_ITEM).exists()
+
+
+def _orbax_steps(checkpoints_dir: pathlib.Path) -> list[int]:
+    if not checkpoints_dir.is_dir():
+        return []
+    return sorted(
+        int(child.name)
+        for child in checkpoints_dir.iterdir()
+        if child.name.isdigit() and _is_orbax_step(child)
+    )
+
+
+def resolve_model_dir(path: pathlib.Path) -> pathlib.Path | None:
+    """The step directory a MODEL_DIR (or its `checkpoints/`) stands for: best, else latest."""
+    for checkpoints_dir in (path / "checkpoints", path):
+        steps = _orbax_steps(checkpoints_dir)
+        if not steps:
+            continue
+        marker = checkpoints_dir / BEST_MARKER
+        if marker.exists():
+            try:
+                best = int(json.loads(marker.read_text())["step"])
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise errors.UserError(f"unreadable best-checkpoint marker {marker}: {e}") from None
+            if best in steps:
+                return checkpoints_dir / str(best)
+        return checkpoints_dir / str(steps[-1])
+    return None
+
+
+def _composite_checkpointer():
+    import orbax.checkpoint as ocp
+
+    return ocp, ocp.Checkpointer(ocp.CompositeCheckpointHandler())
+
+
+def load_orbax(step_dir: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+    """Loads a step directory with orbax items `params` and `meta` (`meta.model_config`)."""
+    step_dir = pathlib.Path(step_dir).absolute()
+    ocp, checkpointer = _composite_checkpointer()
+    try:
+        restored = checkpointer.restore(
+            step_dir,
+            ocp.args.Composite(
+                **{PARAMS_ITEM: ocp.args.StandardRestore(), META_ITEM: ocp.args.JsonRestore()}
+            ),
+        )
+    except Exception as e:  # noqa: BLE001 - orbax wraps IO and format errors variously
+        raise errors.UserError(f"cannot restore checkpoint {step_dir}: {e}") from None
+    meta = dict(restored[META_ITEM])
+    if META_MODEL_CONFIG not in meta:
+        raise errors.UserError(f"checkpoint {step_dir}: meta has no {META_MODEL_CONFIG!r}")
+    config = MT5Config.from_dict(meta[META_MODEL_CONFIG])
+    if dtype:
+        config = config.replace(dtype=dtype)
+    flat = flax.traverse_util.flatten_dict(
+        jax.tree_util.tree_map(np.asarray, dict(restored[PARAMS_ITEM])), sep="/"
+    )
+    return config, _to_tree(config, flat, str(step_dir))
+
+
+def save_params(
+    directory: str | os.PathLike,
+    config: MT5Config,
+    params: Params,
+    extra_meta: Mapping[str, Any] | None = None,
+) -> pathlib.Path:
+    """Writes `params` (orbax standard) + `meta` (JSON with `model_config`) into `directory`.
+
+    `load_checkpoint(directory)` reads it back. The directory must not exist yet.
+
+    Raises:
+      UserError: when `directory` exists or the parameters do not fit `config`.
+    """
+    directory = pathlib.Path(directory).absolute()
+    if directory.exists():
+        raise errors.UserError(f"{directory} exists; choose a new directory for the export")
+    plain = mt5.unbox(params)
+    check_params(config, flax.traverse_util.flatten_dict(plain, sep="/"), "to save")
+    meta = {**dict(extra_meta or {}), META_MODEL_CONFIG: config.to_dict()}
+    ocp, checkpointer = _composite_checkpointer()
+    checkpointer.save(
+        directory,
+        ocp.args.Composite(
+            **{
+                PARAMS_ITEM: ocp.args.StandardSave(jax.tree_util.tree_map(np.asarray, plain)),
+                META_ITEM: ocp.args.JsonSave(meta),
+            }
+        ),
+    )
+    return directory
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def detect_format(path: str | os.PathLike) -> tuple[str, pathlib.Path]:
+    """("hf" | "t5x" | "orbax", the directory to read) for a checkpoint path.
+
+    Raises:
+      UserError: when the path does not exist or holds no known checkpoint.
+    """
+    path = pathlib.Path(path)
+    if not path.exists():
+        raise errors.UserError(f"checkpoint not found: {path}")
+    if path.is_dir() and (path / "config.json").is_file():
+        return "hf", path
+    if path.is_dir() and _is_orbax_step(path):
+        return "orbax", path
+    if _t5x_msgpack_path(path) is not None:
+        return "t5x", path
+    step_dir = resolve_model_dir(path) if path.is_dir() else None
+    if step_dir is not None:
+        return "orbax", step_dir
+    raise errors.UserError(
+        f"{path} holds no known checkpoint: expected an HF directory (config.json + "
+        "model.safetensors or pytorch_model.bin), a T5X checkpoint_N directory (msgpack "
+        "`checkpoint`), an orbax step directory (params/ + meta/) or a MODEL_DIR with "
+        "checkpoints/"
+    )
+
+
+def load_checkpoint(path: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+    """Loads any supported checkpoint as (config, float32 parameter tree of numpy arrays).
+
+    Args:
+      path: HF directory, T5X `checkpoint_N` directory (or T5X MODEL_DIR), orbax step
+        directory, or this project's MODEL_DIR (best marked step, else the latest).
+      dtype: compute dtype to set in the returned config (`float32` or `bfloat16`);
+        None keeps the checkpoint's (float32 for HF and T5X).
+
+    Raises:
+      UserError: for a missing path, an unknown format or parameters that do not fit.
+    """
+    if dtype is not None and dtype not in configs.DTYPES:
+        raise errors.UserError(f"dtype must be one of {list(configs.DTYPES)}, got {dtype!r}")
+    kind, directory = detect_format(path)
+    if kind == "hf":
+        return load_hf(directory, dtype)
+    if kind == "t5x":
+        return load_t5x(directory, dtype)
+    return load_orbax(directory, dtype)

@@ -176,7 +176,10 @@ def from_hf_config(hf: dict[str, Any], dtype: str | None = None) -> MT5Config:
         raise errors.UserError(
             f"HF config has feed_forward_proj={act!r}; only gated-gelu (T5.1.1/mT5) is supported"
         )
-    if hf.get("tie_word_embeddings", False):
+    # transformers >= 5 writes tie_word_embeddings=true for every mt5 config (its MT5 ties
+    # lm_head to the embedding without T5's output rescaling); for model_type t5 it means
+    # the original T5 (rescaled tied logits), which this model does not implement.
+    if hf.get("tie_word_embeddings", False) and hf.get("model_type") != "mt5":
         raise errors.UserError(
             "HF config has tie_word_embeddings=true (original T5); only untied T5.1.1/mT5 "
             "models are supported"
