@@ -77,6 +77,16 @@ def test_score_report_writes_every_output(score_report):
     } <= plots
     for path in result["outputs"]["plots"]:
         assert _is_png(path), path
+    # Figure 3 from the score files: items (gem_id, system) with all six labels.
+    rows = pd.read_json(SCORE_FILES[0], lines=True)
+    wide = rows.pivot_table(index=["gem_id", "system"], columns="question", values="label")
+    wide = wide.dropna()
+    correlations = result["scores"]["label_correlations"]
+    assert correlations["n_items"] == len(wide) > 50
+    assert correlations["matrix"]["Q4"]["Q5"] == pytest.approx(
+        np.corrcoef(wide[4], wide[5])[0, 1], abs=1e-6
+    )
+    assert correlations["matrix"]["Q1"]["Q2"] is None  # Q1 is always Yes on such items
     latex = (out / "tables.tex").read_text(encoding="utf-8")
     assert "\\toprule" in latex and "Metric & Q1 & Q2 & Q3 & Q4 & Q5 & Q6 \\\\" in latex
     assert "$\\rho$" in latex

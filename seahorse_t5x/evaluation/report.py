@@ -332,12 +332,13 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
 def items_with_all_labels(frame: pd.DataFrame) -> pd.DataFrame | None:
     """SEAHORSE score rows pivoted to one row per item with `q1`..`q6` labels (Figure 3).
 
-    Uses the first metric's rows; None when the rows carry no item ids.
+    An item's label is the same in every metric's rows, so all metrics contribute (one
+    model per question gives each question's labels in a different metric). None when the
+    rows carry no item ids.
     """
     rows = frame[frame["benchmark"] == SEAHORSE]
     if rows.empty or rows["gem_id"].isna().any():
         return None
-    rows = rows[rows["metric"] == rows["metric"].iloc[0]]
     key = [k for k in ITEM_KEY if rows[k].notna().all()]
     pivot = rows.pivot_table(index=key, columns="question", values="label", aggfunc="first")
     pivot = pivot.rename(columns={str(q): f"q{q}" for q in constants.QUESTIONS})
@@ -549,18 +550,21 @@ def write_report(
             f"{scores['n_scored']} scored rows"
             + (f", {missing} without a score dropped" if missing else "")
         )
+        kept, _ = scorefiles.drop_missing_scores(normalized_scores(frame)[0])
+        items = items_with_all_labels(kept)
+        matrix, n_items = tables.label_correlations(items) if items is not None else (None, 0)
+        scores["label_correlations"] = {
+            "n_items": n_items,
+            "matrix": _matrix_json(matrix) if n_items > 1 else None,
+        }
         if settings.plots:
-            kept, _ = scorefiles.drop_missing_scores(normalized_scores(frame)[0])
             written_plots += _score_plots(kept, scores, plot_dir)
-            items = items_with_all_labels(kept)
-            if items is not None and "seahorse" in scores["benchmarks"]:
-                matrix, n_items = tables.label_correlations(items)
-                if n_items > 1:
-                    written_plots.append(
-                        plots.label_correlation_heatmap(
-                            matrix, n_items, plot_dir / "label_correlations_scores.png"
-                        )
+            if n_items > 1:
+                written_plots.append(
+                    plots.label_correlation_heatmap(
+                        matrix, n_items, plot_dir / "label_correlations_scores.png"
                     )
+                )
 
     if dataset_dir is not None:
         items = read_prepared_dir(dataset_dir)
