@@ -263,13 +263,16 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
     Raises:
       errors.UserError: a `--by` field no score row has, or a baseline that is not a metric.
     """
+    n_rows, n_scored = int(len(frame)), int(frame["score"].notna().sum())
     frame, merged = normalized_scores(frame)
     metrics = list(dict.fromkeys(frame["metric"]))
     if settings.baseline is not None and settings.baseline not in metrics:
         raise errors.UserError(
             f"--baseline {settings.baseline!r} is not a metric in the score files: {metrics}"
         )
-    kept, dropped = scorefiles.drop_missing_scores(frame)
+    kept, _ = scorefiles.drop_missing_scores(frame)
+    # Counted once: the mFACE subset's rows are copies of mFACE rows.
+    _, dropped = scorefiles.drop_missing_scores(frame[frame["benchmark"] != MFACE_5LANG])
     results = []
     for (benchmark, metric, question), rows in _groups(kept):
         entry = {"benchmark": benchmark, "metric": metric, "question": question}
@@ -316,8 +319,8 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         breakdowns[field] = records
     comparisons = compare_metrics(kept, settings) if settings.n_resamples > 0 else []
     return {
-        "n_rows": int(len(frame)),
-        "n_scored": int(len(kept)),
+        "n_rows": n_rows,
+        "n_scored": n_scored,
         "missing_scores": dropped,
         "benchmarks": ordered_benchmarks(kept),
         "metrics": metrics,
