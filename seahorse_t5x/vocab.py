@@ -64,7 +64,8 @@ def _check_exists(path: str) -> None:
 def get_vocabulary(path: str | None = None, extra_ids: int = MT5_EXTRA_IDS):
     """Returns the `seqio.SentencePieceVocabulary` for `path` (default: `vocabulary_path()`).
 
-    The same object is returned for the same path, so tasks and models share it.
+    The path is resolved now and the same object is returned for the same path. SeqIO tasks
+    hold `deferred_vocabulary()` instead, which equals this object for the same path.
     """
     return _vocabulary(vocabulary_path(path), extra_ids)
 
