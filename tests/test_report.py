@@ -74,6 +74,8 @@ def test_score_report_writes_every_output(score_report):
         "seahorse_by_language.png",
         "label_correlations_scores.png",
         "roc_true.png",
+        "roc_mface.png",
+        "mface_by_language.png",
     } <= plots
     for path in result["outputs"]["plots"]:
         assert _is_png(path), path

@@ -629,6 +629,9 @@ def _score_plots(kept: pd.DataFrame, scores: Mapping, plot_dir: pathlib.Path) ->
     written = []
     for benchmark in scores["benchmarks"]:
         rows = kept[kept["benchmark"] == benchmark]
+        if "label_binary" in rows.columns and rows["label_binary"].notna().all():
+            # Graded mFACE labels: the ROC and calibration plots use the raters' majority.
+            rows = rows.assign(label=rows["label_binary"].astype(np.float64))
         if stats.labels_are_binary(rows["label"].to_numpy(dtype=np.float64)):
             written.append(
                 plots.roc_curves(rows, plot_dir / f"roc_{benchmark}.png", title=benchmark)
@@ -642,9 +645,11 @@ def _score_plots(kept: pd.DataFrame, scores: Mapping, plot_dir: pathlib.Path) ->
             r for r in scores["breakdowns"].get("language", []) if r["benchmark"] == benchmark
         ]
         if records:
+            has_roc = any(r.get("roc_auc") is not None for r in records)
+            statistic = "roc_auc" if has_roc else "pearson"
             written.append(
                 plots.slice_bars(
-                    records, plot_dir / f"{benchmark}_by_language.png", "roc_auc", "language"
+                    records, plot_dir / f"{benchmark}_by_language.png", statistic, "language"
                 )
             )
     return written
