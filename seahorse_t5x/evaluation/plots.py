@@ -30,11 +30,11 @@ def _figure(panels: int, width: float = 4.0, height: float = 3.4) -> tuple[Figur
     return fig, axes
 
 
-def _save(fig: Figure, path: str | pathlib.Path) -> str:
+def _save(fig: Figure, path: str | pathlib.Path, right: float = 0.97) -> str:
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # Fixed spacing instead of tight_layout: tight_layout renders every figure a second time.
-    fig.subplots_adjust(left=0.08, right=0.97, bottom=0.12, top=0.88, hspace=0.5, wspace=0.3)
+    fig.subplots_adjust(left=0.08, right=right, bottom=0.12, top=0.88, hspace=0.5, wspace=0.3)
     fig.savefig(path, format="png")
     return str(path)
 
@@ -184,19 +184,18 @@ def slice_bars(
 
 
 def yes_rate_bars(rates: pd.DataFrame, path: str | pathlib.Path, title: str) -> str:
-    """Grouped bars of the share of Yes (rows of `rates`) for Q1..Q6."""
-    fig, (ax,) = _figure(1, width=8.0, height=3.6)
+    """Grouped bars of the share of Yes for Q1..Q6, one colour per row of `rates` (in its order)."""
+    fig, (ax,) = _figure(1, width=9.0, height=3.6)
     width = 0.8 / max(len(rates.index), 1)
     positions = np.arange(rates.shape[1])
     for k, key in enumerate(rates.index):
-        ax.bar(
-            positions + k * width, rates.loc[key].to_numpy(dtype=float), width=width, label=str(key)
-        )
-    ax.set_xticks(
-        positions + width * (len(rates.index) - 1) / 2, labels=list(tables.QUESTION_HEADERS)
-    )
+        heights = rates.loc[key].to_numpy(dtype=float)
+        ax.bar(positions + k * width, heights, width=width, label=str(key))
+    centres = positions + width * (len(rates.index) - 1) / 2
+    ax.set_xticks(centres, labels=list(tables.QUESTION_HEADERS))
     ax.set_ylim(0, 1)
     ax.set_ylabel("share of Yes")
     ax.set_title(title)
-    ax.legend(fontsize="x-small", ncol=3)
-    return _save(fig, path)
+    # Outside the axes: inside, the legend would hide the tallest bars (Q1-Q3).
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, path, right=0.8)

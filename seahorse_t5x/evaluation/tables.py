@@ -429,13 +429,26 @@ def table1(items: pd.DataFrame) -> Table:
     )
 
 
+_PAPER_ORDER: dict[str, Sequence[str]] = {
+    "system": TABLE3_SYSTEMS,
+    "language": constants.LANGUAGES,
+    "dataset": constants.DATASETS,
+}
+
+
 def yes_rates(items: pd.DataFrame, by: str) -> pd.DataFrame:
-    """Share of Yes per `by` value and question, over the items rated Yes or No."""
+    """Share of Yes per `by` value and question, over the items rated Yes or No.
+
+    Rows follow the paper's order for `system`, `language` and `dataset` (others sorted).
+    """
     columns = list(constants.LABEL_FIELDS)
     rated = items[[by, *columns]].copy()
     for c in columns:
         rated[c] = pd.to_numeric(rated[c], errors="coerce")
-    return rated.groupby(by, sort=False)[columns].mean()
+    rates = rated.groupby(by, sort=True)[columns].mean()
+    order = _PAPER_ORDER.get(by, ())
+    keys = [k for k in order if k in rates.index] + [k for k in rates.index if k not in order]
+    return rates.loc[keys]
 
 
 def _rate_table(items: pd.DataFrame, by: str, order: Sequence[str], name: str, title: str) -> Table:
