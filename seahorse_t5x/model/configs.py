@@ -98,7 +98,7 @@ class MT5Config:
 _SIZES: dict[str, dict[str, Any]] = {
     # Tiny: fast tests. vocab_size covers the shipped demo vocabulary.
     "tiny": dict(
-        vocab_size=512,
+        vocab_size=3072,  # covers the shipped demo vocabulary (3,000 pieces)
         emb_dim=32,
         num_heads=4,
         head_dim=8,

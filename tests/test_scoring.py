@@ -1,0 +1,249 @@
+"""Bucketed scoring against HF PyTorch, truncation against the SeqIO preprocessors, and the
+`score` command (order, pass-through fields, bad rows)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from mt5_fixtures import save_hf_tiny
+
+from seahorse_t5x import cli, errors, scoring, vocab
+
+MAX_LEN = 64  # buckets 32, 48, 64: few compiled shapes
+
+ARTICLES = [
+    "The council approved the new budget on Tuesday after a long debate.",
+    "Heavy rain flooded several streets in the old town. " * 6,
+    "A local team won the regional cup.",
+    "Scientists reported a new species of frog found in the mountains near the river, "
+    "where the forest is dense and the nights are cold. " * 3,
+    "Prices rose.",
+]
+SUMMARIES = [
+    "The budget was approved.",
+    "Rain flooded the streets of the old town.",
+    "A team won a cup.",
+    "A new frog species was found.",
+    "Prices went up sharply this month in most shops across the country.",
+]
+
+
+@pytest.fixture(scope="module")
+def demo_vocab():
+    return vocab.get_vocabulary("demo")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("scoring_model")
+    model = save_hf_tiny(directory, "safetensors", seed=11)
+    return directory, model
+
+
+@pytest.fixture(scope="module")
+def scorer(model_dir, demo_vocab):
+    return scoring.Scorer(model_dir[0], vocab=demo_vocab, max_input_length=MAX_LEN, batch_size=2)
+
+
+def _hf_p_yes(model, tokens, yes_id, no_id):
+    import torch
+
+    batch = np.zeros((len(tokens), max(len(t) for t in tokens)), np.int64)
+    for row, ids in enumerate(tokens):
+        batch[row, : len(ids)] = ids
+    with torch.no_grad():
+        logits = model(
+            input_ids=torch.tensor(batch),
+            attention_mask=torch.tensor(batch != 0).long(),
+            decoder_input_ids=torch.zeros((len(tokens), 1), dtype=torch.long),
+        ).logits[:, 0, [yes_id, no_id]]
+    return torch.softmax(logits.double(), dim=-1)[:, 0].numpy()
+
+
+def test_p_yes_matches_pytorch_in_input_order(scorer, model_dir):
+    encoded = scorer.encode(ARTICLES, SUMMARIES)
+    lengths = [len(t) for t in encoded.tokens]
+    assert max(lengths) == MAX_LEN and min(lengths) < 32  # several buckets, one cut
+    assert all(t[-1] == scoring.EOS_ID for t in encoded.tokens)
+    ours = scorer.score(ARTICLES, SUMMARIES)
+    theirs = _hf_p_yes(model_dir[1], encoded.tokens, scorer.yes_id, scorer.no_id)
+    assert ours.shape == (5,) and ours.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, atol=1e-4)
+    # Input order: scoring a permutation permutes the scores.
+    order = [3, 0, 4, 2, 1]
+    permuted = scorer.score([ARTICLES[i] for i in order], [SUMMARIES[i] for i in order])
+    np.testing.assert_allclose(permuted, ours[order], atol=1e-6)
+
+
+def test_bucketed_equals_unbucketed(scorer):
+    tokens = scorer.encode(ARTICLES, SUMMARIES).tokens
+    bucketed = scorer.score_tokens(tokens)
+    padded = scorer.score_tokens(tokens, bucketed=False)
+    np.testing.assert_allclose(bucketed, padded, atol=1e-5)
+
+
+def test_plan_batches_covers_each_example_once_with_fixed_shapes():
+    lengths = [5, 64, 33, 31, 47, 49, 12, 64, 2]
+    batches = scoring.plan_batches(lengths, scoring.bucket_lengths(64), tokens_per_batch=128)
+    seen = np.concatenate([b.indices for b in batches])
+    assert sorted(seen.tolist()) == list(range(len(lengths)))
+    shapes = {(b.rows, b.length) for b in batches}
+    assert shapes <= {(2, 64), (2, 48), (4, 32)}
+    for b in batches:
+        assert all(lengths[i] <= b.length for i in b.indices)
+        assert len(b.indices) <= b.rows
+    with pytest.raises(errors.UserError, match="exceeds"):
+        scoring.plan_batches([65], scoring.bucket_lengths(64), 128)
+    assert scoring.bucket_lengths(100) == (32, 48, 64, 96, 100)
+
+
+def test_build_inputs_docstring_example():
+    ids, dropped, cut = scoring.build_inputs([5], [7, 8, 9, 10], [6, 11, 12], 7, "keep_summary")
+    assert ids.tolist() == [5, 7, 8, 6, 11, 12, 1] and dropped == 2 and not cut
+    ids, dropped, cut = scoring.build_inputs([5], [7, 8, 9, 10], [6, 11, 12], 7, "right")
+    assert ids.tolist() == [5, 7, 8, 9, 10, 6, 1] and dropped == 0 and cut
+
+
+@pytest.mark.parametrize("truncation", ["keep_summary", "right"])
+@pytest.mark.parametrize("question", [None, 4])
+def test_inputs_equal_the_seqio_preprocessors(demo_vocab, truncation, question):
+    import seqio
+    import tensorflow as tf
+
+    from seahorse_t5x import constants, preprocessors
+
+    features = {
+        "inputs": seqio.Feature(demo_vocab, add_eos=True),
+        "targets": seqio.Feature(demo_vocab, add_eos=True),
+    }
+    data = {"premise": ARTICLES, "hypothesis": SUMMARIES, "label": [1, 0, 1, 0, 1]}
+    if question is not None:
+        data["question_prompt"] = [constants.QUESTION_PROMPTS[question]] * len(ARTICLES)
+    ds = tf.data.Dataset.from_tensor_slices(data)
+    lengths = {"inputs": 40, "targets": 4}
+    ds = preprocessors.constant_yes_targets(ds)
+    ds = preprocessors.tokenize_premise_hypothesis(
+        ds, output_features=features, multi_question=question is not None
+    )
+    ds = preprocessors.truncate_inputs(ds, sequence_length=lengths, truncation=truncation)
+    ds = seqio.preprocessors.append_eos_after_trim(
+        ds, output_features=features, sequence_length=lengths
+    )
+    expected = list(ds.as_numpy_iterator())
+    ours = scoring.encode_pairs(demo_vocab, ARTICLES, SUMMARIES, 40, truncation, question)
+    assert ours.article_tokens_dropped.sum() > 0
+    for i, ex in enumerate(expected):
+        assert ours.tokens[i].tolist() == ex["inputs"].tolist(), i
+        assert ours.article_tokens_dropped[i] == ex["article_tokens_dropped"]
+        assert ours.summary_truncated[i] == bool(ex["summary_truncated"])
+
+
+def test_scorer_rejects_bad_settings(model_dir, demo_vocab):
+    with pytest.raises(errors.UserError, match="float16"):
+        scoring.Scorer(model_dir[0], vocab=demo_vocab, dtype="float16")
+    with pytest.raises(errors.UserError, match="truncation"):
+        scoring.Scorer(model_dir[0], vocab=demo_vocab, truncation="left")
+    with pytest.raises(errors.UserError, match="question"):
+        scoring.encode_pairs(demo_vocab, ["a"], ["b"], 64, question=9)
+
+
+# --- the `score` command -----------------------------------------------------------------
+
+
+def _write_jsonl(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+
+
+def _score_cli(model_dir, input_path, output_path, *extra):
+    return cli.main(
+        [
+            "score",
+            "--checkpoint",
+            str(model_dir),
+            "--vocab",
+            "demo",
+            "--input",
+            str(input_path),
+            "--output",
+            str(output_path),
+            "--max_input_length",
+            str(MAX_LEN),
+            "--batch_size",
+            "2",
+            *extra,
+        ]
+    )
+
+
+def test_score_cli_keeps_order_and_pass_through_fields(tmp_path, model_dir, scorer, capsys):
+    rows = [
+        {"gem_id": f"id{i}", "article": a, "summary": s, "extra": {"n": i}}
+        for i, (a, s) in enumerate(zip(ARTICLES, SUMMARIES, strict=True))
+    ]
+    _write_jsonl(tmp_path / "pairs.jsonl", rows)
+    assert _score_cli(model_dir[0], tmp_path / "pairs.jsonl", tmp_path / "out.jsonl") == 0
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [w["gem_id"] for w in written] == [f"id{i}" for i in range(5)]
+    assert [w["extra"] for w in written] == [{"n": i} for i in range(5)]
+    np.testing.assert_allclose(
+        [w["score"] for w in written], scorer.score(ARTICLES, SUMMARIES), atol=1e-6
+    )
+    out = capsys.readouterr().out
+    assert "scored 5 rows (0 bad, 2 with truncated articles" in out
+
+
+def test_score_cli_reads_tsv(tmp_path, model_dir, scorer):
+    lines = ["gem_id\tarticle\tsummary"] + [
+        f"t{i}\t{a}\t{s}" for i, (a, s) in enumerate(zip(ARTICLES, SUMMARIES, strict=True))
+    ]
+    (tmp_path / "pairs.tsv").write_text("\n".join(lines) + "\n")
+    assert _score_cli(model_dir[0], tmp_path / "pairs.tsv", tmp_path / "out.jsonl") == 0
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [w["gem_id"] for w in written] == [f"t{i}" for i in range(5)]
+    np.testing.assert_allclose(
+        [w["score"] for w in written], scorer.score(ARTICLES, SUMMARIES), atol=1e-6
+    )
+
+
+BAD_ROWS = [
+    {"article": ARTICLES[0], "summary": SUMMARIES[0], "k": 1},
+    "{not json",
+    {"article": ARTICLES[1]},
+    {"article": ARTICLES[2], "summary": 7},
+    {"article": ARTICLES[3], "summary": "   "},
+    "[1, 2]",
+    {"article": ARTICLES[4], "summary": SUMMARIES[4], "k": 7},
+]
+
+
+def test_score_cli_bad_rows_are_an_error_listing_lines(tmp_path, model_dir, capsys):
+    _write_jsonl(tmp_path / "pairs.jsonl", BAD_ROWS)
+    assert _score_cli(model_dir[0], tmp_path / "pairs.jsonl", tmp_path / "out.jsonl") == 2
+    err = capsys.readouterr().err
+    assert "5 bad rows" in err
+    assert "line 2: bad JSON" in err
+    assert "line 3: missing field 'summary'" in err
+    assert "line 4: field 'summary' must be a string, got int" in err
+    assert "line 5: empty summary" in err
+    assert "line 6: expected a JSON object, got list" in err
+    assert "--skip_bad_rows" in err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_score_cli_skip_bad_rows_writes_null_scores(tmp_path, model_dir, scorer, capsys):
+    _write_jsonl(tmp_path / "pairs.jsonl", BAD_ROWS)
+    code = _score_cli(
+        model_dir[0], tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", "--skip_bad_rows"
+    )
+    assert code == 0
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert len(written) == 7
+    assert [w["score"] is None for w in written] == [False, True, True, True, True, True, False]
+    assert written[1] == {"line": 2, "score": None, "error": written[1]["error"]}
+    assert written[2]["error"] == "missing field 'summary'"
+    assert written[0]["k"] == 1 and written[6]["k"] == 7
+    expected = scorer.score([ARTICLES[0], ARTICLES[4]], [SUMMARIES[0], SUMMARIES[4]])
+    np.testing.assert_allclose([written[0]["score"], written[6]["score"]], expected, atol=1e-6)
+    assert "scored 2 rows (5 bad" in capsys.readouterr().out
