@@ -143,3 +143,17 @@ def test_rows_from_a_dataframe_write_nan_as_null(tmp_path):
     first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
     assert first["language"] is None and first["label_binary"] is None
     assert scorefiles.read_score_files([path])["language"].tolist() == [None, "en"]
+
+
+def test_a_folder_stands_for_its_score_files(tmp_path):
+    scorefiles.write_score_file(tmp_path / "b.jsonl", [_row(metric="b")])
+    scorefiles.write_score_file(tmp_path / "a.jsonl", [_row(metric="a")])
+    (tmp_path / "notes.txt").write_text("not a score file")
+    frame = scorefiles.read_score_files([tmp_path])
+    assert frame["metric"].tolist() == ["a", "b"]
+    with pytest.raises(errors.UserError, match="score file given twice"):
+        scorefiles.read_score_files([tmp_path, tmp_path / "a.jsonl"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(errors.UserError, match="no .jsonl score files in folder"):
+        scorefiles.read_score_files([empty])

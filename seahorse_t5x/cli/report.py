@@ -19,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         metavar="FILE",
-        help="per-example score files (JSON Lines: metric, benchmark, question, label, score, ...)",
+        help="per-example score files (JSON Lines: metric, benchmark, question, label, score,"
+        " ...); a folder stands for its *.jsonl files",
     )
     parser.add_argument(
         "--dataset",

@@ -182,8 +182,29 @@ def _normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def expand_score_paths(paths: Sequence[str | pathlib.Path]) -> list[pathlib.Path]:
+    """Score file paths, a folder standing for its `*.jsonl` files (e.g. `evaluate`'s
+    `OUT/scores/`), in sorted order.
+
+    Raises:
+      errors.UserError: no paths, or a folder without `.jsonl` files.
+    """
+    if not paths:
+        raise errors.UserError("no score files given")
+    out: list[pathlib.Path] = []
+    for path in map(pathlib.Path, paths):
+        if path.is_dir():
+            found = sorted(path.glob("*.jsonl"))
+            if not found:
+                raise errors.UserError(f"no .jsonl score files in folder {path}")
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
 def read_score_files(paths: Sequence[str | pathlib.Path]) -> pd.DataFrame:
-    """Reads and concatenates score files into one table.
+    """Reads and concatenates score files (or folders of them) into one table.
 
     Returns:
       A DataFrame with the required fields (`question` as str, `label` and `score` float,
@@ -194,8 +215,7 @@ def read_score_files(paths: Sequence[str | pathlib.Path]) -> pd.DataFrame:
       errors.UserError: no paths, a path given twice, or a file is missing.
       errors.DataError: a line is not JSON or a field is missing or wrong.
     """
-    if not paths:
-        raise errors.UserError("no score files given")
+    paths = expand_score_paths(paths)
     seen: set[pathlib.Path] = set()
     for path in paths:
         resolved = pathlib.Path(path).resolve()
