@@ -336,6 +336,8 @@ def test_mface_with_other_languages_adds_the_five_language_table(tmp_path):
     result = report.write_report(tmp_path / "out", score_paths=[path], settings=settings)
     assert result["scores"]["benchmarks"] == ["mface_5lang", "mface"]
     assert result["scores"]["n_rows"] == result["scores"]["n_scored"] == len(rows) == 90
+    assert result["scores"]["significance"] == []  # --bootstrap 0: no paired tests
+    assert all("ci" not in r for r in result["scores"]["results"])
     by_name = {t["name"]: t for t in result["tables"]}
     assert by_name["table6_mface_5lang"]["title"].startswith(
         "Table 6: mFACE (5 SEAHORSE languages)"

@@ -190,3 +190,12 @@ def test_breakdown_slices_by_group():
 def test_resampling_an_unknown_statistic_is_an_error():
     with pytest.raises(ValueError, match="kendall"):
         stats.bootstrap_ci([0, 1], [0.1, 0.2], statistics=["kendall"])
+
+
+def test_bad_resampling_arguments_are_errors():
+    with pytest.raises(ValueError, match="n_resamples must be >= 1"):
+        stats.bootstrap_ci([0, 1], [0.1, 0.2], n_resamples=0)
+    with pytest.raises(ValueError, match="confidence must be in"):
+        stats.paired_bootstrap([0, 1], [0.1, 0.2], [0.2, 0.1], confidence=95)
+    with pytest.raises(ValueError, match="differ in length"):
+        stats.binary_metrics([0, 1, 1], [0.1, 0.2])

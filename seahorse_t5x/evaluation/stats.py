@@ -252,6 +252,13 @@ def _chunks(total: int, items: int) -> list[int]:
     return [min(size, total - start) for start in range(0, total, size)]
 
 
+def _check_resampling(n_resamples: int, confidence: float = 0.95) -> None:
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
 def _check_statistic(name: str) -> None:
     if name not in RESAMPLABLE_STATISTICS:
         raise ValueError(
@@ -286,6 +293,7 @@ def bootstrap_ci(
     """
     for name in statistics:
         _check_statistic(name)
+    _check_resampling(n_resamples, confidence)
     y, s = _as_arrays(labels, scores)
     point = _statistics(y, s, statistics)
     rng = np.random.default_rng(seed)
@@ -349,6 +357,7 @@ def paired_bootstrap(
       interval contains 0), floored at 1/(B+1). None with `reason` when undefined.
     """
     _check_statistic(statistic)
+    _check_resampling(n_resamples, confidence)
     y, a = _as_arrays(labels, scores_a)
     _, b = _as_arrays(labels, scores_b)
     point_a = _statistics(y, a, [statistic])
@@ -432,6 +441,7 @@ def permutation_test(
       `p_value` = (1 + #|permuted difference| >= |observed|) / (1 + B).
     """
     _check_statistic(statistic)
+    _check_resampling(n_resamples)
     y, a = _as_arrays(labels, scores_a)
     _, b = _as_arrays(labels, scores_b)
     point_a = _statistics(y, a, [statistic])
