@@ -126,7 +126,7 @@ def _weighted_roc_auc(w: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> 
     positive = labels[order] == 1
     w_sorted = w[:, order]
     pos = np.add.reduceat(w_sorted * positive, starts, axis=1)
-    neg = np.add.reduceat(w_sorted * ~positive, starts, axis=1)
+    neg = np.add.reduceat(w_sorted, starts, axis=1) - pos
     neg_below = np.cumsum(neg, axis=1) - neg
     pairs = pos.sum(1) * neg.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
