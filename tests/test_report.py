@@ -405,3 +405,19 @@ def test_graded_benchmark_table_shows_rank_correlations(tmp_path):
         if r["metric"] == "a" and r["question"] == "task_quality"
     ]
     assert set(entry["ci"]) == {"pearson", "spearman"}
+
+
+def test_probability_scale_for_calibration():
+    from seahorse_t5x.evaluation import plots
+
+    np.testing.assert_allclose(plots.probability_scale([0.2, 0.9]), [0.2, 0.9])
+    np.testing.assert_allclose(plots.probability_scale([-0.1, -2.0]), np.exp([-0.1, -2.0]))
+    assert plots.probability_scale([-1.0, 3.0]) is None  # neither probabilities nor log-probs
+
+
+def test_negative_bootstrap_is_a_user_error(tmp_path, capsys):
+    args = ["report", "--scores", str(SCORE_FILES[0]), "--output_dir", str(tmp_path)]
+    assert cli.main([*args, "--bootstrap", "-5"]) == 2
+    assert capsys.readouterr().err == (
+        "seahorse-t5x report: error: --bootstrap must be >= 0, got -5\n"
+    )
