@@ -22,6 +22,8 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
+import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 from seahorse_t5x import errors
@@ -71,9 +73,9 @@ class CheckpointStore:
         data_state: Mapping[str, Any],
         meta: Mapping[str, Any],
     ) -> pathlib.Path:
-        """Writes step `step` (overwriting nothing: a step already saved is kept as is)."""
+        """Writes step `step`, replacing an earlier copy of it (e.g. one that was damaged)."""
         if step in self.manager.all_steps():
-            return self.step_dir(step)
+            self.manager.delete(step)
         self.manager.save(
             step,
             args=ocp.args.Composite(
@@ -179,6 +181,17 @@ class CheckpointStore:
                 "Move the directory away to start over."
             )
         return None
+
+    def restore_params(self, step: int) -> tuple[Any, dict[str, Any]]:
+        """(params as host arrays, meta) of one step, without the optimizer state."""
+        restored = self.manager.restore(
+            step,
+            args=ocp.args.Composite(
+                **{PARAMS_ITEM: ocp.args.StandardRestore(), META_ITEM: ocp.args.JsonRestore()}
+            ),
+        )
+        params = jax.tree.map(np.asarray, restored[PARAMS_ITEM])
+        return params, dict(restored[META_ITEM])
 
     def close(self) -> None:
         self.manager.close()

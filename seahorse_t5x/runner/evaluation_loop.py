@@ -238,3 +238,82 @@ def write_outputs(
     table_path = output_dir / "metrics.md"
     table_path.write_text(markdown_table(results, title=run_info.get("title")))
     return {"scores": output_dir / "scores", "metrics": metrics_path, "table": table_path}
+
+
+def expand_task_names(names: Sequence[str]) -> list[str]:
+    """Task names with mixtures replaced by their tasks, duplicates dropped, order kept.
+
+    Raises:
+      UserError: for a name that is neither a registered task nor a mixture.
+    """
+    import seqio
+
+    result: list[str] = []
+    for name in names:
+        name = name.strip()
+        if not name:
+            continue
+        if name in seqio.MixtureRegistry.names():
+            members = [t.name for t in seqio.get_mixture_or_task(name).tasks]
+        elif name in seqio.TaskRegistry.names():
+            members = [name]
+        else:
+            close = sorted(n for n in seqio.TaskRegistry.names() if n.startswith(name[:10]))[:8]
+            raise errors.UserError(
+                f"no SeqIO task or mixture named {name!r}"
+                + (f"; similar: {', '.join(close)}" if close else "")
+            )
+        result.extend(m for m in members if m not in result)
+    if not result:
+        raise errors.UserError("no tasks given (e.g. --tasks seahorse_q4_score)")
+    return result
+
+
+def evaluate_params(
+    model_config,
+    params: Any,
+    task_names: Sequence[str],
+    split: str,
+    output_dir: str | pathlib.Path,
+    metric_name: str,
+    batch_size: int = 32,
+    input_length: int = constants.DEFAULT_INPUT_LENGTH,
+    max_examples: int | None = None,
+    mesh: Mesh | None = None,
+    run_info: Mapping[str, Any] | None = None,
+    log=print,
+) -> dict[str, dict]:
+    """Scores `task_names` with the model and writes score files, metrics.json, metrics.md.
+
+    Returns:
+      Per task: `stats.binary_metrics` output plus `question` and `majority_baseline`.
+    """
+    from seahorse_t5x import vocab
+    from seahorse_t5x.model import mt5
+
+    mesh = mesh or partitioning.create_mesh()
+    boxed = mt5.abstract_params(model_config)
+    shardings = partitioning.params_shardings(boxed, mesh)
+    params = jax.device_put(params, shardings)
+    yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary())
+    p_yes = make_p_yes_fn(mt5.MT5(model_config), yes_id, no_id)
+    results: dict[str, dict] = {}
+    rows: dict[str, list[dict]] = {}
+    for task_name in expand_task_names(task_names):
+        examples = load_task_examples(task_name, split, input_length, max_examples)
+        if not examples.tokens:
+            raise errors.UserError(f"task {task_name} has no examples in split {split!r}")
+        scores = score_examples(p_yes, params, examples.tokens, mesh, batch_size, input_length)
+        result = question_metrics(examples.labels, scores)
+        result["question"] = examples.question
+        results[task_name] = result
+        rows[task_name] = score_rows(examples, scores, metric_name)
+        if log:
+            log(
+                f"{task_name} ({split}): n={result['n']} pearson {_fmt(result['pearson'])} "
+                f"roc_auc {_fmt(result['roc_auc'])}"
+            )
+    info = {"metric": metric_name, "split": split, "input_length": input_length}
+    info.update(run_info or {})
+    write_outputs(output_dir, rows, results, info)
+    return results

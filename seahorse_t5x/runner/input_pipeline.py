@@ -69,7 +69,8 @@ class DataConfig:
         }
 
 
-def _check(config: DataConfig) -> None:
+def check_data_config(config: DataConfig) -> None:
+    """Raises UserError for an unknown task, missing feature lengths or an odd batch."""
     import seqio
 
     name = config.mixture_or_task_name
@@ -98,7 +99,7 @@ def train_batches(config: DataConfig, start_batch: int = 0) -> Iterator[dict[str
     """
     import seqio
 
-    _check(config)
+    check_data_config(config)
     shard_info = (
         seqio.ShardInfo(index=jax.process_index(), num_shards=jax.process_count())
         if jax.process_count() > 1

@@ -85,10 +85,18 @@ def create_mesh(config: MeshConfig = MeshConfig(), devices: Sequence | None = No
             f"model_parallel={model} does not divide the {count} available devices"
         )
     data = count // model if config.data_parallel == -1 else config.data_parallel
-    if data * model != count:
+    if data < 1 or data * model > count:
         raise errors.UserError(
             f"mesh data={data} x model={model} needs {data * model} devices; {count} are available"
         )
+    if data * model < count:
+        if jax.process_count() > 1:
+            raise errors.UserError(
+                f"mesh data={data} x model={model} leaves devices idle in a multi-host run "
+                f"of {count} devices; the mesh must cover all of them"
+            )
+        # An explicitly smaller mesh (e.g. to compare against one device) uses the first ones.
+        devices = devices[: data * model]
     # Devices in process order: each host's devices are contiguous along `data`, so a
     # host feeds a contiguous slice of the global batch.
     grid = np.asarray(devices, dtype=object).reshape(data, model)

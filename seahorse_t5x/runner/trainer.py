@@ -79,6 +79,8 @@ class TrainConfig:
       z_loss: T5X's auxiliary `z_loss * log(Z)^2` term (keeps logits from drifting).
       log_period: print and log the training numbers every this many steps.
       model_parallel: size of the mesh's `model` axis (the rest of the devices is `data`).
+      data_parallel: size of the `data` axis; -1 = all devices left after `model`, a
+        smaller value uses only the first data x model devices (single host).
       coordinator_address: `host:port` or `auto` to join a multi-host run.
       num_processes: hosts in the multi-host run.
       process_id: this host's index.
@@ -109,6 +111,7 @@ class TrainConfig:
     z_loss: float = 1e-4
     log_period: int = 10
     model_parallel: int = 1
+    data_parallel: int = -1
     coordinator_address: str | None = None
     num_processes: int | None = None
     process_id: int | None = None
@@ -241,7 +244,9 @@ class Trainer:
             config.coordinator_address, config.num_processes, config.process_id
         )
         self.mesh = partitioning.create_mesh(
-            partitioning.MeshConfig(model_parallel=config.model_parallel)
+            partitioning.MeshConfig(
+                model_parallel=config.model_parallel, data_parallel=config.data_parallel
+            )
         )
         self.model_dir = pathlib.Path(config.model_dir).absolute()
         self.is_main_host = jax.process_index() == 0
@@ -299,6 +304,7 @@ class Trainer:
             seed=cfg.random_seed,
             pack=cfg.pack,
         )
+        input_pipeline.check_data_config(data_config)
 
         restored = store.restore_latest(
             _with_shardings(abstract_params, params_sharding),
@@ -361,6 +367,7 @@ class Trainer:
                 "z_loss": sums["z_sum"] / sums["tokens"],
                 "accuracy": sums["correct"] / sums["tokens"],
                 "grad_norm": optax.global_norm(grads),
+                "update_norm": optax.global_norm(updates),
             }
             return params, opt_state, metrics
 
@@ -438,10 +445,14 @@ class Trainer:
                         params, opt_state, batch, jnp.asarray(step, jnp.int32)
                     )
                     loss = float(metrics["loss"])
-                    if not math.isfinite(loss):
+                    update_norm = float(metrics["update_norm"])
+                    # A finite loss with a non-finite update still poisons the parameters:
+                    # both are checked before anything is saved.
+                    if not (math.isfinite(loss) and math.isfinite(update_norm)):
                         where = store.step_dir(last_saved) if last_saved is not None else None
                         raise TrainingDiverged(
-                            f"loss became {loss} at step {step + 1}; stopped without saving. "
+                            f"training diverged at step {step + 1} (loss {loss}, update norm "
+                            f"{update_norm}); stopped without saving it. "
                             + (
                                 f"The last good checkpoint is {where}. "
                                 if where

@@ -1,0 +1,84 @@
+"""`seahorse-t5x evaluate`: P(yes) on SeqIO score tasks, score files and a metrics table."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+HELP = "Score SeqIO score tasks with a checkpoint: score files, metrics.json, Markdown table."
+EXAMPLE = (
+    "seahorse-t5x evaluate --checkpoint runs/q4 --tasks seahorse_q4_score "
+    "--split test --output_dir runs/q4/eval"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from seahorse_t5x import constants
+
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="a MODEL_DIR of `train` (its best, else latest step), a step directory, "
+        "an HF directory or a T5X checkpoint_N directory",
+    )
+    parser.add_argument(
+        "--tasks",
+        required=True,
+        help="comma-separated score tasks or mixtures, e.g. seahorse_q4_score or "
+        "seahorse_all_score",
+    )
+    parser.add_argument("--split", default="test", help="dataset split (default: test)")
+    parser.add_argument("--output_dir", required=True, help="where the results go")
+    parser.add_argument("--batch_size", type=int, default=32, help="rows per batch")
+    parser.add_argument(
+        "--input_length",
+        type=int,
+        default=constants.DEFAULT_INPUT_LENGTH,
+        help="input tokens per example (longer articles are cut, the summary is kept)",
+    )
+    parser.add_argument(
+        "--max_examples", type=int, default=None, help="score only the first N per task"
+    )
+    parser.add_argument(
+        "--metric_name", default=None, help="name in the score files (default: folder name)"
+    )
+    parser.add_argument(
+        "--model_parallel", type=int, default=1, help="size of the mesh's model axis"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from seahorse_t5x import errors
+
+    if args.batch_size < 1:
+        raise errors.UserError(f"--batch_size must be >= 1, got {args.batch_size}")
+    if args.input_length < 8:
+        raise errors.UserError(f"--input_length must be >= 8, got {args.input_length}")
+    checkpoint = pathlib.Path(args.checkpoint)
+    if not checkpoint.exists():
+        raise errors.UserError(f"--checkpoint {checkpoint} does not exist")
+
+    import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
+    from seahorse_t5x.model import checkpoints
+    from seahorse_t5x.runner import evaluation_loop, partitioning
+
+    model_config, params = checkpoints.load_checkpoint(str(checkpoint))
+    name = args.metric_name or checkpoint.resolve().name
+    mesh = partitioning.create_mesh(partitioning.MeshConfig(model_parallel=args.model_parallel))
+    results = evaluation_loop.evaluate_params(
+        model_config,
+        params,
+        args.tasks.split(","),
+        args.split,
+        args.output_dir,
+        metric_name=name,
+        batch_size=args.batch_size,
+        input_length=args.input_length,
+        max_examples=args.max_examples,
+        mesh=mesh,
+        run_info={"checkpoint": str(checkpoint.resolve()), "title": f"{name} ({args.split})"},
+    )
+    print()
+    print(evaluation_loop.markdown_table(results))
+    print(f"results in {pathlib.Path(args.output_dir).resolve()}")
+    return 0

@@ -1,0 +1,120 @@
+"""`seahorse-t5x evaluate`: P(yes) per example, the score-file contract, metrics and table."""
+
+import json
+import os
+import pathlib
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+from sklearn.metrics import roc_auc_score
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import runner_fixtures  # noqa: E402
+
+from seahorse_t5x import cli, vocab  # noqa: E402
+from seahorse_t5x.evaluation import scorefiles  # noqa: E402
+from seahorse_t5x.model import configs, mt5  # noqa: E402
+from seahorse_t5x.runner import checkpointing, evaluation_loop  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    os.environ["SEAHORSE_VOCAB"] = "demo"
+    runner_fixtures.register()
+    config = configs.get_config("tiny", vocab_size=3072, dropout_rate=0.0)
+    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(3)))
+    model_dir = tmp_path_factory.mktemp("eval") / "run"
+    store = checkpointing.CheckpointStore(model_dir, keep=1)
+    store.save(
+        7,
+        params,
+        {"count": np.zeros((), np.int32)},
+        {"step": 7, "batches_consumed": 7},
+        {"model_config": config.to_dict(), "step": 7},
+    )
+    store.close()
+    return model_dir, config, jax.device_get(params)
+
+
+def test_bucket_lengths_are_powers_of_two_capped_at_the_input_length():
+    assert evaluation_loop._bucket_length(5, 2048) == 32
+    assert evaluation_loop._bucket_length(33, 2048) == 64
+    assert evaluation_loop._bucket_length(1500, 1024) == 1024
+    assert evaluation_loop.question_of_task("seahorse_all_q4_score") == 4
+    assert evaluation_loop.question_of_task("seahorse_q2_score.de") == 2
+
+
+def test_evaluate_writes_score_files_metrics_and_table(checkpoint, tmp_path, capsys):
+    model_dir, config, params = checkpoint
+    out = tmp_path / "eval"
+    code = cli.main(
+        [
+            "evaluate",
+            "--checkpoint",
+            str(model_dir),
+            "--tasks",
+            runner_fixtures.SCORE_TASK,
+            "--split",
+            "test",
+            "--output_dir",
+            str(out),
+            "--batch_size",
+            "16",
+            "--input_length",
+            "64",
+        ]
+    )
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    score_path = out / "scores" / f"{runner_fixtures.SCORE_TASK}.jsonl"
+    rows = [json.loads(line) for line in score_path.read_text().splitlines()]
+    assert len(rows) == 40
+    for field in ("metric", "benchmark", "question", "label", "score", "gem_id", "language"):
+        assert field in rows[0], field
+    assert rows[0]["metric"] == "run" and rows[0]["benchmark"] == "seahorse"
+    assert [r["gem_id"] for r in rows] == [f"synthetic-test-{i}" for i in range(40)]
+    frame = scorefiles.read_score_file(score_path)
+    assert len(frame) == 40
+
+    labels = np.array([r["label"] for r in rows], float)
+    scores = np.array([r["score"] for r in rows], float)
+    assert np.all((scores > 0) & (scores < 1))
+    metrics = json.loads((out / "metrics.json").read_text())["tasks"][runner_fixtures.SCORE_TASK]
+    assert metrics["n"] == 40
+    assert metrics["roc_auc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-9)
+    assert metrics["pearson"] == pytest.approx(scipy_stats.pearsonr(labels, scores)[0], abs=1e-9)
+    table = (out / "metrics.md").read_text()
+    assert "| question | task | n |" in table and runner_fixtures.SCORE_TASK in table
+
+    # The bucketed, padded batch gives each example the score of a lone, unpadded pass.
+    examples = evaluation_loop.load_task_examples(runner_fixtures.SCORE_TASK, "test", 64)
+    yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary())
+    model = mt5.MT5(config)
+    for index in (0, 17):
+        tokens = jnp.asarray(examples.tokens[index])[None, :]
+        logits = model.apply({"params": params}, tokens, jnp.zeros((1, 1), jnp.int32))
+        pair = np.asarray(logits[0, 0, [yes_id, no_id]], np.float64)
+        expected = np.exp(pair[0]) / np.exp(pair).sum()
+        assert scores[index] == pytest.approx(expected, abs=2e-5)
+
+
+def test_unknown_task_is_a_one_line_error(checkpoint, tmp_path, capsys):
+    model_dir, _, _ = checkpoint
+    code = cli.main(
+        [
+            "evaluate",
+            "--checkpoint",
+            str(model_dir),
+            "--tasks",
+            "no_such_task",
+            "--output_dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 2
+    assert "no SeqIO task or mixture named 'no_such_task'" in capsys.readouterr().err

@@ -1,0 +1,84 @@
+"""Every gin file of the local runner parses against the real configurables."""
+
+import pathlib
+
+import gin
+import pytest
+
+from seahorse_t5x.runner import gin_config, trainer
+
+GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "gin"
+LOCAL_FILES = sorted(
+    str(p.relative_to(GIN_ROOT)) for d in ("local", "test") for p in (GIN_ROOT / d).rglob("*.gin")
+)
+# Values for the macros a file may leave to the user.
+REQUIRED = {
+    "MODEL_DIR": "'/tmp/model'",
+    "MIXTURE_OR_TASK_NAME": "'seahorse_q4'",
+    "TASK_FEATURE_LENGTHS": "{'inputs': 64, 'targets': 4}",
+    "TRAIN_STEPS": "10",
+    "INITIAL_CHECKPOINT_PATH": "'/tmp/init'",
+}
+
+
+def _bound_arguments(path: str, bindings: list[str]) -> dict:
+    gin.clear_config()
+    gin_config.parse([path], bindings, [str(GIN_ROOT)])
+    captured = {}
+    original = trainer.Trainer
+
+    class _Capture:
+        def __init__(self, config):
+            captured["config"] = config
+
+        def run(self, on_step=None):
+            return None
+
+    trainer.Trainer = _Capture
+    try:
+        gin.get_configurable(trainer.train)()
+    finally:
+        trainer.Trainer = original
+        gin.clear_config()
+    return captured["config"]
+
+
+def test_there_are_local_and_test_gin_files():
+    assert "local/train.gin" in LOCAL_FILES
+    assert "test/tiny.gin" in LOCAL_FILES
+    assert any(name.startswith("local/models/") for name in LOCAL_FILES)
+
+
+@pytest.mark.parametrize("path", LOCAL_FILES)
+def test_gin_file_parses_and_configures_the_trainer(path):
+    if path.startswith("local/models/"):
+        bindings = [f"{k} = {v}" for k, v in REQUIRED.items()]
+        gin.clear_config()
+        gin_config.parse(["local/train.gin", path], bindings, [str(GIN_ROOT)])
+        size = gin.query_parameter("%MODEL_SIZE")
+        gin.clear_config()
+        assert size == pathlib.Path(path).stem
+        return
+    bindings = [f"{k} = {v}" for k, v in REQUIRED.items()]
+    config = _bound_arguments(path, bindings)
+    assert isinstance(config, trainer.TrainConfig)
+    config.check()
+    assert config.model_dir == "/tmp/model"
+    assert config.train_steps == 10
+    assert set(config.task_feature_lengths) == {"inputs", "targets"}
+
+
+def test_required_macros_are_reported_by_name():
+    gin.clear_config()
+    with pytest.raises(Exception, match="gin macro MODEL_DIR is required"):
+        gin_config.parse(["local/train.gin"], [], [str(GIN_ROOT)])
+    gin.clear_config()
+
+
+def test_tiny_test_gin_sets_a_demo_vocabulary_sized_model():
+    bindings = [f"{k} = {v}" for k, v in REQUIRED.items() if k in ("MODEL_DIR",)]
+    bindings.append("MIXTURE_OR_TASK_NAME = 'seahorse_all'")
+    config = _bound_arguments("test/tiny.gin", bindings)
+    assert config.model_size == "tiny"
+    assert config.model_overrides == {"vocab_size": 3072}
+    assert config.train_steps == 4

@@ -1,0 +1,164 @@
+"""Kill-and-resume equals an uninterrupted run; damaged or half-written checkpoints are skipped."""
+
+import logging
+import os
+import pathlib
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import runner_fixtures  # noqa: E402
+
+from seahorse_t5x import errors  # noqa: E402
+from seahorse_t5x.runner import checkpointing, trainer  # noqa: E402
+
+STEPS = 4
+
+
+class _Killed(Exception):
+    """Stands in for the process dying right after a step."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _setup():
+    os.environ["SEAHORSE_VOCAB"] = "demo"
+    runner_fixtures.register()
+
+
+def _train(model_dir, on_step=None):
+    return trainer.train(
+        model_dir=str(model_dir),
+        mixture_or_task_name=runner_fixtures.TASK,
+        task_feature_lengths={"inputs": 64, "targets": 8},
+        train_steps=STEPS,
+        batch_size=8,
+        learning_rate=3e-3,
+        dropout_rate=0.1,  # dropout keys must also be reproduced on resume
+        model_size="tiny",
+        model_overrides={"vocab_size": 3072},
+        optimizer="adafactor",
+        checkpoint_period=2,
+        keep_checkpoints=2,
+        validation_tasks=(),
+        log_period=2,
+        on_step=on_step,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("resume")
+    whole = _train(base / "whole")
+
+    def kill_after_step_3(step, loss):
+        if step == 3:  # step 2 is saved; step 3 is lost with the process
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        _train(base / "killed", on_step=kill_after_step_3)
+    resumed = _train(base / "killed")
+    return base, whole, resumed
+
+
+def test_resumed_run_ends_with_the_same_parameters(runs):
+    _, whole, resumed = runs
+    assert whole.resumed_from is None
+    assert resumed.resumed_from == 2
+    assert whole.step == resumed.step == STEPS
+    assert runner_fixtures.tree_max_abs_diff(whole.params, resumed.params) == 0.0
+    assert resumed.final_loss == pytest.approx(whole.final_loss, abs=0)
+
+
+def test_checkpoints_keep_the_last_two_with_data_position(runs):
+    base, _, _ = runs
+    store = checkpointing.CheckpointStore(base / "whole", keep=2)
+    assert store.steps() == [2, 4]
+    step_dir = store.step_dir(4)
+    assert sorted(p.name for p in step_dir.iterdir() if not p.name.startswith("_")) == [
+        "data_state",
+        "meta",
+        "opt_state",
+        "params",
+    ]
+    params, meta = store.restore_params(4)
+    assert meta["model_config"]["vocab_size"] == 3072
+    assert meta["step"] == 4
+    store.close()
+
+
+def _abstract(store_dir):
+    """Abstract trees for restoring (the shapes of what the run saved)."""
+    store = checkpointing.CheckpointStore(store_dir, keep=2)
+    params, _ = store.restore_params(store.steps()[-1])
+    return store, params
+
+
+def test_damaged_latest_checkpoint_is_skipped_with_a_warning(runs, tmp_path, caplog):
+    import shutil
+
+    base, _, _ = runs
+    copy = tmp_path / "run"
+    shutil.copytree(base / "whole", copy)
+    # Damage every data file of the newest step's parameters.
+    for path in (copy / "checkpoints" / "4" / "params").rglob("*"):
+        if path.is_file() and path.stat().st_size > 0 and not path.name.startswith("_"):
+            path.write_bytes(b"\0garbage")
+    caplog.set_level(logging.WARNING)
+    result = _train_steps(copy, STEPS)
+    assert result.resumed_from == 2
+    assert any("cannot be restored" in r.getMessage() for r in caplog.records)
+
+
+def _train_steps(model_dir, steps):
+    return trainer.train(
+        model_dir=str(model_dir),
+        mixture_or_task_name=runner_fixtures.TASK,
+        task_feature_lengths={"inputs": 64, "targets": 8},
+        train_steps=steps,
+        batch_size=8,
+        learning_rate=3e-3,
+        dropout_rate=0.1,
+        model_size="tiny",
+        model_overrides={"vocab_size": 3072},
+        optimizer="adafactor",
+        checkpoint_period=2,
+        keep_checkpoints=2,
+        validation_tasks=(),
+        log_period=2,
+    )
+
+
+def test_interrupted_save_is_never_listed(runs, tmp_path):
+    import shutil
+
+    base, whole, _ = runs
+    copy = tmp_path / "run"
+    shutil.copytree(base / "whole", copy)
+    # What a process killed in the middle of saving step 6 leaves: orbax's temporary folder.
+    partial = copy / "checkpoints" / "6.orbax-checkpoint-tmp-1234567"
+    (partial / "params").mkdir(parents=True)
+    (partial / "params" / "half_written").write_bytes(b"\0")
+    store = checkpointing.CheckpointStore(copy, keep=2)
+    assert store.steps() == [2, 4]
+    params, meta = store.restore_params(4)
+    assert meta["step"] == 4
+    assert runner_fixtures.tree_max_abs_diff(params, whole.params) == 0.0
+    store.close()
+
+
+def test_no_readable_checkpoint_is_a_clear_error(tmp_path):
+    store = checkpointing.CheckpointStore(tmp_path / "run", keep=2)
+    params = {"w": np.ones((2, 2), np.float32)}
+    store.save(1, params, {"count": np.zeros((), np.int32)}, {"step": 1}, {"step": 1})
+    for path in (store.step_dir(1) / "params").rglob("*"):
+        if path.is_file() and not path.name.startswith("_"):
+            path.write_bytes(b"junk")
+    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), params)
+    opt = {"count": jax.ShapeDtypeStruct((), np.int32)}
+    with pytest.raises(errors.UserError, match="no checkpoint .* can be restored"):
+        store.restore_latest(abstract, opt)
+    store.close()
