@@ -1,0 +1,144 @@
+"""`seahorse-t5x plan`: the AOT memory plan, on the tiny model and an 8-device CPU mesh."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from seahorse_t5x import errors, plan
+from seahorse_t5x.model import configs
+
+
+def _tiny_1_layer_counts(shards: int) -> int:
+    """Parameters of tiny mT5 with one encoder and one decoder layer, counted by hand from
+    its dimensions; with `shards` > 1, one device's share when the vocab, heads and mlp
+    dimensions are split `shards` ways and embed-only ones replicated."""
+    cfg = configs.get_config("tiny")
+    v, e, m, b = cfg.vocab_size, cfg.emb_dim, cfg.mlp_dim, cfg.relative_attention_num_buckets
+    hd = cfg.num_heads * cfg.head_dim
+    attention = 4 * e * hd // shards  # query, key, value, out
+    mlp = 3 * e * m // shards  # wi_0, wi_1, wo
+    relpos = cfg.num_heads * b // shards
+    encoder = attention + mlp + 2 * e + relpos + e  # 2 layer norms, relpos, encoder_norm
+    decoder = 2 * attention + mlp + 3 * e + relpos + e
+    return v * e // shards + encoder + decoder + e * v // shards  # embedder, logits_dense
+
+
+def test_parse_mesh():
+    assert plan.parse_mesh("data=2,model=8") == (2, 8)
+    assert plan.parse_mesh(" model=4 , data=1 ") == (1, 4)
+    assert plan.parse_mesh("model=16") == (1, 16)
+    for bad in ("data=2,data=2", "rows=2", "data=two", "data=0,model=2", ""):
+        with pytest.raises(errors.UserError, match="--mesh"):
+            plan.parse_mesh(bad)
+
+
+def test_request_checks_batch_against_mesh_and_microbatches():
+    plan.PlanRequest("tiny", data=4, model_parallel=2, batch_size=8, microbatches=2).check()
+    with pytest.raises(errors.UserError, match="not divisible by microbatches 3"):
+        plan.PlanRequest("tiny", data=1, model_parallel=1, batch_size=8, microbatches=3).check()
+    with pytest.raises(errors.UserError, match="multiple of data \\* microbatches = 8"):
+        plan.PlanRequest("tiny", data=4, model_parallel=1, batch_size=12, microbatches=2).check()
+
+
+def test_xla_flags_keep_other_flags_and_replace_the_device_count():
+    flags = plan.plan_xla_flags("--xla_foo=1 --xla_force_host_platform_device_count=2", 16)
+    parts = flags.split()
+    assert parts[0] == "--xla_foo=1"
+    assert "--xla_force_host_platform_device_count=16" in parts
+    assert "--xla_force_host_platform_device_count=2" not in parts
+    assert set(plan.FAST_COMPILE_FLAGS) <= set(parts)
+
+
+def _fake_plan(layers: int, **overrides) -> plan.MemoryPlan:
+    values = dict(
+        request=plan.PlanRequest("xxl", data=2, model_parallel=8, batch_size=32),
+        num_params=100 + 10 * layers,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        params_bytes=1000 + 100 * layers,
+        optimizer_bytes=10 + layers,
+        batch_bytes=64,
+        temp_bytes=5000 + 1000 * layers,
+        argument_bytes=1074 + 101 * layers,
+        output_bytes=1010 + 101 * layers,
+        alias_bytes=1010 + 101 * layers,
+        code_bytes=0,
+        compile_seconds=1.0,
+    )
+    values.update(overrides)
+    return plan.MemoryPlan(**values)
+
+
+def test_extrapolation_is_linear_per_layer():
+    full = plan._extrapolate(_fake_plan(1), _fake_plan(2), 2, 24)
+    expected = _fake_plan(24)
+    for name in plan._LINEAR_FIELDS:
+        assert getattr(full, name) == getattr(expected, name), name
+    assert full.extrapolated_from == (1, 2) and full.encoder_layers == 24
+    assert full.compile_seconds == 2.0
+
+
+def test_fits_and_text_report():
+    gib = plan.GIB
+    small = _fake_plan(
+        2, argument_bytes=10 * gib, temp_bytes=4 * gib, output_bytes=gib, alias_bytes=gib
+    )
+    assert small.peak_bytes == 14 * gib
+    assert small.fits(16.0) and not small.fits(15.0)  # 90% of 16 GiB = 14.4 GiB
+    text = plan.format_text(small)
+    assert "peak estimate     14.00 GiB" in text
+    assert "TPU v3 core     16 GiB  yes (88%)" in text
+    assert "TPU v5p         95 GiB  yes (15%)" in text
+    row = plan.format_markdown_row(small)
+    assert row.startswith("| mT5 xxl (2+2 layers) | 2 x 8 | 32 x 2048/4 | 1 |")
+    assert "14.00 GiB" in row
+
+
+def test_plan_cli_compiles_tiny_model_on_8_simulated_devices():
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SEAHORSE_PLAN_REEXEC")}
+    # The command starts without the device flag: it must re-execute itself with 8 devices.
+    args = ["plan", "--model", "tiny", "--mesh", "data=4,model=2", "--batch_size", "8"]
+    args += ["--input_length", "16", "--target_length", "4", "--microbatches", "2"]
+    args += ["--num_layers", "1", "--format", "json"]
+    result = subprocess.run(
+        [sys.executable, "-m", "seahorse_t5x.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout)
+    assert out["request"]["data"] == 4 and out["request"]["model_parallel"] == 2
+    assert out["num_params"] == _tiny_1_layer_counts(shards=1)
+    assert out["params_bytes"] == 4 * _tiny_1_layer_counts(shards=2)  # float32
+    assert out["encoder_layers"] == out["decoder_layers"] == 1
+    # Batch: 7 int32 features of 8 x 16 or 8 x 4 and float32 weights, split over data=4.
+    assert out["batch_bytes"] == (3 * 8 * 16 + 5 * 8 * 4) * 4 // 4
+    assert out["optimizer_bytes"] > 0 and out["temp_bytes"] > 0
+    # Parameters and optimizer state are donated: the new ones reuse their buffers (all but
+    # a few scalar optimizer leaves).
+    donated = out["params_bytes"] + out["optimizer_bytes"]
+    assert donated - 1024 <= out["alias_bytes"] <= donated
+    assert out["peak_bytes"] == (
+        out["argument_bytes"]
+        + out["temp_bytes"]
+        + max(0, out["output_bytes"] - out["alias_bytes"])
+        + out["code_bytes"]
+    )
+    assert set(out["fits"]) == {kind for kind, _ in plan.DEVICE_HBM_GIB}
+    assert all(out["fits"].values())
+
+
+def test_plan_cli_user_errors_are_one_line(capsys):
+    from seahorse_t5x.cli import main
+
+    assert main(["plan", "--model", "tiny", "--mesh", "data=x", "--batch_size", "8"]) == 2
+    assert "--mesh 'data=x'" in capsys.readouterr().err
+    assert main(["plan", "--model", "huge", "--mesh", "data=1", "--batch_size", "8"]) == 2
+    assert "unknown model size 'huge'" in capsys.readouterr().err
