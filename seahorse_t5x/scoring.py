@@ -55,6 +55,17 @@ def bucket_lengths(max_input_length: int) -> tuple[int, ...]:
     return tuple(b for b in _BASE_BUCKETS if b < max_input_length) + (max_input_length,)
 
 
+def enable_compilation_cache(directory: str | os.PathLike) -> None:
+    """Keeps compiled programs on disk, so a later run with the same shapes skips compiling.
+
+    (JAX's persistent compilation cache; the environment variable
+    `JAX_COMPILATION_CACHE_DIR` does the same.)
+    """
+    jax.config.update("jax_compilation_cache_dir", os.fspath(directory))
+    # Every scoring program is worth keeping, however fast it compiled.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class EncodedInputs:
     """Token ids of each model input (EOS included) and what truncation cost.

@@ -73,6 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep_summary: cut the article so the summary fits (default); right: the paper's cut",
     )
     parser.add_argument(
+        "--compilation_cache",
+        default=None,
+        metavar="DIR",
+        help="keep compiled programs in DIR so later runs skip compiling (one per bucket)",
+    )
+    parser.add_argument(
         "--skip_bad_rows",
         action="store_true",
         help='write bad rows with "score": null and an "error" instead of stopping',
@@ -154,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
 
     from seahorse_t5x import scoring  # JAX and the model: only once the input is known good
 
+    if args.compilation_cache:
+        scoring.enable_compilation_cache(args.compilation_cache)
     started = time.perf_counter()
     scorer = scoring.Scorer(
         args.checkpoint,

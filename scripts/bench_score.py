@@ -1,0 +1,237 @@
+"""Scoring throughput: this project's bucketed Flax scorer vs HF transformers PyTorch.
+
+Both score the same random-weight mT5-small-shaped model (built once in HF format and
+converted) on the same token inputs, with lengths drawn log-normal like news articles
+(clipped to [--min_length, --max_input_length]). HF is run as users run it: fp32, batches in
+file order padded to their longest input, `model(input_ids, attention_mask,
+decoder_input_ids=[[0]])`, softmax over the two label logits. To share whatever load the
+machine has fairly, the two alternate chunk by chunk.
+
+Also measured: a JAX fp32 matmul ceiling (best of several 2048^3 products) and the encoder's
+achieved FLOP/s on this scorer's padded batches (encoder alone, timed separately).
+
+    python scripts/bench_score.py --num_examples 300 --json bench_score.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from seahorse_t5x import scoring
+from seahorse_t5x.model import checkpoints, configs, mt5
+
+YES_ID, NO_ID = 333, 334  # any two ids: weights are random
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", default="small", choices=configs.SIZE_NAMES)
+    parser.add_argument("--num_examples", type=int, default=300)
+    parser.add_argument("--max_input_length", type=int, default=2048)
+    parser.add_argument("--min_length", type=int, default=100)
+    parser.add_argument("--median_length", type=float, default=450.0)
+    parser.add_argument("--sigma", type=float, default=0.8, help="log-normal sigma")
+    parser.add_argument("--batch_size", type=int, default=4, help="ours: rows at max length")
+    parser.add_argument("--hf_batch_size", type=int, default=4)
+    parser.add_argument("--chunks", type=int, default=3, help="alternation chunks")
+    parser.add_argument("--skip_hf", action="store_true")
+    parser.add_argument("--skip_encoder_pass", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="write the results here too")
+    return parser.parse_args()
+
+
+def draw_inputs(args: argparse.Namespace, vocab_size: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(args.seed)
+    lengths = np.exp(rng.normal(np.log(args.median_length), args.sigma, args.num_examples))
+    lengths = np.clip(lengths.astype(int), args.min_length, args.max_input_length)
+    tokens = []
+    for length in lengths:
+        ids = rng.integers(2, vocab_size, size=length).astype(np.int32)
+        ids[-1] = scoring.EOS_ID
+        tokens.append(ids)
+    return tokens
+
+
+def matmul_ceiling(n: int = 2048, repeats: int = 5) -> float:
+    a = jax.random.normal(jax.random.PRNGKey(0), (n, n), jnp.float32)
+    b = jax.random.normal(jax.random.PRNGKey(1), (n, n), jnp.float32)
+    dot = jax.jit(jnp.dot)
+    dot(a, b).block_until_ready()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        dot(a, b).block_until_ready()
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
+
+
+def encoder_flops(config, rows: int, length: int) -> float:
+    """Forward FLOPs of the encoder on a [rows, length] batch (matmuls only)."""
+    inner = config.num_heads * config.head_dim
+    per_token = 2 * (4 * config.emb_dim * inner + 3 * config.emb_dim * config.mlp_dim)
+    attention = 2 * 2 * length * inner  # QK^T and AV
+    return config.num_encoder_layers * rows * length * (per_token + attention)
+
+
+class HFScorer:
+    def __init__(self, model, batch_size: int):
+        self.model = model
+        self.batch_size = batch_size
+
+    def score(self, tokens: list[np.ndarray]) -> tuple[np.ndarray, int]:
+        import torch
+
+        scores, padded = [], 0
+        with torch.inference_mode():
+            for start in range(0, len(tokens), self.batch_size):
+                chunk = tokens[start : start + self.batch_size]
+                width = max(len(t) for t in chunk)
+                batch = np.zeros((len(chunk), width), np.int64)
+                for row, ids in enumerate(chunk):
+                    batch[row, : len(ids)] = ids
+                padded += batch.size
+                input_ids = torch.from_numpy(batch)
+                logits = self.model(
+                    input_ids=input_ids,
+                    attention_mask=(input_ids != 0).long(),
+                    decoder_input_ids=torch.zeros((len(chunk), 1), dtype=torch.long),
+                ).logits[:, 0, [YES_ID, NO_ID]]
+                scores.append(torch.softmax(logits.double(), dim=-1)[:, 0].numpy())
+        return np.concatenate(scores), padded
+
+
+def main() -> None:
+    args = parse_args()
+    import torch
+    import transformers
+
+    load_before = os.getloadavg()
+    config = configs.get_config(args.size, dropout_rate=0.0)
+    torch.manual_seed(args.seed)
+    hf_config = transformers.MT5Config(
+        vocab_size=config.vocab_size,
+        d_model=config.emb_dim,
+        d_kv=config.head_dim,
+        d_ff=config.mlp_dim,
+        num_layers=config.num_encoder_layers,
+        num_decoder_layers=config.num_decoder_layers,
+        num_heads=config.num_heads,
+        dropout_rate=0.0,
+        feed_forward_proj="gated-gelu",
+    )
+    hf_model = transformers.MT5ForConditionalGeneration(hf_config).eval()
+    params = checkpoints.from_hf_state_dict(config, hf_model.state_dict(), tied_logits=True)
+    tokens = draw_inputs(args, config.vocab_size)
+    real_tokens = sum(len(t) for t in tokens)
+    print(
+        f"{len(tokens)} examples, {real_tokens} tokens, lengths median "
+        f"{int(np.median([len(t) for t in tokens]))} max {max(len(t) for t in tokens)}; "
+        f"torch threads {torch.get_num_threads()}, jax devices {jax.devices()}",
+        flush=True,
+    )
+
+    class _Vocab:  # the label ids only; inputs are already token ids
+        vocab_size = config.vocab_size
+
+    ours = scoring.Scorer.__new__(scoring.Scorer)
+    ours.config, ours.vocab = config, _Vocab()
+    ours.yes_id, ours.no_id = YES_ID, NO_ID
+    ours.max_input_length = args.max_input_length
+    ours.truncation = "keep_summary"
+    ours.tokens_per_batch = args.batch_size * args.max_input_length
+    ours.buckets = scoring.bucket_lengths(args.max_input_length)
+    ours.params = jax.device_put(mt5.unbox(params))
+    ours._label_logits = scoring.make_label_logits_fn(config, YES_ID, NO_ID)
+    hf = HFScorer(hf_model, args.hf_batch_size)
+
+    # Compile every shape the plan uses (what a first run pays once per process).
+    plan = scoring.plan_batches([len(t) for t in tokens], ours.buckets, ours.tokens_per_batch)
+    shapes = sorted({(b.rows, b.length) for b in plan})
+    start = time.perf_counter()
+    for rows, length in shapes:
+        ours._label_logits(ours.params, np.zeros((rows, length), np.int32)).block_until_ready()
+    compile_s = time.perf_counter() - start
+    padded_ours = sum(b.rows * b.length for b in plan)
+    print(f"ours: {len(shapes)} shapes compiled in {compile_s:.1f}s: {shapes}", flush=True)
+
+    chunks = np.array_split(np.arange(len(tokens)), args.chunks)
+    ours_s = hf_s = 0.0
+    ours_scores = np.zeros(len(tokens), np.float32)
+    hf_scores = np.zeros(len(tokens))
+    padded_hf = 0
+    for k, chunk in enumerate(chunks):
+        chunk_tokens = [tokens[i] for i in chunk]
+        order = ("ours", "hf") if k % 2 == 0 else ("hf", "ours")
+        for name in order:
+            if name == "hf" and args.skip_hf:
+                continue
+            start = time.perf_counter()
+            if name == "ours":
+                ours_scores[chunk] = ours.score_tokens(chunk_tokens)
+                ours_s += time.perf_counter() - start
+            else:
+                scores, padded = hf.score(chunk_tokens)
+                hf_scores[chunk] = scores
+                padded_hf += padded
+                hf_s += time.perf_counter() - start
+        print(f"chunk {k + 1}/{len(chunks)}: ours {ours_s:.1f}s, hf {hf_s:.1f}s", flush=True)
+
+    results = {
+        "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores".strip(),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "examples": len(tokens),
+        "real_tokens": real_tokens,
+        "ours_seconds": round(ours_s, 2),
+        "ours_compile_seconds": round(compile_s, 2),
+        "ours_examples_per_s": round(len(tokens) / ours_s, 3),
+        "ours_examples_per_s_with_compile": round(len(tokens) / (ours_s + compile_s), 3),
+        "ours_padding_efficiency": round(real_tokens / padded_ours, 3),
+        "ours_shapes": len(shapes),
+    }
+    if not args.skip_hf:
+        results.update(
+            hf_seconds=round(hf_s, 2),
+            hf_examples_per_s=round(len(tokens) / hf_s, 3),
+            hf_padding_efficiency=round(real_tokens / padded_hf, 3),
+            speedup=round(hf_s / ours_s, 2),
+            speedup_with_compile=round(hf_s / (ours_s + compile_s), 2),
+            max_abs_score_difference=float(np.max(np.abs(ours_scores - hf_scores))),
+        )
+
+    ceiling = matmul_ceiling()
+    results["matmul_ceiling_gflops"] = round(ceiling / 1e9, 1)
+    if not args.skip_encoder_pass:
+        model = mt5.MT5(config)
+        encode = jax.jit(lambda p, t: model.apply({"params": p}, t, method=mt5.MT5.encode))
+        for rows, length in shapes:
+            encode(ours.params, np.zeros((rows, length), np.int32)).block_until_ready()
+        flops, start = 0.0, time.perf_counter()
+        for batch in plan:
+            array = np.zeros((batch.rows, batch.length), np.int32)
+            for row, index in enumerate(batch.indices):
+                array[row, : len(tokens[index])] = tokens[index]
+            encode(ours.params, array).block_until_ready()
+            flops += encoder_flops(config, batch.rows, batch.length)
+        encoder_s = time.perf_counter() - start
+        results["encoder_seconds"] = round(encoder_s, 2)
+        results["encoder_gflops_per_s"] = round(flops / encoder_s / 1e9, 1)
+        results["encoder_fraction_of_ceiling"] = round(flops / encoder_s / ceiling, 3)
+        results["encoder_share_of_scoring_time"] = round(encoder_s / ours_s, 3)
+    results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(results, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
