@@ -60,6 +60,8 @@ class PlanRequest:
       dtype: activation dtype, `bfloat16` or `float32` (parameters stay float32).
       optimizer: `adafactor` (T5X's fine-tuning optimizer) or `adamw`.
       num_layers: encoder and decoder depth override (None = the size's own).
+      dropout_rate: dropout during the step (T5X's fine-tuning default 0.1; 0 drops the
+        random masks from memory).
     """
 
     model: str
@@ -72,6 +74,7 @@ class PlanRequest:
     dtype: str = "bfloat16"
     optimizer: str = "adafactor"
     num_layers: int | None = None
+    dropout_rate: float = 0.1
 
     @property
     def devices(self) -> int:
@@ -86,6 +89,8 @@ class PlanRequest:
             raise errors.UserError(f"microbatches must be >= 1, got {self.microbatches}")
         if self.num_layers is not None and self.num_layers < 1:
             raise errors.UserError(f"num_layers must be >= 1, got {self.num_layers}")
+        if not 0.0 <= self.dropout_rate < 1.0:
+            raise errors.UserError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}")
         if self.batch_size % self.microbatches:
             raise errors.UserError(
                 f"batch_size {self.batch_size} is not divisible by microbatches {self.microbatches}"
@@ -228,7 +233,7 @@ def _shard_bytes(abstract_tree: Any) -> int:
 def _model_config(request: PlanRequest, num_layers: int | None):
     from seahorse_t5x.model import configs
 
-    overrides: dict[str, Any] = {"dtype": request.dtype}
+    overrides: dict[str, Any] = {"dtype": request.dtype, "dropout_rate": request.dropout_rate}
     if num_layers is not None:
         overrides.update(num_encoder_layers=num_layers, num_decoder_layers=num_layers)
     return configs.get_config(request.model, **overrides)
@@ -290,7 +295,7 @@ def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, An
             decoder_segment_ids=batch["decoder_segment_ids"],
             encoder_positions=batch["encoder_positions"],
             decoder_positions=batch["decoder_positions"],
-            enable_dropout=True,
+            enable_dropout=request.dropout_rate > 0,
             rngs={"dropout": rng},
         )
         objective, _ = trainer.cross_entropy_loss(
@@ -475,8 +480,8 @@ def format_text(plan: MemoryPlan) -> str:
     r = plan.request
     lines = [
         f"model           mT5 {r.model}: {plan.encoder_layers} encoder + "
-        f"{plan.decoder_layers} decoder layers, {plan.num_params / 1e9:.3f} B parameters "
-        f"(float32), {r.dtype} activations, {r.optimizer}",
+        f"{plan.decoder_layers} decoder layers, {plan.num_params:,} parameters "
+        f"(float32), {r.dtype} activations, dropout {r.dropout_rate:g}, {r.optimizer}",
         f"mesh            data={r.data} x model={r.model_parallel} ({r.devices} devices)",
         f"batch           {r.batch_size} sequences x (inputs {r.input_length}, targets "
         f"{r.target_length}), {r.microbatches} microbatch(es) of "

@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--microbatches", type=int, default=1, help="gradient accumulation steps")
     parser.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16")
     parser.add_argument("--optimizer", choices=("adafactor", "adamw"), default="adafactor")
+    parser.add_argument(
+        "--dropout_rate", type=float, default=0.1, help="0.1 as in T5X fine-tuning; 0 for none"
+    )
     depth = parser.add_mutually_exclusive_group()
     depth.add_argument(
         "--num_layers",
@@ -63,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         optimizer=args.optimizer,
         num_layers=args.num_layers,
+        dropout_rate=args.dropout_rate,
     )
     request.check()
     from seahorse_t5x.model import configs
