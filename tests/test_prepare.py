@@ -262,3 +262,17 @@ def test_hub_source_without_the_datasets_package_is_a_user_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)
     with pytest.raises(errors.UserError, match="needs the `datasets` package"):
         articles.load_articles(["hf:GEM/xlsum:english:validation"])
+
+
+def test_list_valued_texts_are_joined_and_unwanted_ids_skipped(tmp_path):
+    path = tmp_path / "wiki_lingua.parquet"
+    table = pa.table(
+        {
+            "gem_id": ["GEM-wiki_lingua_english_en-val-1", "wiki_lingua_english_en-val-2"],
+            "source": [["Wash the pan.", "Dry it."], ["Unwanted."]],
+        }
+    )
+    pq.write_table(table, path)
+    texts, (report,) = articles.load_articles([str(path)], wanted={"wiki_lingua_english_en-val-1"})
+    assert texts == {"wiki_lingua_english_en-val-1": "Wash the pan. Dry it."}
+    assert (report.records_read, report.articles_added) == (2, 1)
