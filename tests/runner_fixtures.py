@@ -67,8 +67,32 @@ def _to_score(ex):
     }
 
 
+def compilation_cache_dir() -> str:
+    """A persistent XLA cache shared by the runner's tests (keyed by program and versions)."""
+    import os
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"seahorse_t5x_test_xla_cache_{os.getuid()}")
+
+
+def enable_compilation_cache() -> None:
+    """Lets the many small training runs of the tests reuse compiled steps."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", compilation_cache_dir())
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    try:  # the cache is set up once per process; make it see the directory set above
+        from jax._src import compilation_cache
+
+        compilation_cache.reset_cache()
+    except (ImportError, AttributeError):
+        pass
+
+
 def register() -> None:
-    """Registers the tasks once per process (idempotent)."""
+    """Registers the tasks once per process (idempotent) and enables the XLA cache."""
+    enable_compilation_cache()
     if TASK in seqio.TaskRegistry.names():
         return
     vocabulary = seqio.SentencePieceVocabulary(vocab.demo_vocab_path(), extra_ids=0)

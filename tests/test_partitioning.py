@@ -20,6 +20,9 @@ from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.runner import partitioning
 
 TESTS = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))
+
+import runner_fixtures  # noqa: E402
 
 
 def test_mesh_on_one_device_and_bad_shapes():
@@ -131,6 +134,7 @@ def test_one_and_eight_devices_train_to_the_same_parameters(tmp_path):
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     env["JAX_PLATFORMS"] = "cpu"
     env["SEAHORSE_VOCAB"] = "demo"
+    env["JAX_COMPILATION_CACHE_DIR"] = runner_fixtures.compilation_cache_dir()
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
     )

@@ -1,0 +1,79 @@
+"""The demo pipeline end to end with a tiny configuration (a few steps)."""
+
+import json
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import runner_fixtures  # noqa: E402
+
+from seahorse_t5x import cli, constants  # noqa: E402
+from seahorse_t5x.evaluation import scorefiles  # noqa: E402
+from seahorse_t5x.runner import demo  # noqa: E402
+
+TINY_DEMO = demo.DemoSettings(
+    train_steps=3,
+    batch_size=4,
+    input_length=128,
+    target_length=8,
+    eval_period=3,
+    validation_max_examples=8,
+    split_sizes={"train": 40, "validation": 16, "test": 24},
+    model={**demo.DEMO_MODEL, "emb_dim": 32, "num_heads": 2, "head_dim": 16, "mlp_dim": 64},
+)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    runner_fixtures.enable_compilation_cache()
+    lines: list[str] = []
+    out = tmp_path_factory.mktemp("demo") / "out"
+    result = demo.run_demo(out, TINY_DEMO, log=lines.append)
+    return out, result, lines
+
+
+def test_demo_trains_evaluates_and_prints_the_table(demo_run):
+    out, result, lines = demo_run
+    text = "\n".join(lines)
+    assert result["output_dir"] == out
+    assert lines[-1].endswith(f"output folder: {out}")
+    for q in constants.QUESTIONS:
+        assert f"| Q{q} {constants.QUESTION_NAMES[q]} |" in text
+    assert "| question | n | Yes rate | rho | ROC-AUC | majority rho | majority ROC |" in text
+    assert (out / "model" / "checkpoints" / "3").is_dir()
+    assert (out / "model" / "checkpoints" / "best.json").is_file()
+
+
+def test_demo_scores_every_labelled_test_row_per_question(demo_run):
+    out, result, _ = demo_run
+    rows = [
+        json.loads(line)
+        for line in (out / "data" / "prepared" / "test.jsonl").read_text().splitlines()
+    ]
+    metrics = json.loads((out / "evaluation" / "metrics.json").read_text())["tasks"]
+    assert sorted(metrics) == sorted(f"seahorse_all_q{q}_score" for q in constants.QUESTIONS)
+    for q in constants.QUESTIONS:
+        labelled = [r for r in rows if r[f"q{q}"] is not None]
+        task = f"seahorse_all_q{q}_score"
+        assert metrics[task]["n"] == len(labelled)
+        assert metrics[task]["question"] == q
+        frame = scorefiles.read_score_file(out / "evaluation" / "scores" / f"{task}.jsonl")
+        assert len(frame) == len(labelled)
+        assert sorted(frame["gem_id"]) == sorted(r["gem_id"] for r in labelled)
+        assert set(frame["question"].astype(str)) == {str(q)}
+        assert frame["label"].tolist() == [float(r[f"q{q}"]) for r in labelled]
+
+
+def test_demo_refuses_a_folder_of_other_settings(demo_run):
+    out, _, _ = demo_run
+    other = demo.DemoSettings(**{**TINY_DEMO.__dict__, "train_steps": 4})
+    with pytest.raises(Exception, match="other settings"):
+        demo.run_demo(out, other, log=lambda line: None)
+
+
+def test_demo_command_rejects_bad_steps(tmp_path, capsys):
+    assert cli.main(["demo", "--output_dir", str(tmp_path), "--train_steps", "0"]) == 2
+    assert "--train_steps must be >= 1" in capsys.readouterr().err
