@@ -208,7 +208,9 @@ def _add_task(
     seqio.TaskRegistry.add(
         name,
         source=seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
-        preprocessors=preprocessors.premise_hypothesis_preprocessors(score_mode=True),
+        preprocessors=preprocessors.premise_hypothesis_preprocessors(
+            score_mode=True, truncation=None
+        ),
         output_features=_output_features(),
         postprocess_fn=postprocess_fn,
         metric_fns=[metric_fn],

@@ -220,7 +220,9 @@ def _add_task(name: str, dataset_fn: Callable[..., tf.data.Dataset], splits) -> 
     seqio.TaskRegistry.add(
         name,
         source=seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
-        preprocessors=preprocessors.premise_hypothesis_preprocessors(score_mode=False),
+        preprocessors=preprocessors.premise_hypothesis_preprocessors(
+            score_mode=False, truncation=None
+        ),
         output_features=_output_features(),
         postprocess_fn=preprocessors.predict_postprocessor,
         metric_fns=[seqio_metrics.predict_metrics],
