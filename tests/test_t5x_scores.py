@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ from sklearn.metrics import roc_auc_score
 from seahorse_t5x import errors, t5x_scores
 from seahorse_t5x.cli import main as cli_main
 from seahorse_t5x.evaluation import scorefiles
+
+TESTDATA = pathlib.Path(__file__).parent / "testdata"
 
 # Prepared split rows (the `prepare` contract); q4 is null on the third row.
 ROWS = [
@@ -157,3 +160,23 @@ def test_cli_writes_a_score_file_the_report_reads(tmp_path, data_dir, capsys):
     bad = args[:4] + ["seahorse_q9_score"] + args[5:]
     assert cli_main(bad) == 2
     assert "not a SEAHORSE score task" in capsys.readouterr().err
+
+
+def test_real_t5x_infer_output(tmp_path):
+    """Output of `python -m t5x.infer` with gin/runs/infer_score.gin (a tiny mT5 trained with
+    gin/experiments/seahorse_q4_small.gin on the demo data), its first 11 lines, and the 12
+    prepared validation rows they came from (row 8 has no Q4 label)."""
+    folder = TESTDATA / "t5x_scores"
+    infer = folder / "seahorse_q4_score-score.jsonl-00000-of-00001"
+    rows, counts = t5x_scores.convert(
+        [str(infer)], "seahorse_q4_score", str(folder / "prepared"), "validation", "tiny"
+    )
+    prepared = [json.loads(line) for line in (folder / "prepared" / "validation.jsonl").open()]
+    labelled = [r for r in prepared if r["q4"] is not None]
+    assert counts == {"examples": 11, "non_finite_scores": 0}
+    assert [r["gem_id"] for r in rows] == [r["gem_id"] for r in labelled]
+    assert [r["system"] for r in rows] == [r["system"] for r in labelled]
+    assert [r["label"] for r in rows] == [0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 0]
+    raw = [json.loads(line)["score"] for line in infer.open()]
+    assert [r["score"] for r in rows] == raw
+    assert rows[0]["score"] == pytest.approx(-12.895427703857422)
