@@ -1,0 +1,234 @@
+"""Training throughput of the local runner and packing's real-token share.
+
+Measures, on this machine:
+1. the fp32 matrix-product ceiling of JAX (best of several 2048^3 products);
+2. the runner's train step (Adafactor, the runner's loss and sharding) for an mT5-small
+   shaped model at input length 2048: tokens/s and achieved FLOP/s (XLA's cost analysis of
+   the compiled step) against the ceiling;
+3. the share of real (non-padding) input tokens with and without packing, on the demo
+   data's length distribution (the `seahorse_all` mixture).
+
+Usage:
+  python scripts/bench_train.py [--steps 3] [--batch 1] [--write BENCHMARKS.md]
+
+With --write, the `## Training` section of the file is replaced (or appended).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import platform
+import tempfile
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.runner import input_pipeline, optimizers, partitioning, trainer
+
+SECTION = "## Training"
+
+
+def matmul_ceiling(size: int = 2048, repeats: int = 5) -> float:
+    """Best FLOP/s of a jitted fp32 `size`^3 matrix product."""
+    a = jnp.asarray(np.random.default_rng(0).normal(size=(size, size)), jnp.float32)
+    b = jnp.asarray(np.random.default_rng(1).normal(size=(size, size)), jnp.float32)
+    product = jax.jit(lambda x, y: x @ y)
+    product(a, b).block_until_ready()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product(a, b).block_until_ready()
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best
+
+
+def train_step_throughput(
+    size: str, input_length: int, target_length: int, batch: int, steps: int
+) -> dict:
+    """Times the runner's train step on a full (packed-like) synthetic batch."""
+    config = configs.get_config(size, dropout_rate=0.0)
+    mesh = partitioning.create_mesh()
+    boxed = mt5.abstract_params(config)
+    params_sharding = partitioning.params_shardings(boxed, mesh)
+    optimizer = optimizers.create_optimizer("adafactor", 1e-3)
+    model = mt5.MT5(config)
+    params = jax.jit(
+        lambda rng: mt5.unbox(mt5.init_params(config, rng)), out_shardings=params_sharding
+    )(jax.random.PRNGKey(0))
+    opt_state = optimizer.init(params)
+    rng = np.random.default_rng(0)
+    # Ten packed examples per row, as packing makes them.
+    segments = np.repeat(np.arange(1, 11), input_length // 10 + 1)[:input_length]
+    target_segments = np.repeat(np.arange(1, 11), 2)[:target_length]
+    decoder_segments = np.zeros(target_length, np.int32)
+    decoder_segments[: len(target_segments)] = target_segments
+    batch_arrays = {
+        "encoder_input_tokens": rng.integers(2, config.vocab_size, (batch, input_length)),
+        "encoder_segment_ids": np.tile(segments, (batch, 1)),
+        "encoder_positions": np.tile(
+            np.arange(input_length) % (input_length // 10 + 1), (batch, 1)
+        ),
+        "decoder_input_tokens": rng.integers(2, config.vocab_size, (batch, target_length)),
+        "decoder_target_tokens": rng.integers(2, config.vocab_size, (batch, target_length)),
+        "decoder_loss_weights": np.tile((decoder_segments > 0).astype(np.int32), (batch, 1)),
+        "decoder_segment_ids": np.tile(decoder_segments, (batch, 1)),
+        "decoder_positions": np.tile(np.arange(target_length) % 2, (batch, 1)),
+    }
+    batch_arrays = {k: jnp.asarray(v, jnp.int32) for k, v in batch_arrays.items()}
+
+    def step(params, opt_state, batch):
+        def loss_fn(p):
+            logits = model.apply(
+                {"params": p},
+                batch["encoder_input_tokens"],
+                batch["decoder_input_tokens"],
+                encoder_segment_ids=batch["encoder_segment_ids"],
+                decoder_segment_ids=batch["decoder_segment_ids"],
+                encoder_positions=batch["encoder_positions"],
+                decoder_positions=batch["decoder_positions"],
+                enable_dropout=False,
+            )
+            return trainer.cross_entropy_loss(
+                logits, batch["decoder_target_tokens"], batch["decoder_loss_weights"], 1e-4
+            )[0]
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    compiled = jax.jit(step, donate_argnums=(0, 1)).lower(params, opt_state, batch_arrays).compile()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    flops = float(cost.get("flops", 0.0))
+    params, opt_state, loss = compiled(params, opt_state, batch_arrays)  # warm-up
+    loss.block_until_ready()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        params, opt_state, loss = compiled(params, opt_state, batch_arrays)
+        loss.block_until_ready()
+        times.append(time.perf_counter() - start)
+    seconds = float(np.median(times))
+    return {
+        "size": size,
+        "params": int(sum(x.size for x in jax.tree.leaves(params))),
+        "input_length": input_length,
+        "target_length": target_length,
+        "batch": batch,
+        "seconds_per_step": seconds,
+        "tokens_per_sec": batch * input_length / seconds,
+        "flops_per_step": flops,
+        "flops_per_sec": flops / seconds,
+    }
+
+
+def packing_shares(input_length: int, target_length: int, batches: int) -> dict:
+    """Real-token share of `seahorse_all` on the demo data, packed and padded."""
+    from seahorse_t5x import demo_data
+
+    work = tempfile.mkdtemp(prefix="bench_packing_")
+    os.environ["SEAHORSE_DATA_DIR"] = demo_data.prepare_demo(work, log=None)
+    os.environ["SEAHORSE_VOCAB"] = "demo"
+    import seahorse_t5x.tasks  # noqa: F401
+
+    shares = {}
+    for pack in (True, False):
+        config = input_pipeline.DataConfig(
+            "seahorse_all",
+            {"inputs": input_length, "targets": target_length},
+            batch_size=8,
+            pack=pack,
+        )
+        iterator = input_pipeline.train_batches(config)
+        real = total = examples = 0
+        for _ in range(batches):
+            batch = next(iterator)
+            r, t = input_pipeline.real_token_counts(batch)
+            real, total = real + r, total + t
+            examples += int(np.count_nonzero(batch["decoder_target_tokens"] == 1))
+        shares["packed" if pack else "padded"] = {
+            "share": real / total,
+            "examples_per_row": examples / (8 * batches),
+        }
+    return shares
+
+
+def markdown(ceiling: float, step: dict, shares: dict[int, dict], cpu: str) -> str:
+    ratio = step["flops_per_sec"] / ceiling
+    lines = [
+        SECTION,
+        "",
+        f"Measured with `python scripts/bench_train.py` on {cpu}, {os.cpu_count()} CPU cores "
+        f"(shared with other work while measured), jax {jax.__version__}, float32.",
+        "",
+        "| measure | value |",
+        "|---|---:|",
+        f"| JAX fp32 matmul ceiling (2048^3) | {ceiling / 1e9:.1f} GFLOP/s |",
+        f"| train step, mt5-{step['size']} shape ({step['params'] / 1e6:.0f}M params), "
+        f"batch {step['batch']} x {step['input_length']} input tokens, "
+        f"{step['target_length']} target slots, Adafactor | {step['seconds_per_step']:.2f} s |",
+        f"| training throughput | {step['tokens_per_sec']:,.0f} input tokens/s |",
+        f"| achieved (XLA cost analysis: {step['flops_per_step'] / 1e12:.2f} TFLOP per step) | "
+        f"{step['flops_per_sec'] / 1e9:.1f} GFLOP/s = {100 * ratio:.0f}% of the ceiling |",
+    ]
+    for length, result in shares.items():
+        packed, padded = result["packed"], result["padded"]
+        lines.append(
+            f"| real-token share at input length {length}, demo data (`seahorse_all`), packed | "
+            f"{100 * packed['share']:.1f}% ({packed['examples_per_row']:.1f} examples/row) |"
+        )
+        lines.append(
+            f"| real-token share at input length {length}, demo data, padded (no packing) | "
+            f"{100 * padded['share']:.1f}% |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: pathlib.Path, text: str) -> None:
+    """Replaces the `## Training` section of `path` (appends it when absent)."""
+    content = path.read_text() if path.exists() else "# Benchmarks\n"
+    start = content.find(SECTION + "\n")
+    if start == -1:
+        content = content.rstrip("\n") + "\n\n" + text
+    else:
+        end = content.find("\n## ", start + len(SECTION))
+        content = content[:start] + text + (content[end + 1 :] if end != -1 else "")
+    path.write_text(content)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="small")
+    parser.add_argument("--input_length", type=int, default=2048)
+    parser.add_argument("--target_length", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--packing_batches", type=int, default=20)
+    parser.add_argument("--write", default=None, help="Markdown file to update")
+    args = parser.parse_args()
+
+    ceiling = matmul_ceiling()
+    print(f"matmul ceiling: {ceiling / 1e9:.1f} GFLOP/s", flush=True)
+    step = train_step_throughput(
+        args.size, args.input_length, args.target_length, args.batch, args.steps
+    )
+    print(step, flush=True)
+    shares = {
+        length: packing_shares(length, targets, args.packing_batches)
+        for length, targets in ((args.input_length, args.target_length), (512, 8))
+    }
+    print(shares, flush=True)
+    text = markdown(ceiling, step, shares, platform.processor() or platform.machine())
+    print(text)
+    if args.write:
+        write_section(pathlib.Path(args.write), text)
+
+
+if __name__ == "__main__":
+    main()
