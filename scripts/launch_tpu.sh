@@ -39,6 +39,8 @@ train:
   --data_dir DIR         gs:// folder with the prepared split files (SEAHORSE experiments)
   --cache_dir DIR        read cached tasks from DIR (scripts/cache_tasks.sh's output)
   --gin BINDING          extra gin binding, e.g. --gin 'BATCH_SIZE=64' (repeatable)
+  --env NAME=VALUE       environment variable for the run on every host (repeatable), e.g.
+                         --env SEAHORSE_FEVER_NLI_DIR=gs://BUCKET/fever_nli
 
 eval / infer:
   --size SIZE            small, base, large, xl or xxl (required)
@@ -48,6 +50,7 @@ eval / infer:
   --data_dir DIR         prepared split files (required for SEAHORSE tasks)
   --split SPLIT          test (default) or validation
   --gin BINDING          extra gin binding (repeatable)
+  --env NAME=VALUE       environment variable for the run on every host (repeatable)
 
 Examples:
   scripts/launch_tpu.sh create --name seahorse --zone us-central2-b --accelerator v4-64
@@ -108,6 +111,7 @@ CHECKPOINT=""
 OUTPUT_DIR=""
 SPLIT="test"
 GIN_BINDINGS=()
+ENV_VARS=()
 
 need_value() {
   [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value"
@@ -139,6 +143,10 @@ while [[ $# -gt 0 ]]; do
     --output_dir) need_value "$@"; OUTPUT_DIR="$2"; shift 2 ;;
     --split) need_value "$@"; SPLIT="$2"; shift 2 ;;
     --gin) need_value "$@"; GIN_BINDINGS+=("$2"); shift 2 ;;
+    --env)
+      need_value "$@"
+      [[ "$2" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--env needs NAME=VALUE, got: $2"
+      ENV_VARS+=("$2"); shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -171,6 +179,14 @@ extra_gin_flags() {
   local binding
   for binding in "${GIN_BINDINGS[@]+"${GIN_BINDINGS[@]}"}"; do
     printf -- ' --gin.%q' "${binding}"
+  done
+}
+
+# `NAME=VALUE ` prefixes for the remote command line, each value shell-quoted.
+env_prefix() {
+  local assignment
+  for assignment in "${ENV_VARS[@]+"${ENV_VARS[@]}"}"; do
+    printf '%s=%q ' "${assignment%%=*}" "${assignment#*=}"
   done
 }
 
@@ -240,7 +256,7 @@ python3 -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index()
       flags+=" $(gin_string SEAHORSE_DATA_DIR "${DATA_DIR}")"
     fi
     flags+="$(extra_gin_flags)"
-    on_all_hosts "cd ~/${REMOTE_PROJECT} && python3 -m t5x.train ${flags} --alsologtostderr"
+    on_all_hosts "cd ~/${REMOTE_PROJECT} && $(env_prefix)python3 -m t5x.train ${flags} --alsologtostderr"
     ;;
 
   eval | infer)
@@ -269,7 +285,7 @@ python3 -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index()
       flags+=" --gin.SEAHORSE_DATA_DIR=None"
     fi
     flags+="$(extra_gin_flags)"
-    on_all_hosts "cd ~/${REMOTE_PROJECT} && python3 -m ${module} ${flags} --alsologtostderr"
+    on_all_hosts "cd ~/${REMOTE_PROJECT} && $(env_prefix)python3 -m ${module} ${flags} --alsologtostderr"
     ;;
 
   delete)

@@ -197,3 +197,29 @@ def test_cache_tasks_prints_seqio_cache_command():
                    "DataflowRunner", "--project", "p", "--region", "r", "--temp_location", "t",
                    "--data_dir", "gs://d")  # fmt: skip
     assert refused.returncode == 2 and "cannot see SEAHORSE_DATA_DIR" in refused.stderr
+
+
+def test_env_assignments_reach_the_remote_command():
+    argv = _dry_run(
+        LAUNCH,
+        "train",
+        "--name",
+        "sh",
+        "--zone",
+        "z",
+        "--experiment",
+        "nli_mixture_xxl",
+        "--model_dir",
+        "gs://b/n",
+        "--env",
+        "SEAHORSE_FEVER_NLI_DIR=gs://b/fever nli",
+    )
+    remote = _remote_argv(argv)
+    assert remote[3:7] == [
+        "SEAHORSE_FEVER_NLI_DIR=gs://b/fever nli",
+        "python3",
+        "-m",
+        "t5x.train",
+    ]
+    bad = _run(LAUNCH, "train", "--name", "a", "--zone", "z", "--env", "1X=y")
+    assert bad.returncode == 2 and "--env needs NAME=VALUE" in bad.stderr
