@@ -10,8 +10,8 @@ from seahorse_t5x import errors, plan
 
 HELP = "per-device memory of an mT5 train step on a mesh, compiled ahead of time (no TPU)"
 EXAMPLE = (
-    "seahorse-t5x plan --model xxl --mesh data=2,model=8 --batch_size 32 "
-    "--input_length 2048 --target_length 4 --microbatches 4"
+    "seahorse-t5x plan --model xxl --mesh data=2,model=16 --batch_size 64 --microbatches 32 "
+    "--input_length 2048 --target_length 4 --extrapolate_from 1"
 )
 
 
