@@ -13,7 +13,7 @@ mT5-shaped model can learn all six questions:
 
 - Q1 No: a garbled summary (most words replaced by random letter strings);
 - Q2 No: a short phrase said three or four times in a row;
-- Q3 No: the words of the summary's sentence in scrambled order;
+- Q3 No: the words of the summary's sentence in scrambled order, all in lower case;
 - Q4 No: a person or place the article does not mention (mostly invented names);
 - Q5 No: the summary restates a side detail of the article, not its main event;
 - Q6 No: the summary is padded with a further side detail (about twice as long).
@@ -116,15 +116,12 @@ LEXICONS: dict[str, Lexicon] = {
             "Thomas Wright|Grace Miller|Henry Walsh|Alice Morgan|Jack Fleming|Chloe Parker|"
             "Samuel Price|Megan Doyle|Lucas Hart|Ella Shaw"
         ),
-        invented_names=_words(
-            "Zoran Quillby|Marta Vexley|Orrin Thackwell|Delphine Krusk|Ivo Brannagh|"
-            "Tilda Ormsgrove|Cassius Fenwold|Nell Yarrowby"
-        ),
+        invented_names=_words("Zoran Quillby|Marta Vexley|Orrin Thackwell|Delphine Krusk"),
         cities=_words(
             "Leeds|Bristol|Glasgow|Cardiff|Belfast|York|Norwich|Dundee|Bath|Exeter|Hull|Derby|"
             "Oxford|Chester"
         ),
-        invented_cities=_words("Wexmoor|Thornbridge Vale|Carrowdune|Ellisport|Quenby|Harrowmere"),
+        invented_cities=_words("Wexmoor|Thornbridge Vale|Carrowdune"),
         orgs=_words(
             "the city council|the health ministry|the national rail company|the football club|"
             "the university|the energy regulator|the police|the teachers' union|"
@@ -173,16 +170,13 @@ LEXICONS: dict[str, Lexicon] = {
             "Leon Zimmermann|Clara Krüger|David Hartmann"
         ),
         invented_names=_words(
-            "Gundolf Quarzbeck|Irmtraud Zwiebling|Wendelin Oxmann|Brunhild Tackelsee|"
-            "Eckart Vollrieder|Hedwig Prunzel|Ansgar Klewitt|Roswitha Ilmbrück"
+            "Gundolf Quarzbeck|Irmtraud Zwiebling|Wendelin Oxmann|Brunhild Tackelsee"
         ),
         cities=_words(
             "Köln|Leipzig|Bremen|Dresden|Hannover|Nürnberg|Freiburg|Kiel|Mainz|Rostock|Bonn|"
             "Erfurt|Augsburg|Potsdam"
         ),
-        invented_cities=_words(
-            "Quelldorf|Brandwiesen|Oberzell am Fluss|Tannhude|Morgelstadt|Kluvenhagen"
-        ),
+        invented_cities=_words("Quelldorf|Brandwiesen|Oberzell am Fluss"),
         orgs=_words(
             "der Stadtverwaltung|dem Gesundheitsministerium|dem Bahnunternehmen|"
             "dem Fußballverein|der Universität|der Energieaufsicht|der Polizei|"
@@ -231,17 +225,12 @@ LEXICONS: dict[str, Lexicon] = {
             "Diego Romero|Laura Molina|Sergio Ortega|Ana Delgado|Miguel Castro|Sara Vidal|"
             "Raúl Herrera|Clara Ramos|Iván Morales|Paula Iglesias"
         ),
-        invented_names=_words(
-            "Zoilo Quintarra|Brenda Valdórez|Teófilo Xamberra|Ofelia Trunzado|Gaspar Eluviño|"
-            "Nerea Borquillo|Casimiro Ulloaga|Dulce Marviento"
-        ),
+        invented_names=_words("Zoilo Quintarra|Brenda Valdórez|Teófilo Xamberra|Ofelia Trunzado"),
         cities=_words(
             "Sevilla|Valencia|Bilbao|Zaragoza|Málaga|Granada|Salamanca|Córdoba|Oviedo|Cádiz|"
             "Toledo|Murcia|Burgos|Alicante"
         ),
-        invented_cities=_words(
-            "Villaquebra|Torrenublo|San Esteril|Montejara|Puerto Alzón|Valdecrusa"
-        ),
+        invented_cities=_words("Villaquebra|Torrenublo|San Esteril"),
         orgs=_words(
             "la alcaldía|la consejería de salud|la compañía de trenes|la federación de fútbol|"
             "la universidad|la agencia de energía|la policía local|"
@@ -292,16 +281,13 @@ LEXICONS: dict[str, Lexicon] = {
             "Светлана Гусева"
         ),
         invented_names=_words(
-            "Ермолай Квасницкий|Зинаида Пряхтина|Фрол Дубоватский|Агриппина Штольц|"
-            "Евлампий Груздев|Феврония Ляпина|Савватий Кудрин|Олимпиада Бзыкова"
+            "Ермолай Квасницкий|Зинаида Пряхтина|Фрол Дубоватский|Агриппина Штольц"
         ),
         cities=_words(
             "Казани|Самаре|Перми|Твери|Уфе|Омске|Туле|Калуге|Вологде|Рязани|Курске|Томске|"
             "Иркутске|Ярославле"
         ),
-        invented_cities=_words(
-            "Кривозерске|Верхнепрудске|Заболотье|Синеглазове|Топоровске|Медвежинске"
-        ),
+        invented_cities=_words("Кривозерске|Верхнепрудске|Заболотье"),
         orgs=_words(
             "городской администрации|министерства здравоохранения|железнодорожной компании|"
             "футбольного клуба|университета|энергетического регулятора|местной полиции|"
@@ -350,17 +336,12 @@ LEXICONS: dict[str, Lexicon] = {
             "Emre Doğan|Elif Kılıç|Burak Aydın|Selin Öztürk|Murat Koç|Deniz Kurt|Can Özdemir|"
             "Ece Aslan|Kemal Polat|Büşra Güneş"
         ),
-        invented_names=_words(
-            "Zübeyir Kocabıyık|Nebahat Şıkırdak|Tufan Yelkovan|Gülizar Pırıltı|"
-            "Haydar Zırhlıoğlu|Meftune Çakılca|Oktay Bıldırcın|Saniye Dırdıroğlu"
-        ),
+        invented_names=_words("Zübeyir Kocabıyık|Nebahat Şıkırdak|Tufan Yelkovan|Gülizar Pırıltı"),
         cities=_words(
             "İzmir'de|Bursa'da|Konya'da|Trabzon'da|Eskişehir'de|Kayseri'de|Samsun'da|"
             "Antalya'da|Mersin'de|Denizli'de|Malatya'da|Edirne'de|Sivas'ta|Van'da"
         ),
-        invented_cities=_words(
-            "Kuzukaya'da|Yeşilçamur'da|Taşpınarlı'da|Karagöller'de|Sarıdere'de|Akbayır'da"
-        ),
+        invented_cities=_words("Kuzukaya'da|Yeşilçamur'da|Taşpınarlı'da"),
         orgs=_words(
             "belediye|sağlık bakanlığı|demiryolu şirketi|futbol kulübü|üniversite|"
             "enerji kurumu|emniyet|öğretmen sendikası|havalimanı|su idaresi"
@@ -408,17 +389,12 @@ LEXICONS: dict[str, Lexicon] = {
             "Đặng Ngọc Lan|Bùi Thanh Long|Đỗ Thị Mai|Ngô Văn Nam|Dương Thu Phương|"
             "Lý Quang Sơn|Hồ Thị Thảo|Mai Văn Tuấn|Trịnh Bảo Vy|Phan Minh Khoa"
         ),
-        invented_names=_words(
-            "Khổng Văn Quýt|Lạc Thị Ửng|Giáp Xuân Khứu|Ông Thị Nhạn|Ninh Văn Thược|"
-            "Kiều Thị Rớt|Âu Văn Xẻng|Cù Thị Ngoẻn"
-        ),
+        invented_names=_words("Khổng Văn Quýt|Lạc Thị Ửng|Giáp Xuân Khứu|Ông Thị Nhạn"),
         cities=_words(
             "Hà Nội|Đà Nẵng|Huế|Cần Thơ|Hải Phòng|Nha Trang|Vinh|Đà Lạt|Quy Nhơn|"
             "Buôn Ma Thuột|Hạ Long|Vũng Tàu|Thái Nguyên|Nam Định"
         ),
-        invented_cities=_words(
-            "Làng Xuyến|Phố Gạo Ngầm|Bến Lạch Ngù|Cồn Vịt Đỏ|Xóm Thuyền Khơi|Đồi Chim Nhạn"
-        ),
+        invented_cities=_words("Làng Xuyến|Phố Gạo Ngầm|Bến Lạch Ngù"),
         orgs=_words(
             "ủy ban thành phố|bộ y tế|công ty đường sắt|câu lạc bộ bóng đá|trường đại học|"
             "cơ quan năng lượng|công an thành phố|công đoàn giáo viên|cảng hàng không|"
@@ -603,17 +579,19 @@ def _make_summary(rng: random.Random, article: _Article, defects: dict[int, bool
         slot = rng.choice(slots)
         overrides[slot] = _invented_entity(rng, article, slot)
     words = base.render(**overrides).split()
-    if defects[3]:  # scrambled word order
+    if defects[3]:  # scrambled word order, all in lower case (names included)
         original = list(words)
         while words == original:
             rng.shuffle(words)
+        words = [w.lower() for w in words]
     if defects[2]:  # a short phrase said three or four times in a row
         span = rng.randint(2, 3)
         start = rng.randrange(max(1, len(words) - span + 1))
         phrase = words[start : start + span]
         words[start + span : start + span] = phrase * rng.randint(2, 3)
     text = " ".join(words)
-    text = text[0].upper() + text[1:]
+    if not defects[3]:
+        text = text[0].upper() + text[1:]
     if defects[6]:  # padded with a further side detail: about twice as long
         others = [s for i, s in enumerate(article.sides) if i != side_index]
         text = f"{text} {rng.choice(others).render()}"

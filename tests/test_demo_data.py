@@ -117,6 +117,13 @@ def test_defects_are_visible_in_the_text():
     q2_no = [r for r in rows if r["question2"] == "No"]
     assert sum(has_repeat(r["summary"]) for r in q2_no) / len(q2_no) > 0.85
 
+    # Q3 No summaries are scrambled and written in lower case.
+    def lower_start_share(label):
+        chosen = [r["summary"] for r in rows if r["question3"] == label]
+        return sum(s[0].islower() for s in chosen) / len(chosen)
+
+    assert lower_start_share("No") > 0.85 and lower_start_share("Yes") < 0.1
+
 
 def test_shipped_vocabulary_is_what_the_script_builds():
     script = _load_vocab_script()
