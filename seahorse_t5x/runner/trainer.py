@@ -134,7 +134,7 @@ class TrainConfig:
 
 @dataclasses.dataclass
 class TrainResult:
-    """What a finished run leaves behind."""
+    """What a finished run leaves behind (`params` on the host; None in multi-host runs)."""
 
     model_dir: pathlib.Path
     step: int
@@ -509,7 +509,8 @@ class Trainer:
             validator.close()
         store.close()
         best = store.best()
-        host_params = jax.device_get(params)
+        # Across hosts no process holds every shard; the checkpoints are the result there.
+        host_params = jax.device_get(params) if jax.process_count() == 1 else None
         return TrainResult(
             model_dir=self.model_dir,
             step=step,
