@@ -195,8 +195,9 @@ def plan_batches(
 
     Examples are taken longest first; each batch is padded to the bucket of its longest
     example and holds `tokens_per_batch // bucket` rows (at least 1, at most
-    MAX_ROWS_PER_BATCH), so a bucket always has the same shape. The last batch is padded
-    with empty rows to that shape rather than compiling another one.
+    MAX_ROWS_PER_BATCH), so a bucket always has the same shape. Only the last batch may be
+    smaller: its rows are rounded up to a power of two (one more shape at most, instead of
+    up to a whole batch of empty rows).
 
     Raises:
       UserError: when an example is longer than the largest bucket.
@@ -213,6 +214,9 @@ def plan_batches(
             )
         length = int(buckets[at])
         rows = max(1, min(MAX_ROWS_PER_BATCH, tokens_per_batch // length))
+        remaining = len(order) - start
+        if remaining < rows:
+            rows = min(rows, 1 << (remaining - 1).bit_length())
         indices = order[start : start + rows]
         batches.append(Batch(indices=indices, length=length, rows=rows))
         start += rows
@@ -274,7 +278,7 @@ class Scorer:
         checkpoint: str | os.PathLike | tuple[MT5Config, Any],
         vocab: Any = None,
         max_input_length: int = constants.DEFAULT_INPUT_LENGTH,
-        batch_size: int = 4,
+        batch_size: int = 1,
         dtype: str = "float32",
         truncation: str = "keep_summary",
     ) -> None:

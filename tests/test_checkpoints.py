@@ -175,3 +175,21 @@ def test_unknown_paths_are_clear_errors(tmp_path):
         checkpoints.load_checkpoint(tmp_path / "empty")
     with pytest.raises(errors.UserError, match="dtype"):
         checkpoints.load_checkpoint(tmp_path / "empty", dtype="float16")
+
+
+def test_runner_checkpoint_store_steps_load(tmp_path, hf_params):
+    from seahorse_t5x.runner.checkpointing import CheckpointStore
+
+    store = CheckpointStore(tmp_path, keep=2)
+    meta = {"model_config": TINY.to_dict(), "vocabulary": "demo"}
+    shifted = flax.traverse_util.unflatten_dict(
+        {k: v * 2.0 for k, v in _flat(hf_params).items()}, sep="/"
+    )
+    store.save(10, hf_params, {"mu": np.zeros(3)}, {"step": 10}, meta)
+    store.save(20, shifted, {"mu": np.zeros(3)}, {"step": 20}, meta)
+    config, latest = checkpoints.load_checkpoint(tmp_path)
+    assert config == TINY
+    _assert_same_params(latest, shifted)
+    store.mark_best(10, "roc_auc", 0.7)
+    _, best = checkpoints.load_checkpoint(tmp_path)
+    _assert_same_params(best, hf_params)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import flax
 import jax
 import jax.numpy as jnp
@@ -31,25 +33,34 @@ def _flax_logits(params, enc, dec, config=TINY, **kw):
     return flax_logits(params, enc, dec, config, **kw)
 
 
-@pytest.mark.parametrize("lengths", [[3], [5, 17, 40], [64, 2, 30]])
+# Every input below is padded to one of these shapes, so each compiles once.
+ENC_LEN, DEC_LEN, ROWS = 64, 5, 3
+
+
+def _decoder_inputs(rows: int, seed: int = 0) -> np.ndarray:
+    """Start id 0 followed by random shifted targets: [rows, DEC_LEN]."""
+    targets = padded_batch([DEC_LEN - 1] * rows, TINY.vocab_size, seed=seed)
+    return np.concatenate([np.zeros((rows, 1), np.int32), targets], axis=1)
+
+
+@pytest.mark.parametrize("lengths", [[3, 64, 30], [5, 17, 40], [64, 2, 1]])
 def test_logits_match_hf_with_padding(hf_and_params, lengths):
     model, params = hf_and_params
-    enc = padded_batch(lengths, TINY.vocab_size, seed=len(lengths))
-    dec = np.concatenate(
-        [np.zeros((len(lengths), 1), np.int32), padded_batch([4] * len(lengths), TINY.vocab_size)],
-        axis=1,
-    )
+    enc = np.zeros((ROWS, ENC_LEN), np.int32)
+    batch = padded_batch(lengths, TINY.vocab_size, seed=sum(lengths))
+    enc[:, : batch.shape[1]] = batch
+    dec = _decoder_inputs(ROWS, seed=len(lengths))
     ours = _flax_logits(params, enc, dec)
     theirs = hf_logits(model, enc, dec)
-    assert ours.shape == (len(lengths), 5, TINY.vocab_size)
+    assert ours.shape == (ROWS, DEC_LEN, TINY.vocab_size)
     assert ours.dtype == np.float32
     np.testing.assert_allclose(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
 def test_bfloat16_compute_is_close_to_float32(hf_and_params):
     _, params = hf_and_params
-    enc = padded_batch([12, 7], TINY.vocab_size)
-    dec = np.zeros((2, 1), np.int32)
+    enc = padded_batch([12, 7, 64], TINY.vocab_size)
+    dec = _decoder_inputs(ROWS)
     full = _flax_logits(params, enc, dec)
     half = _flax_logits(params, enc, dec, config=TINY.replace(dtype="bfloat16"))
     assert half.dtype == np.float32
@@ -62,23 +73,26 @@ def test_packed_examples_equal_each_alone(hf_and_params):
     _, params = hf_and_params
     enc_a, enc_b = padded_batch([7], 500, seed=1)[0], padded_batch([11], 500, seed=2)[0]
     dec_a = np.array([0, 5, 9], np.int32)
-    dec_b = np.array([0, 7, 3, 8], np.int32)
-    alone_a = _flax_logits(params, enc_a[None], dec_a[None])[0]
-    alone_b = _flax_logits(params, enc_b[None], dec_b[None])[0]
-
-    enc = np.zeros((1, 24), np.int32)
-    enc[0, :7], enc[0, 7:18] = enc_a, enc_b
-    enc_seg = np.zeros((1, 24), np.int32)
-    enc_seg[0, :7], enc_seg[0, 7:18] = 1, 2
-    enc_pos = np.zeros((1, 24), np.int32)
-    enc_pos[0, :7], enc_pos[0, 7:18] = np.arange(7), np.arange(11)
-    dec = np.zeros((1, 9), np.int32)
-    dec[0, :3], dec[0, 3:7] = dec_a, dec_b
-    dec_seg = np.zeros((1, 9), np.int32)
-    dec_seg[0, :3], dec_seg[0, 3:7] = 1, 2
-    dec_pos = np.zeros((1, 9), np.int32)
-    dec_pos[0, :3], dec_pos[0, 3:7] = np.arange(3), np.arange(4)
-    packed = _flax_logits(
+    dec_b = np.array([0, 7], np.int32)
+    # Row 0: a alone; row 1: b alone; row 2: a and b packed. Trailing padding everywhere.
+    enc = np.zeros((ROWS, ENC_LEN), np.int32)
+    enc[0, :7], enc[1, :11] = enc_a, enc_b
+    enc[2, :7], enc[2, 7:18] = enc_a, enc_b
+    enc_seg = (enc > 0).astype(np.int32)
+    enc_seg[2, 7:18] = 2
+    enc_pos = np.zeros_like(enc)
+    enc_pos[0, :7], enc_pos[1, :11] = np.arange(7), np.arange(11)
+    enc_pos[2, :7], enc_pos[2, 7:18] = np.arange(7), np.arange(11)
+    dec = np.zeros((ROWS, DEC_LEN), np.int32)
+    dec[0, :3], dec[1, :2] = dec_a, dec_b
+    dec[2, :3], dec[2, 3:5] = dec_a, dec_b
+    dec_seg = np.zeros_like(dec)
+    dec_seg[0, :3], dec_seg[1, :2] = 1, 1
+    dec_seg[2, :3], dec_seg[2, 3:5] = 1, 2
+    dec_pos = np.zeros_like(dec)
+    dec_pos[0, :3], dec_pos[1, :2] = np.arange(3), np.arange(2)
+    dec_pos[2, :3], dec_pos[2, 3:5] = np.arange(3), np.arange(2)
+    logits = _flax_logits(
         params,
         enc,
         dec,
@@ -86,16 +100,21 @@ def test_packed_examples_equal_each_alone(hf_and_params):
         decoder_segment_ids=jnp.asarray(dec_seg),
         encoder_positions=jnp.asarray(enc_pos),
         decoder_positions=jnp.asarray(dec_pos),
-    )[0]
-    np.testing.assert_allclose(packed[:3], alone_a, atol=1e-4, rtol=1e-4)
-    np.testing.assert_allclose(packed[3:7], alone_b, atol=1e-4, rtol=1e-4)
+    )
+    np.testing.assert_allclose(logits[2, :3], logits[0, :3], atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(logits[2, 3:5], logits[1, :2], atol=1e-4, rtol=1e-4)
+    # Segment ids really separate them: without, b's decoder sees a.
+    unpacked = _flax_logits(params, enc, dec)
+    assert not np.allclose(unpacked[2, 3:5], logits[1, :2], atol=1e-3)
+    # And "alone with segment ids" equals "alone with the token padding mask".
+    np.testing.assert_allclose(unpacked[0, :3], logits[0, :3], atol=1e-5, rtol=1e-5)
 
 
 def test_encode_then_decode_equals_call_and_hidden_gives_logits(hf_and_params):
     _, params = hf_and_params
     model = mt5.MT5(TINY)
-    enc = jnp.asarray(padded_batch([9, 4], TINY.vocab_size))
-    dec = jnp.zeros((2, 1), jnp.int32)
+    enc = jnp.asarray(padded_batch([9, 4, 64], TINY.vocab_size))
+    dec = jnp.asarray(_decoder_inputs(ROWS))
     full = jitted_apply(TINY)(params, enc, dec)
 
     @jax.jit
@@ -106,23 +125,37 @@ def test_encode_then_decode_equals_call_and_hidden_gives_logits(hf_and_params):
         )
 
     hidden = two_stage(params, enc, dec)
-    assert hidden.shape == (2, 1, TINY.emb_dim)
+    assert hidden.shape == (ROWS, DEC_LEN, TINY.emb_dim)
     columns = np.array([17, 42])
     two = np.asarray(hidden @ params["decoder"]["logits_dense"]["kernel"][:, columns])
     np.testing.assert_allclose(two, np.asarray(full)[:, :, columns], atol=1e-5, rtol=1e-5)
 
 
-def test_dropout_changes_outputs_only_when_enabled():
+def test_dropout_changes_outputs_only_when_enabled(hf_and_params):
+    _, params = hf_and_params
     config = configs.get_config("tiny", dropout_rate=0.5)
-    # Same shapes as TINY: reuse converted weights rather than paying for an init.
-    params = checkpoints.from_hf_state_dict(TINY, hf_tiny_model(seed=3).state_dict())
-    enc = jnp.asarray(padded_batch([6], config.vocab_size))
-    dec = jnp.zeros((1, 1), jnp.int32)
-    plain = jitted_apply(config)(params, enc, dec)
-    again = jitted_apply(config)(params, enc, dec)
-    dropped = jitted_apply(config, enable_dropout=True)(params, enc, dec, jax.random.PRNGKey(1))
-    np.testing.assert_array_equal(plain, again)
-    assert not np.allclose(plain, dropped)
+    enc = jnp.asarray(padded_batch([6, 30, 64], config.vocab_size))
+
+    # The encoder alone: the same dropout layers as the decoder, a quarter of the compile.
+    @functools.partial(jax.jit, static_argnums=2)
+    def encode(params, rng, enable_dropout):
+        return mt5.MT5(config).apply(
+            {"params": params},
+            enc,
+            enable_dropout=enable_dropout,
+            rngs={"dropout": rng},
+            method=mt5.MT5.encode,
+        )
+
+    plain = np.asarray(encode(params, jax.random.PRNGKey(1), False))
+    again = np.asarray(encode(params, jax.random.PRNGKey(2), False))
+    first = np.asarray(encode(params, jax.random.PRNGKey(1), True))
+    seeded = np.asarray(encode(params, jax.random.PRNGKey(1), True))
+    other = np.asarray(encode(params, jax.random.PRNGKey(2), True))
+    np.testing.assert_array_equal(plain, again)  # no dropout: the rng is unused
+    np.testing.assert_array_equal(first, seeded)  # seeded
+    assert not np.allclose(plain, first)
+    assert not np.allclose(first, other)
 
 
 def test_init_params_names_and_logical_axes():
@@ -147,8 +180,10 @@ def test_init_params_names_and_logical_axes():
 
 
 def test_init_params_is_seeded():
-    first = mt5.unbox(mt5.init_params(TINY, jax.random.PRNGKey(7)))
-    second = mt5.unbox(mt5.init_params(TINY, jax.random.PRNGKey(7)))
+    # One layer per stack: the init program's compile time grows with the parameter count.
+    small = configs.get_config("tiny", num_encoder_layers=1, num_decoder_layers=1)
+    first = mt5.unbox(mt5.init_params(small, jax.random.PRNGKey(7)))
+    second = mt5.unbox(mt5.init_params(small, jax.random.PRNGKey(7)))
     embedding = first["token_embedder"]["embedding"]
     np.testing.assert_array_equal(embedding, second["token_embedder"]["embedding"])
     # T5X init: unit-normal embedding, query kernel scaled down by sqrt(head_dim).

@@ -89,8 +89,18 @@ def test_plan_batches_covers_each_example_once_with_fixed_shapes():
     batches = scoring.plan_batches(lengths, scoring.bucket_lengths(64), tokens_per_batch=128)
     seen = np.concatenate([b.indices for b in batches])
     assert sorted(seen.tolist()) == list(range(len(lengths)))
-    shapes = {(b.rows, b.length) for b in batches}
-    assert shapes <= {(2, 64), (2, 48), (4, 32)}
+    shapes = [(b.rows, b.length) for b in batches]
+    # Longest first: 64, 64 | 49, 47 (bucket 64) | 33, 31 (bucket 48) | 12, 5, 2 (bucket 32,
+    # 4 rows: 3 left, rounded up to a power of two).
+    assert shapes == [(2, 64), (2, 64), (2, 48), (4, 32)]
+    assert [sorted(lengths[i] for i in b.indices) for b in batches] == [
+        [64, 64],
+        [47, 49],
+        [31, 33],
+        [2, 5, 12],
+    ]
+    tail = scoring.plan_batches([3, 4, 5], scoring.bucket_lengths(64), tokens_per_batch=1024)
+    assert [(b.rows, b.length) for b in tail] == [(4, 32)]
     for b in batches:
         assert all(lengths[i] <= b.length for i in b.indices)
         assert len(b.indices) <= b.rows

@@ -18,7 +18,7 @@ from seahorse_t5x import constants, errors
 HELP = "score (article, summary) pairs with an mT5 metric checkpoint (length-bucketed P(yes))"
 EXAMPLE = (
     "seahorse-t5x score --checkpoint google-seahorse-large-q4/ --input pairs.jsonl "
-    "--output scores.jsonl --batch_size 4"
+    "--output scores.jsonl"
 )
 # Bad rows listed in the error message before "and N more".
 _SHOWN_BAD_ROWS = 5
@@ -62,8 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch_size",
         type=int,
-        default=4,
-        help="rows per batch at max_input_length; shorter inputs batch more rows (default 4)",
+        default=1,
+        help="rows per batch at max_input_length; shorter inputs batch more rows, same tokens (default 1)",
     )
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     parser.add_argument(

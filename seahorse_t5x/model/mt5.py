@@ -181,7 +181,7 @@ class RelativePositionBiases(nn.Module):
         return jnp.take(table, buckets, axis=1)[None]  # [1, heads, q, k]
 
 
-def _mask_to_bias(mask: Array) -> Array:
+def mask_to_bias(mask: Array) -> Array:
     """[b, q, k] bool -> [b, 1, q, k] additive float32 bias."""
     return jnp.where(mask, 0.0, _MASK_BIAS).astype(jnp.float32)[:, None]
 
@@ -277,7 +277,7 @@ class Encoder(nn.Module):
         cfg = self.config
         length = embedded.shape[1]
         bias = RelativePositionBiases(cfg, bidirectional=True, name="relpos_bias")(length, length)
-        bias = bias + _mask_to_bias(mask)
+        bias = bias + mask_to_bias(mask)
         x = nn.Dropout(cfg.dropout_rate)(embedded, deterministic=not enable_dropout)
         for i in range(cfg.num_encoder_layers):
             x = EncoderLayer(cfg, name=f"layers_{i}")(x, bias, enable_dropout)
@@ -303,8 +303,8 @@ class Decoder(nn.Module):
         self_bias = RelativePositionBiases(cfg, bidirectional=False, name="relpos_bias")(
             length, length
         )
-        self_bias = self_bias + _mask_to_bias(self_mask)
-        cross_bias = _mask_to_bias(cross_mask_)
+        self_bias = self_bias + mask_to_bias(self_mask)
+        cross_bias = mask_to_bias(cross_mask_)
         x = nn.Dropout(cfg.dropout_rate)(embedded, deterministic=not enable_dropout)
         for i in range(cfg.num_decoder_layers):
             x = DecoderLayer(cfg, name=f"layers_{i}")(
