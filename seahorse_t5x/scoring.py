@@ -255,14 +255,23 @@ def p_yes_from_label_logits(logits: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(logits[:, 1] - logits[:, 0]))
 
 
+def _checkpoint_sentencepiece(checkpoint: Any) -> str | None:
+    """The `spiece.model` HF checkpoints ship beside their weights, if there is one."""
+    if isinstance(checkpoint, tuple):
+        return None
+    candidate = os.path.join(os.fspath(checkpoint), "spiece.model")
+    return candidate if os.path.isfile(candidate) else None
+
+
 class Scorer:
     """P(yes) of one mT5 metric for (article, summary) pairs.
 
     Args:
       checkpoint: a checkpoint path (any format `model.checkpoints.load_checkpoint` reads)
         or an already loaded `(MT5Config, params)` pair.
-      vocab: a SentencePiece vocabulary, a `.model` path, `demo`, or None for the default
-        (`SEAHORSE_VOCAB`, else mT5's).
+      vocab: a SentencePiece vocabulary, a `.model` path, `demo`, or None for the default:
+        `SEAHORSE_VOCAB`, else the checkpoint's own `spiece.model` (HF directories ship
+        one), else mT5's.
       max_input_length: input length in tokens (EOS included), 2048 as in the paper.
       batch_size: rows per batch at `max_input_length`; shorter buckets get more rows
         (same number of tokens).
@@ -299,6 +308,8 @@ class Scorer:
             config = config.replace(dtype=dtype)
         else:
             config, params = checkpoints.load_checkpoint(checkpoint, dtype=dtype)
+        if vocab is None and not os.environ.get(constants.ENV_VOCAB):
+            vocab = _checkpoint_sentencepiece(checkpoint)
         if vocab is None or isinstance(vocab, str | os.PathLike):
             vocab = vocab_lib.get_vocabulary(None if vocab is None else str(vocab))
         if vocab.vocab_size > config.vocab_size:

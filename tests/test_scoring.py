@@ -159,6 +159,18 @@ def test_scorer_rejects_bad_settings(model_dir, demo_vocab):
         scoring.encode_pairs(demo_vocab, ["a"], ["b"], 64, question=9)
 
 
+def test_vocab_defaults_to_the_checkpoints_spiece_model(tmp_path, monkeypatch, model_dir):
+    import shutil
+
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(model_dir[0] / name, tmp_path / name)
+    shutil.copy(vocab.demo_vocab_path(), tmp_path / "spiece.model")
+    monkeypatch.delenv("SEAHORSE_VOCAB", raising=False)
+    scorer = scoring.Scorer(tmp_path, max_input_length=MAX_LEN)
+    assert scorer.vocab.sentencepiece_model_file == str(tmp_path / "spiece.model")
+    assert (scorer.yes_id, scorer.no_id) == (3, 4)
+
+
 # --- the `score` command -----------------------------------------------------------------
 
 
