@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -61,6 +62,9 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # TensorFlow's C++ start-up lines (CUDA probing on CPU-only machines) say nothing useful
+    # to a user of this command; a value set by the user wins.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     argv = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in argv if a in SUBCOMMANDS), None)
     parser = build_parser(selected)
