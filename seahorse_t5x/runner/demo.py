@@ -51,12 +51,14 @@ class DemoSettings:
       seed: data and training seed.
     """
 
-    train_steps: int = 300
+    # Measured on a quiet 2-core CPU: 1.45 steps/s at 16 rows x 256 tokens, so training,
+    # two validations and the test evaluation take about 7 minutes.
+    train_steps: int = 500
     batch_size: int = 16
-    input_length: int = 512
+    input_length: int = 256
     target_length: int = 8
     learning_rate: float = 1e-3
-    eval_period: int = 100
+    eval_period: int = 250
     validation_max_examples: int | None = 200
     split_sizes: dict[str, int] | None = None
     model: dict[str, Any] = dataclasses.field(default_factory=lambda: dict(DEMO_MODEL))
