@@ -361,22 +361,13 @@ def read_jsonl(path: pathlib.Path, required: Sequence[str]) -> pd.DataFrame:
       errors.DataError: a line that is not a JSON object or lacks a required key.
     """
     records = []
-    with path.open(encoding="utf-8") as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise errors.DataError(
-                    str(path), number, None, f"not valid JSON: {e.msg}"
-                ) from None
-            if not isinstance(record, dict):
-                raise errors.DataError(str(path), number, None, "expected a JSON object")
-            for field in required:
-                if field not in record:
-                    raise errors.DataError(str(path), number, field, "required field is missing")
-            records.append(record)
+    for number, record in scorefiles.iter_jsonl(path):
+        if not isinstance(record, dict):
+            raise errors.DataError(str(path), number, None, "expected a JSON object")
+        for field in required:
+            if field not in record:
+                raise errors.DataError(str(path), number, field, "required field is missing")
+        records.append(record)
     return pd.DataFrame.from_records(records, columns=None if records else list(required))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
@@ -146,25 +146,34 @@ def _to_json(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+def iter_jsonl(path: pathlib.Path) -> Iterator[tuple[int, object]]:
+    """(1-based line number, parsed value) for each non-blank line of a JSON Lines file.
+
+    Raises:
+      errors.DataError: a line that is not valid JSON, with its file and line.
+    """
+    with path.open(encoding="utf-8") as f:
+        for number, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            try:
+                yield number, json.loads(text)
+            except json.JSONDecodeError as e:
+                raise errors.DataError(
+                    str(path), number, None, f"not valid JSON: {e.msg}"
+                ) from None
+
+
 def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
     """Reads one score file (see `read_score_files`)."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise errors.UserError(f"score file not found: {path}")
     records = []
-    with path.open(encoding="utf-8") as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise errors.DataError(
-                    str(path), number, None, f"not valid JSON: {e.msg}"
-                ) from None
-            record = validate_row(row, str(path), number)
-            record[SOURCE_FIELD] = str(path)
-            records.append(record)
+    for number, row in iter_jsonl(path):
+        record = validate_row(row, str(path), number)
+        record[SOURCE_FIELD] = str(path)
+        records.append(record)
     if not records:
         raise errors.DataError(str(path), None, None, "holds no score rows")
     return _normalize_columns(pd.DataFrame.from_records(records))
