@@ -161,6 +161,9 @@ def test_train_command_runs_the_tiny_gin_and_names_missing_macros(tmp_path, caps
             f"--gin.MIXTURE_OR_TASK_NAME={runner_fixtures.MIXTURE}",
             "--gin.TRAIN_STEPS=2",
             "--gin.TASK_FEATURE_LENGTHS={'inputs': 64, 'targets': 8}",
+            "--gin.WARMUP_STEPS=4",
+            "--gin.LEARNING_RATE_MULTIPLIERS={'rel_embedding$': 10.0}",
+            "--gin.CLIP_GRADIENT_NORM=1.0",
         ]
     )
     gin.clear_config()
@@ -170,6 +173,11 @@ def test_train_command_runs_the_tiny_gin_and_names_missing_macros(tmp_path, caps
     store = checkpointing.CheckpointStore(tmp_path / "run", keep=2)
     assert store.steps() == [2]
     store.close()
+    # The logged rate is the warmup's at the step taken: 3e-3 * 1/4 for the second step.
+    lines = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    last = [x for x in lines if x["split"] == "train"][-1]
+    assert last["step"] == 2
+    assert last["learning_rate"] == pytest.approx(3e-3 / 4)
 
 
 def test_unknown_task_is_a_user_error(tmp_path):

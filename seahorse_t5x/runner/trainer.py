@@ -57,7 +57,14 @@ class TrainConfig:
       train_steps: total steps, counted from this run's step 0 (a resumed run counts
         the restored steps) [TRAIN_STEPS].
       batch_size: global rows per step [BATCH_SIZE].
-      learning_rate: constant learning rate [LEARNING_RATE].
+      learning_rate: peak learning rate [LEARNING_RATE].
+      learning_rate_schedule: `constant` (T5X fine-tuning) or `cosine` (decays to a tenth
+        of the peak at `train_steps`) [LEARNING_RATE_SCHEDULE].
+      warmup_steps: linear warmup from 0 over this many steps [WARMUP_STEPS].
+      learning_rate_multipliers: `{parameter path regex: factor}`, e.g.
+        `{"rel_embedding": 30}` to train the relative-position biases 30x faster
+        [LEARNING_RATE_MULTIPLIERS].
+      clip_gradient_norm: clip the gradients' global norm (None: off) [CLIP_GRADIENT_NORM].
       dropout_rate: dropout during training [DROPOUT_RATE].
       initial_checkpoint_path: start from these weights (HF, T5X or orbax), or from
         scratch when None [INITIAL_CHECKPOINT_PATH].
@@ -92,6 +99,10 @@ class TrainConfig:
     train_steps: int
     batch_size: int = 128
     learning_rate: float = 1e-3
+    learning_rate_schedule: str = "constant"
+    warmup_steps: int = 0
+    learning_rate_multipliers: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    clip_gradient_norm: float | None = None
     dropout_rate: float = 0.1
     initial_checkpoint_path: str | None = None
     eval_period: int = 0
@@ -289,7 +300,19 @@ class Trainer:
         boxed = mt5.abstract_params(model_config)
         params_sharding = partitioning.params_shardings(boxed, mesh)
         abstract_params = mt5.unbox(boxed)
-        optimizer = optimizers.create_optimizer(cfg.optimizer, cfg.learning_rate, cfg.weight_decay)
+        rate_at = optimizers.learning_rate_schedule(
+            cfg.learning_rate, cfg.learning_rate_schedule, cfg.warmup_steps, cfg.train_steps
+        )
+        optimizer = optimizers.create_optimizer(
+            cfg.optimizer,
+            cfg.learning_rate,
+            cfg.weight_decay,
+            schedule=cfg.learning_rate_schedule,
+            warmup_steps=cfg.warmup_steps,
+            total_steps=cfg.train_steps,
+            learning_rate_multipliers=dict(cfg.learning_rate_multipliers),
+            clip_gradient_norm=cfg.clip_gradient_norm,
+        )
         abstract_opt_state = jax.eval_shape(optimizer.init, abstract_params)
         opt_sharding = partitioning.opt_state_shardings(
             abstract_opt_state, abstract_params, params_sharding, mesh
@@ -481,7 +504,8 @@ class Trainer:
                                     **host_metrics,
                                     "loss_mean": window_loss / window_steps,
                                     "real_token_share": share,
-                                    "learning_rate": cfg.learning_rate,
+                                    # the rate of the step just taken (schedules count from 0)
+                                    "learning_rate": float(rate_at(step - 1)),
                                     **rates,
                                 },
                             )
