@@ -127,17 +127,7 @@ def main() -> None:
     load_before = os.getloadavg()
     config = configs.get_config(args.size, dropout_rate=0.0)
     torch.manual_seed(args.seed)
-    hf_config = transformers.MT5Config(
-        vocab_size=config.vocab_size,
-        d_model=config.emb_dim,
-        d_kv=config.head_dim,
-        d_ff=config.mlp_dim,
-        num_layers=config.num_encoder_layers,
-        num_decoder_layers=config.num_decoder_layers,
-        num_heads=config.num_heads,
-        dropout_rate=0.0,
-        feed_forward_proj="gated-gelu",
-    )
+    hf_config = transformers.MT5Config(**configs.to_hf_config(config))
     hf_model = transformers.MT5ForConditionalGeneration(hf_config).eval()
     params = checkpoints.from_hf_state_dict(config, hf_model.state_dict(), tied_logits=True)
     tokens = draw_inputs(args, config.vocab_size)

@@ -238,3 +238,9 @@ def test_from_hf_config_reads_mt5_fields():
         configs.from_hf_config({**hf, "model_type": "t5", "tie_word_embeddings": True})
     with pytest.raises(errors.UserError, match="gated-gelu"):
         configs.from_hf_config({**hf, "feed_forward_proj": "relu"})
+
+
+@pytest.mark.parametrize("size", ["tiny", "small", "xxl"])
+def test_to_hf_config_is_the_inverse_of_from_hf_config(size):
+    config = configs.get_config(size)
+    assert configs.from_hf_config(configs.to_hf_config(config)) == config

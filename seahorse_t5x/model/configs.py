@@ -201,3 +201,24 @@ def from_hf_config(hf: dict[str, Any], dtype: str | None = None) -> MT5Config:
         )
     except KeyError as e:
         raise errors.UserError(f"HF config.json lacks the key {e.args[0]!r}") from None
+
+
+def to_hf_config(config: MT5Config) -> dict[str, Any]:
+    """The HF `MT5Config` keyword arguments of the same shapes (inverse of `from_hf_config`).
+
+    Leaves `tie_word_embeddings` to the caller (transformers >= 5 ties mT5 by default).
+    """
+    return {
+        "vocab_size": config.vocab_size,
+        "d_model": config.emb_dim,
+        "d_kv": config.head_dim,
+        "d_ff": config.mlp_dim,
+        "num_layers": config.num_encoder_layers,
+        "num_decoder_layers": config.num_decoder_layers,
+        "num_heads": config.num_heads,
+        "relative_attention_num_buckets": config.relative_attention_num_buckets,
+        "relative_attention_max_distance": config.relative_attention_max_distance,
+        "dropout_rate": config.dropout_rate,
+        "layer_norm_epsilon": config.layer_norm_epsilon,
+        "feed_forward_proj": "gated-gelu",
+    }
