@@ -77,3 +77,19 @@ def test_demo_refuses_a_folder_of_other_settings(demo_run):
 def test_demo_command_rejects_bad_steps(tmp_path, capsys):
     assert cli.main(["demo", "--output_dir", str(tmp_path), "--train_steps", "0"]) == 2
     assert "--train_steps must be >= 1" in capsys.readouterr().err
+
+
+def test_demo_hides_only_seqio_caching_advice(caplog):
+    from absl import logging as absl_logging
+
+    with caplog.at_level("WARNING"):
+        with demo._quiet_seqio_advice():
+            absl_logging.warning("Using an uncached FunctionDataset for training is not ...")
+            absl_logging.warning("Task 'x' not cached so using number of input examples ...")
+            absl_logging.warning("a warning the demo keeps")
+        absl_logging.warning("Using an uncached FunctionDataset for training after the demo")
+    messages = [r.getMessage() for r in caplog.records if r.name == "absl"]
+    assert messages == [
+        "a warning the demo keeps",
+        "Using an uncached FunctionDataset for training after the demo",
+    ]

@@ -8,8 +8,10 @@ reaches are on synthetic data and say nothing about SEAHORSE itself.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import logging
 import os
 import pathlib
 import time
@@ -32,6 +34,31 @@ DEMO_MODEL: dict[str, Any] = {
     "relative_attention_max_distance": 128,
 }
 MIXTURE = "seahorse_all"
+
+# SeqIO advice that does not apply to the demo's few thousand in-memory rows (caching them
+# would take longer than reading them); every other warning still shows.
+_QUIET_SEQIO_ADVICE = (
+    "Using an uncached FunctionDataset for training",
+    "not cached so using number of input examples",
+)
+
+
+class _DropSeqioAdvice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(text in message for text in _QUIET_SEQIO_ADVICE)
+
+
+@contextlib.contextmanager
+def _quiet_seqio_advice():
+    """Drops `_QUIET_SEQIO_ADVICE` from absl's logger while the demo runs."""
+    drop = _DropSeqioAdvice()
+    absl_logger = logging.getLogger("absl")
+    absl_logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        absl_logger.removeFilter(drop)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +130,13 @@ def run_demo(
     Raises:
       UserError: if `output_dir` holds a finished demo run of other settings.
     """
+    with _quiet_seqio_advice():
+        return _run_demo(output_dir, settings, log)
+
+
+def _run_demo(
+    output_dir: str | os.PathLike, settings: DemoSettings, log: Callable[[str], None]
+) -> dict[str, Any]:
     started = time.perf_counter()
     output_dir = pathlib.Path(output_dir).absolute()
     output_dir.mkdir(parents=True, exist_ok=True)
