@@ -29,6 +29,16 @@ def _setup():
     runner_fixtures.register()
 
 
+# The schedule's step count lives in the optimizer state: it must resume too.
+OPTIMIZER_SETTINGS = {
+    "optimizer": "adafactor",
+    "learning_rate_schedule": "cosine",
+    "warmup_steps": 2,
+    "learning_rate_multipliers": {"rel_embedding": 10.0},
+    "clip_gradient_norm": 1.0,
+}
+
+
 def _train(model_dir, on_step=None):
     return trainer.train(
         model_dir=str(model_dir),
@@ -37,10 +47,10 @@ def _train(model_dir, on_step=None):
         train_steps=STEPS,
         batch_size=8,
         learning_rate=3e-3,
+        **OPTIMIZER_SETTINGS,
         dropout_rate=0.1,  # dropout keys must also be reproduced on resume
         model_size="tiny",
         model_overrides={"vocab_size": 3072},
-        optimizer="adafactor",
         checkpoint_period=2,
         keep_checkpoints=2,
         validation_tasks=(),
@@ -109,7 +119,7 @@ def test_damaged_latest_checkpoint_is_skipped_with_a_warning(runs, tmp_path, cap
     assert any("cannot be restored" in r.getMessage() for r in caplog.records)
 
 
-def _train_steps(model_dir, steps):
+def _train_steps(model_dir, steps, **optimizer_settings):
     return trainer.train(
         model_dir=str(model_dir),
         mixture_or_task_name=runner_fixtures.TASK,
@@ -117,10 +127,10 @@ def _train_steps(model_dir, steps):
         train_steps=steps,
         batch_size=8,
         learning_rate=3e-3,
+        **(optimizer_settings or OPTIMIZER_SETTINGS),
         dropout_rate=0.1,
         model_size="tiny",
         model_overrides={"vocab_size": 3072},
-        optimizer="adafactor",
         checkpoint_period=2,
         keep_checkpoints=2,
         validation_tasks=(),
@@ -158,3 +168,18 @@ def test_no_readable_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(errors.UserError, match="no checkpoint .* can be restored"):
         store.restore_latest(abstract, opt)
     store.close()
+
+
+def test_resuming_with_other_optimizer_settings_is_a_clear_error(runs, tmp_path):
+    import shutil
+
+    base, _, _ = runs
+    copy = tmp_path / "run"
+    shutil.copytree(base / "whole", copy)
+    other = {**OPTIMIZER_SETTINGS, "warmup_steps": 3, "clip_gradient_norm": None}
+    with pytest.raises(errors.UserError, match="other optimizer settings") as raised:
+        _train_steps(copy, STEPS + 2, **other)
+    message = str(raised.value)
+    assert "clip_gradient_norm: saved 1.0, now None" in message
+    assert "warmup_steps: saved 2, now 3" in message
+    assert "learning_rate_schedule" not in message

@@ -182,6 +182,22 @@ class CheckpointStore:
             )
         return None
 
+    def latest_meta(self) -> dict[str, Any] | None:
+        """The `meta` item of the newest step whose meta reads (None: no such step).
+
+        Cheap (one small JSON file): lets a run compare its settings with the saved run's
+        before restoring arrays whose structure depends on those settings.
+        """
+        for step in reversed(self.steps()):
+            try:
+                restored = self.manager.restore(
+                    step, args=ocp.args.Composite(**{META_ITEM: ocp.args.JsonRestore()})
+                )
+            except Exception:  # noqa: BLE001 - a damaged step is reported by restore_latest
+                continue
+            return dict(restored[META_ITEM])
+        return None
+
     def restore_params(self, step: int) -> tuple[Any, dict[str, Any]]:
         """(params as host arrays, meta) of one step, without the optimizer state."""
         restored = self.manager.restore(

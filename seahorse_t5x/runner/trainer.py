@@ -12,6 +12,7 @@ uninterrupted run would.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import pathlib
@@ -329,6 +330,8 @@ class Trainer:
         )
         input_pipeline.check_data_config(data_config)
 
+        optimizer_settings = self._optimizer_settings()
+        self._check_optimizer_settings(store, optimizer_settings)
         restored = store.restore_latest(
             _with_shardings(abstract_params, params_sharding),
             _with_shardings(abstract_opt_state, opt_sharding),
@@ -415,6 +418,7 @@ class Trainer:
             "model_config": model_config.to_dict(),
             "vocabulary": vocab.vocabulary_path(),
             "mixture_or_task_name": cfg.mixture_or_task_name,
+            "optimizer": optimizer_settings,
         }
         final_loss = None
         real_tokens = slots = 0
@@ -546,6 +550,39 @@ class Trainer:
             validation=last_validation,
             resumed_from=resumed_from,
         )
+
+    def _optimizer_settings(self) -> dict[str, Any]:
+        """The settings that shape the optimizer state (saved in each checkpoint's meta)."""
+        cfg = self.config
+        return {
+            "optimizer": cfg.optimizer,
+            "learning_rate_schedule": cfg.learning_rate_schedule,
+            "warmup_steps": cfg.warmup_steps,
+            "learning_rate_multipliers": dict(cfg.learning_rate_multipliers),
+            "clip_gradient_norm": cfg.clip_gradient_norm,
+        }
+
+    def _check_optimizer_settings(
+        self, store: checkpointing.CheckpointStore, settings: Mapping[str, Any]
+    ) -> None:
+        """Raises UserError when MODEL_DIR's run used other optimizer settings.
+
+        Their optimizer states differ in structure (or in meaning), so the run could not be
+        resumed faithfully. Checkpoints written before the settings were saved pass.
+        """
+        saved = (store.latest_meta() or {}).get("optimizer")
+        if saved is None:
+            return
+        # JSON turns the multipliers' keys into strings and keeps floats: compare as JSON.
+        current = json.loads(json.dumps(settings))
+        changed = sorted(k for k in current if saved.get(k) != current[k])
+        if changed:
+            details = ", ".join(f"{k}: saved {saved.get(k)!r}, now {current[k]!r}" for k in changed)
+            raise errors.UserError(
+                f"{self.model_dir} holds a run trained with other optimizer settings "
+                f"({details}); resume with the saved settings, or use a new MODEL_DIR "
+                "(INITIAL_CHECKPOINT_PATH can start from its weights)"
+            )
 
     def _check_resumable(
         self,
