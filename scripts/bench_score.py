@@ -24,6 +24,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from bench_common import matmul_ceiling  # scripts/ is on sys.path when run
 
 from seahorse_t5x import scoring
 from seahorse_t5x.model import checkpoints, configs, mt5
@@ -69,19 +70,6 @@ def draw_inputs(args: argparse.Namespace, vocab_size: int) -> list[np.ndarray]:
         ids[-1] = scoring.EOS_ID
         tokens.append(ids)
     return tokens
-
-
-def matmul_ceiling(n: int = 2048, repeats: int = 5) -> float:
-    a = jax.random.normal(jax.random.PRNGKey(0), (n, n), jnp.float32)
-    b = jax.random.normal(jax.random.PRNGKey(1), (n, n), jnp.float32)
-    dot = jax.jit(jnp.dot)
-    dot(a, b).block_until_ready()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        dot(a, b).block_until_ready()
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best
 
 
 def encoder_flops(config, rows: int, length: int) -> float:

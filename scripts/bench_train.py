@@ -27,25 +27,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from bench_common import matmul_ceiling  # scripts/ is on sys.path when run
 
 from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.runner import input_pipeline, optimizers, partitioning, trainer
 
 SECTION = "## Training"
-
-
-def matmul_ceiling(size: int = 2048, repeats: int = 5) -> float:
-    """Best FLOP/s of a jitted fp32 `size`^3 matrix product."""
-    a = jnp.asarray(np.random.default_rng(0).normal(size=(size, size)), jnp.float32)
-    b = jnp.asarray(np.random.default_rng(1).normal(size=(size, size)), jnp.float32)
-    product = jax.jit(lambda x, y: x @ y)
-    product(a, b).block_until_ready()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        product(a, b).block_until_ready()
-        best = min(best, time.perf_counter() - start)
-    return 2 * size**3 / best
 
 
 def train_step_throughput(
@@ -84,19 +71,7 @@ def train_step_throughput(
 
     def step(params, opt_state, batch):
         def loss_fn(p):
-            logits = model.apply(
-                {"params": p},
-                batch["encoder_input_tokens"],
-                batch["decoder_input_tokens"],
-                encoder_segment_ids=batch["encoder_segment_ids"],
-                decoder_segment_ids=batch["decoder_segment_ids"],
-                encoder_positions=batch["encoder_positions"],
-                decoder_positions=batch["decoder_positions"],
-                enable_dropout=False,
-            )
-            return trainer.cross_entropy_loss(
-                logits, batch["decoder_target_tokens"], batch["decoder_loss_weights"], 1e-4
-            )[0]
+            return trainer.batch_loss(model, p, batch, z_loss=1e-4)[0]
 
         loss, grads = jax.value_and_grad(loss_fn)(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)

@@ -287,21 +287,8 @@ def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, An
     z_loss = 1e-4
 
     def loss_fn(params, batch, rng):
-        logits = model.apply(
-            {"params": params},
-            batch["encoder_input_tokens"],
-            batch["decoder_input_tokens"],
-            encoder_segment_ids=batch["encoder_segment_ids"],
-            decoder_segment_ids=batch["decoder_segment_ids"],
-            encoder_positions=batch["encoder_positions"],
-            decoder_positions=batch["decoder_positions"],
-            enable_dropout=request.dropout_rate > 0,
-            rngs={"dropout": rng},
-        )
-        objective, _ = trainer.cross_entropy_loss(
-            logits, batch["decoder_target_tokens"], batch["decoder_loss_weights"], z_loss
-        )
-        return objective
+        dropout_rng = rng if request.dropout_rate > 0 else None
+        return trainer.batch_loss(model, params, batch, z_loss, dropout_rng)[0]
 
     def constrain_like_params(tree):
         return jax.lax.with_sharding_constraint(tree, params_sharding)

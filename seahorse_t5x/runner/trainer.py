@@ -246,6 +246,34 @@ def cross_entropy_loss(
     return objective, {"ce_sum": ce_sum, "z_sum": z_sum, "tokens": tokens, "correct": correct}
 
 
+def batch_loss(
+    model: mt5.MT5,
+    params: Any,
+    batch: Mapping[str, jax.Array],
+    z_loss: float,
+    dropout_rng: jax.Array | None = None,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """`cross_entropy_loss` of the model on one batch of the runner's model features.
+
+    Packed batches carry segment ids and positions; padded ones do not. Dropout is on when
+    `dropout_rng` is given.
+    """
+    logits = model.apply(
+        {"params": params},
+        batch["encoder_input_tokens"],
+        batch["decoder_input_tokens"],
+        encoder_segment_ids=batch.get("encoder_segment_ids"),
+        decoder_segment_ids=batch.get("decoder_segment_ids"),
+        encoder_positions=batch.get("encoder_positions"),
+        decoder_positions=batch.get("decoder_positions"),
+        enable_dropout=dropout_rng is not None,
+        rngs={} if dropout_rng is None else {"dropout": dropout_rng},
+    )
+    return cross_entropy_loss(
+        logits, batch["decoder_target_tokens"], batch["decoder_loss_weights"], z_loss
+    )
+
+
 class Trainer:
     """One training run over a mesh of all devices."""
 
@@ -369,20 +397,7 @@ class Trainer:
             dropout_rng = jax.random.fold_in(jax.random.PRNGKey(seed), step)
 
             def loss_fn(p):
-                logits = model.apply(
-                    {"params": p},
-                    batch["encoder_input_tokens"],
-                    batch["decoder_input_tokens"],
-                    encoder_segment_ids=batch.get("encoder_segment_ids"),
-                    decoder_segment_ids=batch.get("decoder_segment_ids"),
-                    encoder_positions=batch.get("encoder_positions"),
-                    decoder_positions=batch.get("decoder_positions"),
-                    enable_dropout=True,
-                    rngs={"dropout": dropout_rng},
-                )
-                return cross_entropy_loss(
-                    logits, batch["decoder_target_tokens"], batch["decoder_loss_weights"], z_loss
-                )
+                return batch_loss(model, p, batch, z_loss, dropout_rng)
 
             (objective, sums), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
             updates, opt_state = optimizer.update(grads, opt_state, params)
