@@ -109,7 +109,8 @@ def test_gradient_clipping_bounds_the_update_direction():
         ({"name": "sgd"}, "optimizer must be one of adafactor, adamw"),
         ({"learning_rate": 0.0}, "LEARNING_RATE must be > 0"),
         ({"learning_rate_multipliers": {"rel(": 2.0}}, "is not a regex"),
-        ({"learning_rate_multipliers": {"rel": 0.0}}, "must be > 0"),
+        ({"learning_rate_multipliers": {"rel": 0.0}}, "must be a number > 0"),
+        ({"learning_rate_multipliers": {"rel": "fast"}}, "must be a number > 0, got 'fast'"),
         ({"clip_gradient_norm": -1.0}, "clip_gradient_norm must be > 0"),
     ],
 )

@@ -3,6 +3,7 @@ schedule; per-parameter learning-rate multipliers."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -69,11 +70,30 @@ def scale_by_parameter_multipliers(
 
     Patterns are regular expressions searched in the `/`-joined parameter path (e.g.
     `rel_embedding` matches `encoder/relpos_bias/rel_embedding`); the first matching
-    pattern wins; unmatched parameters keep their updates. Applied after the optimizer, a
-    factor k is a learning rate k times the run's for those parameters (Adam and
-    Adafactor updates are proportional to the learning rate). Stateless.
+    pattern wins; unmatched parameters keep their updates (factor 1). Applied after the
+    optimizer, a factor k is a learning rate k times the run's for those parameters (Adam
+    and Adafactor updates are proportional to the learning rate). Stateless.
+
+    Raises:
+      UserError: for a pattern that is not a regex or a factor that is not a number > 0.
     """
-    compiled = [(re.compile(pattern), float(factor)) for pattern, factor in multipliers.items()]
+    compiled = []
+    for pattern, factor in multipliers.items():
+        try:
+            regex = re.compile(pattern)
+        except re.error as e:
+            raise errors.UserError(
+                f"learning-rate multiplier pattern {pattern!r} is not a regex: {e}"
+            ) from None
+        try:
+            value = float(factor)
+        except (TypeError, ValueError):
+            value = math.nan
+        if not value > 0:
+            raise errors.UserError(
+                f"learning-rate multiplier for {pattern!r} must be a number > 0, got {factor!r}"
+            )
+        compiled.append((regex, value))
 
     def factor_for(path) -> float:
         name = _path_name(path)
@@ -85,9 +105,7 @@ def scale_by_parameter_multipliers(
 
     def update_fn(updates, state, params=None):
         del params
-        scaled = jax.tree_util.tree_map_with_path(
-            lambda path, u: u if factor_for(path) == 1.0 else u * factor_for(path), updates
-        )
+        scaled = jax.tree_util.tree_map_with_path(lambda path, u: u * factor_for(path), updates)
         return scaled, state
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -146,16 +164,5 @@ def create_optimizer(
         chain.append(optax.clip_by_global_norm(clip_gradient_norm))
     chain.append(base)
     if learning_rate_multipliers:
-        for pattern, factor in learning_rate_multipliers.items():
-            try:
-                re.compile(pattern)
-            except re.error as e:
-                raise errors.UserError(
-                    f"learning-rate multiplier pattern {pattern!r} is not a regex: {e}"
-                ) from None
-            if not float(factor) > 0:
-                raise errors.UserError(
-                    f"learning-rate multiplier for {pattern!r} must be > 0, got {factor}"
-                )
         chain.append(scale_by_parameter_multipliers(learning_rate_multipliers))
     return chain[0] if len(chain) == 1 else optax.chain(*chain)
