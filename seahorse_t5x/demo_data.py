@@ -12,11 +12,14 @@ Yes from the paper's Table 3, and each defect is a clear, local signal, so that 
 mT5-shaped model can learn all six questions:
 
 - Q1 No: a garbled summary (most words replaced by random letter strings);
-- Q2 No: a short phrase said three or four times in a row;
-- Q3 No: the words of the summary's sentence in scrambled order, all in lower case;
-- Q4 No: a person or place the article does not mention (mostly invented names);
-- Q5 No: the summary restates a side detail of the article, not its main event;
-- Q6 No: the summary is padded with a further side detail (about twice as long).
+- Q2 No: one word said eight to ten times in a row (a degenerate loop);
+- Q3 No: the words of the summary's sentence in scrambled order, all in lower case, with
+  two or three punctuation marks standing alone between them;
+- Q4 No: every person and place in the summary is one the article does not mention
+  (mostly invented names);
+- Q5 No: a vague summary that names the place but not what happened there;
+- Q6 No: the summary is padded with a side detail of the article and an empty remark
+  (two to three times as long).
 
 Then 5% of the labels are redrawn at random (label noise), a few become Unsure, and a Q1
 label of No blanks Q2..Q6, as in the real files. Same seed, same bytes.
@@ -38,6 +41,7 @@ LABEL_NOISE_RATE = 0.05  # share of labels redrawn uniformly from Yes/No
 UNSURE_RATE = 0.015  # share of labels (after Q1) rated Unsure
 Q1_UNSURE_RATE = 0.005
 INVENTED_ENTITY_SHARE = 0.85  # of Q4 defects, how many use a never-seen entity
+STRAY_PUNCTUATION = (",", ".")  # Q3: marks standing alone between words
 CLOSING_SENTENCE_RATE = 0.25  # articles ending with a closing remark (kept short otherwise)
 SUMMARIES_PER_ARTICLE = (2, 6)  # inclusive range; SEAHORSE has several systems per article
 
@@ -101,6 +105,8 @@ class Lexicon:
     article_sides: tuple[str, ...]
     article_closings: tuple[str, ...]
     summary_mains: tuple[str, ...]  # the last one mentions {num}
+    summary_vagues: tuple[str, ...]  # Q5 No: names the place, not what happened ({city})
+    summary_fillers: tuple[str, ...]  # Q6 No: empty padding; never in an article
     alphabet: str  # letters of garbled (Q1) words
 
 
@@ -161,6 +167,15 @@ LEXICONS: dict[str, Lexicon] = {
             "{person}, the {role} of {org}, {event} in {city}.",
             "{person} {event} in {city} at a cost of {num} million pounds.",
         ),
+        summary_vagues=(
+            "This is a short report about recent news from {city}.",
+            "The text discusses what people talk about in {city}.",
+            "The article describes some changes in {city}.",
+        ),
+        summary_fillers=(
+            "All of this was reported in the article above.",
+            "These details are also worth mentioning here.",
+        ),
         alphabet="abcdefghijklmnopqrstuvwxyz",
     ),
     "de": Lexicon(
@@ -217,6 +232,15 @@ LEXICONS: dict[str, Lexicon] = {
             "{person}, {role} bei {org}, hat in {city} {event}.",
             "{person} hat in {city} für {num} Millionen Euro {event}.",
         ),
+        summary_vagues=(
+            "Dies ist ein kurzer Bericht über Neuigkeiten aus {city}.",
+            "Der Text handelt davon, worüber man in {city} spricht.",
+            "Der Artikel beschreibt einige Veränderungen in {city}.",
+        ),
+        summary_fillers=(
+            "All dies wurde in dem Artikel oben berichtet.",
+            "Auch diese Einzelheiten sind hier erwähnenswert.",
+        ),
         alphabet="abcdefghijklmnopqrstuvwxyzäöüß",
     ),
     "es": Lexicon(
@@ -270,6 +294,15 @@ LEXICONS: dict[str, Lexicon] = {
             "En {city}, {person} {event}.",
             "{person}, {role} de {org}, {event} en {city}.",
             "{person} {event} en {city}, con un coste de {num} millones de euros.",
+        ),
+        summary_vagues=(
+            "Es un breve informe sobre las novedades de {city}.",
+            "El texto trata de lo que se comenta en {city}.",
+            "El artículo describe algunos cambios en {city}.",
+        ),
+        summary_fillers=(
+            "Todo esto se contó en el artículo de arriba.",
+            "También vale la pena mencionar aquí estos detalles.",
         ),
         alphabet="abcdefghijklmnopqrstuvwxyzñáéíóú",
     ),
@@ -328,6 +361,15 @@ LEXICONS: dict[str, Lexicon] = {
             "{person}, {role} {org}, {event} в {city}.",
             "{person} {event} в {city} за {num} миллионов рублей.",
         ),
+        summary_vagues=(
+            "Это короткая заметка о новостях в {city}.",
+            "Текст рассказывает о том, что обсуждают в {city}.",
+            "Статья описывает некоторые перемены в {city}.",
+        ),
+        summary_fillers=(
+            "Обо всём этом говорится в статье выше.",
+            "Эти подробности тоже стоит здесь упомянуть.",
+        ),
         alphabet="абвгдежзийклмнопрстуфхцчшщыьэюя",
     ),
     "tr": Lexicon(
@@ -380,6 +422,15 @@ LEXICONS: dict[str, Lexicon] = {
             "{city} {person} {event}.",
             "{org} {role} {person}, {city} {event}.",
             "{person} {city} {num} milyon liraya {event}.",
+        ),
+        summary_vagues=(
+            "Bu metin {city} yaşanan gelişmeleri kısaca anlatıyor.",
+            "Yazı {city} konuşulan konulardan söz ediyor.",
+            "Haber {city} olan bazı değişiklikleri anlatıyor.",
+        ),
+        summary_fillers=(
+            "Bütün bunlar yukarıdaki makalede anlatıldı.",
+            "Bu ayrıntılardan da burada söz etmek gerekir.",
         ),
         alphabet="abcçdefgğhıijklmnoöprsştuüvyz",
     ),
@@ -434,6 +485,15 @@ LEXICONS: dict[str, Lexicon] = {
             "Tại {city}, {person} {event}.",
             "{person}, {role} {org}, {event} tại {city}.",
             "{person} {event} tại {city} với chi phí {num} tỷ đồng.",
+        ),
+        summary_vagues=(
+            "Đây là một bản tin ngắn về những chuyện mới ở {city}.",
+            "Văn bản kể về những điều người ta bàn tán ở {city}.",
+            "Bài báo mô tả một số thay đổi ở {city}.",
+        ),
+        summary_fillers=(
+            "Tất cả điều này đã được nêu trong bài báo ở trên.",
+            "Những chi tiết này cũng đáng được nhắc đến ở đây.",
         ),
         alphabet="abcdeghiklmnopqrstuvxyăâđêôơưàáảãạ",
     ),
@@ -567,34 +627,31 @@ def _garble(rng: random.Random, text: str, alphabet: str) -> str:
 def _make_summary(rng: random.Random, article: _Article, defects: dict[int, bool]) -> str:
     """Renders one summary of `article` with the given defects (True = the question's No)."""
     lex = LEXICONS[article.language]
-    side_index = -1
-    if defects[5]:  # about a side detail, not the main event
-        side_index = rng.randrange(len(article.sides))
-        base = article.sides[side_index]
+    if defects[5]:  # vague: names the place, not what happened
+        base = _Sentence(rng.choice(lex.summary_vagues), article.main_slots)
     else:
         base = _Sentence(rng.choice(lex.summary_mains), article.main_slots)
     overrides = {}
-    if defects[4]:
-        slots = [s for s in _ENTITY_SLOTS if "{" + s + "}" in base.template]
-        slot = rng.choice(slots)
-        overrides[slot] = _invented_entity(rng, article, slot)
+    if defects[4]:  # every person and place in the summary is one the article lacks
+        for slot in _ENTITY_SLOTS:
+            if "{" + slot + "}" in base.template:
+                overrides[slot] = _invented_entity(rng, article, slot)
     words = base.render(**overrides).split()
-    if defects[3]:  # scrambled word order, all in lower case (names included)
+    if defects[3]:  # scrambled word order, all in lower case, stray punctuation marks
         original = list(words)
         while words == original:
             rng.shuffle(words)
         words = [w.lower() for w in words]
-    if defects[2]:  # a short phrase said three or four times in a row
-        span = rng.randint(2, 3)
-        start = rng.randrange(max(1, len(words) - span + 1))
-        phrase = words[start : start + span]
-        words[start + span : start + span] = phrase * rng.randint(2, 3)
+        for _ in range(rng.randint(2, 3)):
+            words.insert(rng.randrange(1, len(words) + 1), rng.choice(STRAY_PUNCTUATION))
+    if defects[2]:  # one word said eight to ten times in a row (a degenerate loop)
+        start = rng.randrange(len(words))
+        words[start + 1 : start + 1] = [words[start]] * rng.randint(7, 9)
     text = " ".join(words)
     if not defects[3]:
         text = text[0].upper() + text[1:]
-    if defects[6]:  # padded with a further side detail: about twice as long
-        others = [s for i, s in enumerate(article.sides) if i != side_index]
-        text = f"{text} {rng.choice(others).render()}"
+    if defects[6]:  # padded with a side detail and an empty remark: two to three times as long
+        text = f"{text} {rng.choice(article.sides).render()} {rng.choice(lex.summary_fillers)}"
     if defects[1]:
         text = _garble(rng, text, lex.alphabet)
     return text

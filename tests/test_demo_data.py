@@ -108,7 +108,7 @@ def test_defects_are_visible_in_the_text():
     # Q6 No summaries are padded with a side detail: noticeably longer.
     assert mean_words(6, "No") > 1.5 * mean_words(6, "Yes")
 
-    # Q2 No summaries repeat a phrase: most hold a repeated word bigram.
+    # Q2 No summaries repeat a word: most hold a repeated word bigram.
     def has_repeat(text):
         words = text.split()
         bigrams = list(zip(words, words[1:], strict=False))
@@ -123,6 +123,46 @@ def test_defects_are_visible_in_the_text():
         return sum(s[0].islower() for s in chosen) / len(chosen)
 
     assert lower_start_share("No") > 0.85 and lower_start_share("Yes") < 0.1
+
+    def share(q, label, holds):
+        chosen = [r for r in rows if r[f"question{q}"] == label]
+        return sum(bool(holds(r)) for r in chosen) / len(chosen)
+
+    def lexicon(row):
+        return demo_data.LEXICONS[constants.WORKER_LANG_TO_LANGUAGE[row["worker_lang"]]]
+
+    # Q3 No summaries hold punctuation marks standing alone between words.
+    def stray_mark(row):
+        return re.search(r"(^|\s)[,.](\s|$)", row["summary"])
+
+    assert share(3, "No", stray_mark) > 0.85 and share(3, "Yes", stray_mark) < 0.05
+
+    # Q5 No summaries are vague: one of the language's vague templates (unless scrambled).
+    def vague(row):
+        prefixes = [t.split("{city}")[0] for t in lexicon(row).summary_vagues]
+        return any(row["summary"].startswith(p) for p in prefixes)
+
+    in_order = [r for r in rows if r["question3"] == "Yes" and r["question2"] == "Yes"]
+    vague_no = [vague(r) for r in in_order if r["question5"] == "No"]
+    vague_yes = [vague(r) for r in in_order if r["question5"] == "Yes"]
+    assert sum(vague_no) / len(vague_no) > 0.85 and sum(vague_yes) / len(vague_yes) < 0.1
+
+    # Q4 No summaries mostly name invented people and places (the rest: other articles').
+    def invented(row):
+        lex = lexicon(row)
+        return any(name in row["summary"] for name in lex.invented_names + lex.invented_cities)
+
+    cased = [r for r in rows if r["question3"] == "Yes"]
+    invented_no = [invented(r) for r in cased if r["question4"] == "No"]
+    invented_yes = [invented(r) for r in cased if r["question4"] == "Yes"]
+    assert sum(invented_no) / len(invented_no) > 0.75
+    assert sum(invented_yes) / len(invented_yes) < 0.1
+
+    # Q6 No summaries end with an empty remark no article holds.
+    def filler(row):
+        return row["summary"].endswith(lexicon(row).summary_fillers)
+
+    assert share(6, "No", filler) > 0.85 and share(6, "Yes", filler) < 0.1
 
 
 def test_shipped_vocabulary_is_what_the_script_builds():
