@@ -12,7 +12,7 @@ Yes from the paper's Table 3, and each defect is a clear, local signal, so that 
 mT5-shaped model can learn all six questions:
 
 - Q1 No: a garbled summary (most words replaced by random letter strings);
-- Q2 No: one word said eleven to thirteen times in a row (a degenerate loop);
+- Q2 No: one word said eight to ten times in a row (a degenerate loop);
 - Q3 No: the words of the summary's sentence in scrambled order, all in lower case, with
   two or three punctuation marks standing alone between them;
 - Q4 No: every person and place in the summary is one the article does not mention
@@ -644,9 +644,9 @@ def _make_summary(rng: random.Random, article: _Article, defects: dict[int, bool
         words = [w.lower() for w in words]
         for _ in range(rng.randint(2, 3)):
             words.insert(rng.randrange(1, len(words) + 1), rng.choice(STRAY_PUNCTUATION))
-    if defects[2]:  # one word said eleven to thirteen times in a row (a degenerate loop)
+    if defects[2]:  # one word said eight to ten times in a row (a degenerate loop)
         start = rng.randrange(len(words))
-        words[start + 1 : start + 1] = [words[start]] * rng.randint(10, 12)
+        words[start + 1 : start + 1] = [words[start]] * rng.randint(7, 9)
     text = " ".join(words)
     if not defects[3]:
         text = text[0].upper() + text[1:]
