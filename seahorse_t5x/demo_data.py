@@ -499,7 +499,7 @@ LEXICONS: dict[str, Lexicon] = {
     ),
 }
 
-_ENTITY_SLOTS = ("person", "city", "person2", "city2")
+_ENTITY_SLOTS = ("person", "city")  # the entity slots of the summary templates
 
 
 @dataclasses.dataclass(frozen=True)

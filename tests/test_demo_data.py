@@ -101,6 +101,13 @@ def test_label_rates_are_like_the_papers(demo_dir):
 def test_defects_are_visible_in_the_text():
     rows = demo_data.generate(0).rows["train"]
 
+    def share(q, label, holds, among=rows):
+        chosen = [r for r in among if r[f"question{q}"] == label]
+        return sum(bool(holds(r)) for r in chosen) / len(chosen)
+
+    def lexicon(row):
+        return demo_data.LEXICONS[constants.WORKER_LANG_TO_LANGUAGE[row["worker_lang"]]]
+
     def mean_words(q, label):
         lengths = [len(r["summary"].split()) for r in rows if r[f"question{q}"] == label]
         return sum(lengths) / len(lengths)
@@ -109,29 +116,20 @@ def test_defects_are_visible_in_the_text():
     assert mean_words(6, "No") > 1.5 * mean_words(6, "Yes")
 
     # Q2 No summaries repeat a word: most hold a repeated word bigram.
-    def has_repeat(text):
-        words = text.split()
+    def has_repeat(row):
+        words = row["summary"].split()
         bigrams = list(zip(words, words[1:], strict=False))
         return len(set(bigrams)) < len(bigrams)
 
-    q2_no = [r for r in rows if r["question2"] == "No"]
-    assert sum(has_repeat(r["summary"]) for r in q2_no) / len(q2_no) > 0.85
+    assert share(2, "No", has_repeat) > 0.85
 
-    # Q3 No summaries are scrambled and written in lower case.
-    def lower_start_share(label):
-        chosen = [r["summary"] for r in rows if r["question3"] == label]
-        return sum(s[0].islower() for s in chosen) / len(chosen)
+    # Q3 No summaries are scrambled and written in lower case...
+    def lower_start(row):
+        return row["summary"][0].islower()
 
-    assert lower_start_share("No") > 0.85 and lower_start_share("Yes") < 0.1
+    assert share(3, "No", lower_start) > 0.85 and share(3, "Yes", lower_start) < 0.1
 
-    def share(q, label, holds):
-        chosen = [r for r in rows if r[f"question{q}"] == label]
-        return sum(bool(holds(r)) for r in chosen) / len(chosen)
-
-    def lexicon(row):
-        return demo_data.LEXICONS[constants.WORKER_LANG_TO_LANGUAGE[row["worker_lang"]]]
-
-    # Q3 No summaries hold punctuation marks standing alone between words.
+    # ... and hold punctuation marks standing alone between words.
     def stray_mark(row):
         return re.search(r"(^|\s)[,.](\s|$)", row["summary"])
 
@@ -143,9 +141,7 @@ def test_defects_are_visible_in_the_text():
         return any(row["summary"].startswith(p) for p in prefixes)
 
     in_order = [r for r in rows if r["question3"] == "Yes" and r["question2"] == "Yes"]
-    vague_no = [vague(r) for r in in_order if r["question5"] == "No"]
-    vague_yes = [vague(r) for r in in_order if r["question5"] == "Yes"]
-    assert sum(vague_no) / len(vague_no) > 0.85 and sum(vague_yes) / len(vague_yes) < 0.1
+    assert share(5, "No", vague, in_order) > 0.85 and share(5, "Yes", vague, in_order) < 0.1
 
     # Q4 No summaries mostly name invented people and places (the rest: other articles').
     def invented(row):
@@ -153,10 +149,8 @@ def test_defects_are_visible_in_the_text():
         return any(name in row["summary"] for name in lex.invented_names + lex.invented_cities)
 
     cased = [r for r in rows if r["question3"] == "Yes"]
-    invented_no = [invented(r) for r in cased if r["question4"] == "No"]
-    invented_yes = [invented(r) for r in cased if r["question4"] == "Yes"]
-    assert sum(invented_no) / len(invented_no) > 0.75
-    assert sum(invented_yes) / len(invented_yes) < 0.1
+    assert share(4, "No", invented, cased) > 0.75
+    assert share(4, "Yes", invented, cased) < 0.1
 
     # Q6 No summaries end with an empty remark no article holds.
     def filler(row):
