@@ -246,8 +246,9 @@ def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, An
     import optax
     from jax.sharding import NamedSharding, PartitionSpec
 
+    from seahorse_t5x import partitioning
     from seahorse_t5x.model import mt5
-    from seahorse_t5x.runner import optimizers, partitioning, trainer
+    from seahorse_t5x.runner import optimizers, trainer
 
     config = _model_config(request, num_layers)
     mesh = partitioning.create_mesh(

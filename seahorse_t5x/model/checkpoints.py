@@ -19,7 +19,7 @@ import os
 import pathlib
 import re
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import flax
@@ -77,11 +77,27 @@ def check_params(config: MT5Config, flat: Mapping[str, Any], source: str) -> Non
         )
 
 
-def _to_tree(config: MT5Config, flat: Mapping[str, Any], source: str) -> Params:
+# `place(name, array)` puts one flat `a/b/c` parameter where it will live (e.g. sharded on a
+# device mesh: `inference.engine.Placer`), called as each tensor is read. A `Placement` makes
+# the `place` function for the checkpoint's config once that is known.
+Place = Callable[[str, Any], Any]
+Placement = Callable[[MT5Config], Place]
+
+
+def _float32_host(name: str, array: Any) -> np.ndarray:
+    del name
+    return np.asarray(array, dtype=np.float32)
+
+
+def _to_tree(
+    config: MT5Config, flat: Mapping[str, Any], source: str, placement: Placement | None = None
+) -> Params:
     check_params(config, flat, source)
-    # Parameters stay float32 whatever the checkpoint stored (bf16 in some exports); the
-    # compute dtype is the config's.
-    arrays = {k: np.asarray(v, dtype=np.float32) for k, v in flat.items()}
+    # By default parameters become float32 host arrays whatever the checkpoint stored (bf16
+    # in some exports); the compute dtype is the config's. With `placement`, each tensor goes
+    # straight from the (memory-mapped) file to where it lives, one at a time.
+    place = placement(config) if placement is not None else _float32_host
+    arrays = {k: place(k, v) for k, v in flat.items()}
     return flax.traverse_util.unflatten_dict(arrays, sep="/")
 
 
@@ -147,6 +163,7 @@ def from_hf_state_dict(
     state: Mapping[str, Any],
     source: str = "HF state dict",
     tied_logits: bool = False,
+    placement: Placement | None = None,
 ) -> Params:
     """Converts an HF mT5 state dict (numpy or torch tensors) into the Flax parameter tree.
 
@@ -156,6 +173,8 @@ def from_hf_state_dict(
       source: where the tensors came from, for error messages.
       tied_logits: the HF config ties `lm_head` to `shared` (transformers >= 5 does so for
         every mT5), so a missing `lm_head.weight` is the embedding.
+      placement: makes the function that puts each parameter where it lives (default:
+        float32 host arrays).
 
     Raises:
       UserError: on missing, unexpected or mis-shaped tensors.
@@ -177,7 +196,7 @@ def from_hf_state_dict(
             f"checkpoint {source} lacks {len(missing_hf)} HF tensors the config needs, e.g. "
             f"{missing_hf[:5]}"
         )
-    return _to_tree(config, flat, source)
+    return _to_tree(config, flat, source, placement)
 
 
 def to_hf_state_dict(params: Params, config: MT5Config) -> dict[str, np.ndarray]:
@@ -260,7 +279,9 @@ def _read_hf_weights(directory: pathlib.Path) -> dict[str, Any]:
     )
 
 
-def load_hf(directory: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+def load_hf(
+    directory: str | os.PathLike, dtype: str | None = None, placement: Placement | None = None
+) -> tuple[MT5Config, Params]:
     """Loads an HF `MT5ForConditionalGeneration` directory."""
     directory = pathlib.Path(directory)
     hf_config = json.loads((directory / "config.json").read_text())
@@ -270,6 +291,7 @@ def load_hf(directory: str | os.PathLike, dtype: str | None = None) -> tuple[MT5
         _read_hf_weights(directory),
         str(directory),
         tied_logits=bool(hf_config.get("tie_word_embeddings", False)),
+        placement=placement,
     )
 
 
@@ -411,11 +433,13 @@ def infer_config(flat: Mapping[str, Any], dtype: str | None = None) -> MT5Config
     )
 
 
-def load_t5x(path: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+def load_t5x(
+    path: str | os.PathLike, dtype: str | None = None, placement: Placement | None = None
+) -> tuple[MT5Config, Params]:
     """Loads a T5X `checkpoint_N` directory (or a T5X MODEL_DIR: its latest step)."""
     flat = read_t5x_params(path)
     config = infer_config(flat, dtype)
-    return config, _to_tree(config, flat, str(path))
+    return config, _to_tree(config, flat, str(path), placement)
 
 
 # ---------------------------------------------------------------------------------------
@@ -460,7 +484,9 @@ def _composite_checkpointer():
     return ocp, ocp.Checkpointer(ocp.CompositeCheckpointHandler())
 
 
-def load_orbax(step_dir: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+def load_orbax(
+    step_dir: str | os.PathLike, dtype: str | None = None, placement: Placement | None = None
+) -> tuple[MT5Config, Params]:
     """Loads a step directory with orbax items `params` and `meta` (`meta.model_config`)."""
     step_dir = pathlib.Path(step_dir).absolute()
     ocp, checkpointer = _composite_checkpointer()
@@ -482,7 +508,7 @@ def load_orbax(step_dir: str | os.PathLike, dtype: str | None = None) -> tuple[M
     flat = flax.traverse_util.flatten_dict(
         jax.tree_util.tree_map(np.asarray, dict(restored[PARAMS_ITEM])), sep="/"
     )
-    return config, _to_tree(config, flat, str(step_dir))
+    return config, _to_tree(config, flat, str(step_dir), placement)
 
 
 def save_params(
@@ -546,7 +572,30 @@ def detect_format(path: str | os.PathLike) -> tuple[str, pathlib.Path]:
     )
 
 
-def load_checkpoint(path: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+def load_meta(path: str | os.PathLike) -> dict[str, Any]:
+    """The `meta` item of this project's checkpoints (how the model was trained); `{}` for
+    HF and T5X checkpoints, which carry none.
+
+    Raises:
+      UserError: for a missing path, an unknown format or an unreadable meta item.
+    """
+    kind, directory = detect_format(path)
+    if kind != "orbax":
+        return {}
+    ocp, checkpointer = _composite_checkpointer()
+    try:
+        restored = checkpointer.restore(
+            pathlib.Path(directory).absolute(),
+            ocp.args.Composite(**{META_ITEM: ocp.args.JsonRestore()}),
+        )
+    except Exception as e:  # noqa: BLE001 - orbax wraps IO and format errors variously
+        raise errors.UserError(f"cannot read the meta of checkpoint {directory}: {e}") from None
+    return dict(restored[META_ITEM] or {})
+
+
+def load_checkpoint(
+    path: str | os.PathLike, dtype: str | None = None, placement: Placement | None = None
+) -> tuple[MT5Config, Params]:
     """Loads any supported checkpoint as (config, float32 parameter tree of numpy arrays).
 
     Args:
@@ -554,6 +603,9 @@ def load_checkpoint(path: str | os.PathLike, dtype: str | None = None) -> tuple[
         directory, or this project's MODEL_DIR (best marked step, else the latest).
       dtype: compute dtype to set in the returned config (`float32` or `bfloat16`);
         None keeps the checkpoint's (float32 for HF and T5X).
+      placement: `placement(config)` returns `place(name, array)`, which puts each flat
+        parameter where it will live as it is read (e.g. `inference.engine.Placer`: sharded
+        on a mesh); default: float32 host arrays.
 
     Raises:
       UserError: for a missing path, an unknown format or parameters that do not fit.
@@ -562,7 +614,7 @@ def load_checkpoint(path: str | os.PathLike, dtype: str | None = None) -> tuple[
         raise errors.UserError(f"dtype must be one of {list(configs.DTYPES)}, got {dtype!r}")
     kind, directory = detect_format(path)
     if kind == "hf":
-        return load_hf(directory, dtype)
+        return load_hf(directory, dtype, placement)
     if kind == "t5x":
-        return load_t5x(directory, dtype)
-    return load_orbax(directory, dtype)
+        return load_t5x(directory, dtype, placement)
+    return load_orbax(directory, dtype, placement)
