@@ -393,3 +393,24 @@ def test_inputs_keep_the_summary_and_the_minimum_length(trained):
     encoded = inputs.encode_pairs(demo, ["long article " * 50] * 2, summaries, need)
     assert not encoded.summary_truncated.any()
     assert inputs.encode_pairs(demo, ["x"], summaries[:1], need - 1).summary_truncated.all()
+
+
+def test_packed_rows_give_the_bucketed_scores(trained):
+    demo = vocab.get_vocabulary("demo")
+    rows = _rows(40, seed=3)
+    tokens = inputs.encode_pairs(
+        demo, [r["article"] for r in rows], [r["summary"] for r in rows], INPUT_LENGTH
+    ).tokens
+    bucketed = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2)
+    packed = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2, packing=True)
+    params = bucketed.placer().place_tree(trained.params)
+    packing = engine.pack_rows([len(t) for t in tokens], INPUT_LENGTH, packed.max_segments)
+    assert sorted(i for row in packing for i in row) == list(range(40))
+    assert max(len(row) for row in packing) > 1  # some rows hold several inputs
+    assert all(sum(len(tokens[i]) for i in row) <= INPUT_LENGTH for row in packing)
+    np.testing.assert_allclose(
+        packed.label_logits(params, tokens), bucketed.label_logits(params, tokens), atol=1e-4
+    )
+    np.testing.assert_allclose(
+        packed.p_yes(params, tokens), bucketed.p_yes(params, tokens), rtol=0, atol=1e-6
+    )

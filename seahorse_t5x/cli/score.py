@@ -91,6 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep_summary: cut the article so the summary fits (default); right: the paper's cut",
     )
     parser.add_argument(
+        "--packing",
+        action="store_true",
+        help="pack several inputs into each max_input_length row (one compiled shape) "
+        "instead of length buckets",
+    )
+    parser.add_argument(
         "--chunk_size",
         type=int,
         default=4096,
@@ -238,6 +244,7 @@ def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str
         "param_dtype": args.param_dtype,
         "truncation": args.truncation,
         "chunk_size": args.chunk_size,
+        "packing": args.packing,
         "skip_bad_rows": args.skip_bad_rows,
     }
 
@@ -440,6 +447,7 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
         truncation=args.truncation,
         mesh=mesh,
         param_dtype=args.param_dtype,
+        packing=args.packing,
     )
     smallest = inputs_lib.min_input_length(scorer.vocab, ["x"], args.question)
     if scorer.max_input_length < smallest:

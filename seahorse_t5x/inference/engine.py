@@ -133,6 +133,76 @@ def label_logits(
     return jnp.dot(hidden[:, 0].astype(dtype), kernel.astype(dtype)).astype(jnp.float32)
 
 
+def packed_label_logits(
+    config: MT5Config,
+    label_ids: tuple[int, int],
+    params: Any,
+    tokens: jax.Array,
+    segment_ids: jax.Array,
+    decoder_segment_ids: jax.Array,
+) -> jax.Array:
+    """Logits [rows, segments, 2] for rows that each hold several inputs (packing).
+
+    Input k of a row holds segment id k (1, 2, ...) on its tokens; the decoder gets one start
+    token per input, with the same segment id, so each decoder position attends only to its
+    own input (and to itself): the same logits as scoring the inputs one by one. Relative
+    attention sees only distances within a segment, which packing preserves.
+    """
+    model = mt5.MT5(config)
+    variables = {"params": params}
+    encoded = model.apply(variables, tokens, segment_ids, method=mt5.MT5.encode)
+    start = jnp.full(decoder_segment_ids.shape, constants.DECODER_START_ID, jnp.int32)
+    hidden = model.apply(
+        variables,
+        encoded,
+        tokens,
+        start,
+        segment_ids,
+        decoder_segment_ids,
+        return_hidden=True,
+        method=mt5.MT5.decode,
+    )
+    dtype = jnp.dtype(config.dtype)
+    columns = jnp.asarray(label_ids, jnp.int32)
+    kernel = jnp.take(params["decoder"]["logits_dense"]["kernel"], columns, axis=1)
+    return jnp.einsum("rse,ec->rsc", hidden.astype(dtype), kernel.astype(dtype)).astype(jnp.float32)
+
+
+@functools.cache
+def _compiled_packed_label_logits(config: MT5Config, label_ids: tuple[int, int], mesh: Mesh):
+    return jax.jit(
+        functools.partial(packed_label_logits, config, label_ids),
+        out_shardings=partitioning.replicated(mesh),
+    )
+
+
+def pack_rows(lengths: Sequence[int], row_length: int, max_segments: int) -> list[list[int]]:
+    """Best-fit decreasing: example indices per row, each row's lengths summing to at most
+    `row_length` and holding at most `max_segments` examples.
+
+    >>> pack_rows([5, 3, 4, 2], row_length=8, max_segments=4)
+    [[0, 1], [2, 3]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    rows: list[list[int]] = []
+    room: list[tuple[int, int]] = []  # (space left, row) of rows that can take more
+    for index in order:
+        length = lengths[index]
+        if length > row_length:
+            raise errors.UserError(f"input of {length} tokens exceeds the row length {row_length}")
+        at = bisect.bisect_left(room, (length, -1))
+        if at < len(room):
+            left, row = room.pop(at)
+        else:
+            left, row = row_length, len(rows)
+            rows.append([])
+        rows[row].append(index)
+        left -= length
+        if left > 0 and len(rows[row]) < max_segments:
+            bisect.insort(room, (left, row))
+    return rows
+
+
 @functools.cache
 def _compiled_label_logits(config: MT5Config, label_ids: tuple[int, int], mesh: Mesh):
     # Cached per (model, answer ids, mesh): scorers, `evaluate` and validation of the same
@@ -210,6 +280,9 @@ class Engine:
       batch_size: rows per batch at `max_input_length`; shorter buckets get more rows (same
         tokens), rounded up to a multiple of the mesh's `data` axis.
       ladder: the bucket lengths (`bucket_lengths`).
+      packing: pack several inputs into each `max_input_length` row with segment ids (as
+        training does) instead of bucketing: one compiled shape, little padding, but
+        attention spans the whole row.
     """
 
     def __init__(
@@ -220,6 +293,7 @@ class Engine:
         max_input_length: int = constants.DEFAULT_INPUT_LENGTH,
         batch_size: int = 1,
         ladder: str = "1.4",
+        packing: bool = False,
     ) -> None:
         if max_input_length < 2:
             raise errors.UserError(f"max_input_length must be at least 2, got {max_input_length}")
@@ -242,6 +316,11 @@ class Engine:
         self.data_size = int(self.mesh.shape[partitioning.DATA_AXIS])
         self._batch_sharding = partitioning.batch_sharding(self.mesh)
         self._fn = _compiled_label_logits(config, self.label_ids, self.mesh)
+        self.packing = packing
+        self.rows_per_batch = _round_up(batch_size, self.data_size)
+        # Inputs per packed row: enough for rows of short inputs; the decoder's cost is small.
+        self.max_segments = max(1, min(max_input_length // 16, 128))
+        self._packed_fn = _compiled_packed_label_logits(config, self.label_ids, self.mesh)
 
     def placer(self, param_dtype: str = "float32") -> Placer:
         return Placer(self.config, self.mesh, param_dtype)
@@ -275,6 +354,8 @@ class Engine:
           progress: called with the number of examples finished after each batch.
           bucketed: False pads every batch to max_input_length (for comparison only).
         """
+        if self.packing and bucketed:
+            return self._packed_label_logits(params, tokens, progress)
         lengths = [len(t) for t in tokens]
         logits = np.zeros((len(tokens), 2), np.float32)
         for batch in self.plan(lengths, bucketed):
@@ -285,6 +366,39 @@ class Engine:
             logits[batch.indices] = np.asarray(out.addressable_data(0))[: len(batch.indices)]
             if progress is not None:
                 progress(len(batch.indices))
+        return logits
+
+    def _packed_label_logits(self, params, tokens, progress) -> np.ndarray:
+        lengths = [len(t) for t in tokens]
+        rows = pack_rows(lengths, self.max_input_length, self.max_segments)
+        logits = np.zeros((len(tokens), 2), np.float32)
+        for start in range(0, len(rows), self.rows_per_batch):
+            chunk = rows[start : start + self.rows_per_batch]
+            count = self.rows_per_batch
+            if len(chunk) < count:  # the last batch: rows rounded up to a power of two
+                count = _round_up(min(count, 1 << (len(chunk) - 1).bit_length()), self.data_size)
+            shape = (count, self.max_input_length)
+            array = np.full(shape, constants.PAD_ID, np.int32)
+            segments = np.zeros(shape, np.int32)
+            decoder_segments = np.zeros((count, self.max_segments), np.int32)
+            for row, members in enumerate(chunk):
+                offset = 0
+                for k, index in enumerate(members, start=1):
+                    array[row, offset : offset + lengths[index]] = tokens[index]
+                    segments[row, offset : offset + lengths[index]] = k
+                    offset += lengths[index]
+                decoder_segments[row, : len(members)] = np.arange(1, len(members) + 1)
+            out = self._packed_fn(
+                params,
+                self._device_batch(array),
+                self._device_batch(segments),
+                self._device_batch(decoder_segments),
+            )
+            out = np.asarray(out.addressable_data(0))
+            for row, members in enumerate(chunk):
+                logits[members] = out[row, : len(members)]
+            if progress is not None:
+                progress(sum(len(m) for m in chunk))
         return logits
 
     def p_yes(

@@ -103,6 +103,8 @@ class Scorer:
       mesh: the device mesh (default: every local device on `data`).
       param_dtype: dtype the weights are kept in on the devices (`bfloat16` halves them).
       label_ids: token ids of the (yes, no) answers (default: those of `1` and `0`).
+      packing: pack several inputs into each row with segment ids instead of bucketing by
+        length (`engine.Engine`).
 
     Raises:
       UserError: for a bad checkpoint, vocabulary, dtype, truncation or length.
@@ -119,6 +121,7 @@ class Scorer:
         mesh: Mesh | None = None,
         param_dtype: str = "float32",
         label_ids: tuple[int, int] | None = None,
+        packing: bool = False,
     ) -> None:
         if dtype not in COMPUTE_DTYPES:
             raise errors.UserError(
@@ -135,7 +138,9 @@ class Scorer:
         def placement(config: MT5Config) -> engine_lib.Placer:
             # Called once the checkpoint's config is read, before any weight is.
             check_vocabulary_fits(self.vocab, config)
-            self.engine = engine_lib.Engine(config, label_ids, mesh, max_input_length, batch_size)
+            self.engine = engine_lib.Engine(
+                config, label_ids, mesh, max_input_length, batch_size, packing=packing
+            )
             return self.engine.placer(param_dtype)
 
         if isinstance(checkpoint, tuple):

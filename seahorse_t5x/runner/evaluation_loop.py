@@ -214,7 +214,7 @@ def evaluate_params(
     split: str,
     output_dir: str | pathlib.Path,
     metric_name: str,
-    batch_size: int = 1,
+    batch_size: int = 8,
     input_length: int = constants.DEFAULT_INPUT_LENGTH,
     max_examples: int | None = None,
     mesh: Mesh | None = None,
