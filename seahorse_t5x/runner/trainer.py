@@ -349,7 +349,9 @@ class Trainer:
         )
         replicated = partitioning.replicated(mesh)
 
-        store = checkpointing.CheckpointStore(self.model_dir, keep=cfg.keep_checkpoints)
+        store = checkpointing.CheckpointStore(
+            self.model_dir, keep=cfg.keep_checkpoints, best_metric=cfg.best_metric
+        )
         data_config = input_pipeline.DataConfig(
             mixture_or_task_name=cfg.mixture_or_task_name,
             task_feature_lengths=cfg.task_feature_lengths,
