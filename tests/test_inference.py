@@ -196,9 +196,9 @@ def test_output_path_mistakes_are_caught_before_the_model_loads(tmp_path, capsys
     (tmp_path / "file").write_text("")
     (tmp_path / "left.jsonl.partial").write_text("")
     cases = {
-        "a_dir": "is a directory",
+        "a_dir": "is a folder; expected a file name",
         "exists.jsonl": "exists; pass --overwrite",
-        "file/out.jsonl": "is not a directory",
+        "file/out.jsonl": "is a file, not a folder",
         "left.jsonl": "interrupted run left",
     }
     for output, message in cases.items():
@@ -413,4 +413,30 @@ def test_packed_rows_give_the_bucketed_scores(trained):
     )
     np.testing.assert_allclose(
         packed.p_yes(params, tokens), bucketed.p_yes(params, tokens), rtol=0, atol=1e-6
+    )
+
+
+def test_score_input_with_a_bom_and_bad_utf8_rows(trained, tmp_path, capsys):
+    good = {"article": "A cat sat on the mat.", "summary": "A cat sat."}
+    raw = b"\xef\xbb\xbf" + json.dumps(good).encode() + b"\n"
+    raw += b'{"article": "caf\xe9", "summary": "x"}\n' + json.dumps(good).encode() + b"\n"
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_bytes(raw)
+    base = ["--checkpoint", str(trained.model_dir), "--input", str(pairs), "--vocab", "demo"]
+    base += ["--no_compilation_cache"]
+    assert _score(base + ["--output", str(tmp_path / "a.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "1 bad rows (line 2: not valid UTF-8)" in err and "Traceback" not in err
+    assert _score(base + ["--output", str(tmp_path / "b.jsonl"), "--skip_bad_rows"]) == 0
+    written = _read_jsonl(tmp_path / "b.jsonl")
+    assert [w["score"] is None for w in written] == [False, True, False]
+    assert written[1] == {"line": 2, "score": None, "error": "not valid UTF-8"}
+    assert written[0]["score"] == written[2]["score"]  # the BOM is not part of the row
+    csv_path = tmp_path / "pairs.csv"
+    csv_path.write_bytes(b"\xef\xbb\xbfarticle,summary\nA cat sat on the mat.,A cat sat.\n")
+    assert (
+        _score(base[:3] + [str(csv_path)] + base[4:] + ["--output", str(tmp_path / "c.jsonl")]) == 0
+    )
+    assert _read_jsonl(tmp_path / "c.jsonl")[0]["score"] == pytest.approx(
+        written[0]["score"], abs=1e-6
     )

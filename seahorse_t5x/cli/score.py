@@ -125,54 +125,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # --- input -------------------------------------------------------------------------------
 
 
-def _open_text(path: pathlib.Path):
-    # utf-8-sig: a byte-order mark at the start is not part of the first field name.
-    return open(path, encoding="utf-8-sig", newline="")
-
-
 def read_rows(path: pathlib.Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
     """(line number, row or None, problem or None) for each data line of the input file.
 
-    Raises:
-      DataError: where a line is not valid UTF-8.
+    A leading UTF-8 byte-order mark is dropped; a line that is not UTF-8 is a bad row.
     """
+    from seahorse_t5x import fileio
+
     suffix = path.suffix.lower()
-    number = 0
-    try:
-        with _open_text(path) as f:
-            if suffix in (".tsv", ".csv"):
-                # TSV: no quoting (summaries contain quote characters); CSV: standard quoting.
-                if suffix == ".tsv":
-                    reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-                else:
-                    reader = csv.DictReader(f)
-                if reader.fieldnames is None:
-                    return
-                for row in reader:
-                    number = reader.line_num
-                    if None in row:
-                        yield number, None, "more fields than the header names"
-                        continue
-                    yield number, dict(row), None
+    with fileio.open_text_input(path, invalid="replace") as f:
+        if suffix in (".tsv", ".csv"):
+            # TSV: no quoting (summaries contain quote characters); CSV: standard quoting.
+            if suffix == ".tsv":
+                reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+            else:
+                reader = csv.DictReader(f)
+            if reader.fieldnames is None:
                 return
-            for number, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    yield number, None, f"bad JSON ({e.msg})"
-                    continue
-                if not isinstance(row, dict):
-                    yield number, None, f"expected a JSON object, got {type(row).__name__}"
-                    continue
-                yield number, row, None
-    except UnicodeDecodeError as e:
-        raise errors.DataError(
-            str(path), number + 1, None, f"not valid UTF-8 (byte {e.object[e.start]:#04x})"
-        ) from None
-    except OSError as e:
-        raise errors.UserError(f"cannot read {path}: {e.strerror or e}") from None
+            invalid_seen = len(f.invalid_lines)
+            for row in reader:
+                if len(f.invalid_lines) > invalid_seen:
+                    invalid_seen = len(f.invalid_lines)
+                    yield reader.line_num, None, "not valid UTF-8"
+                elif None in row:
+                    yield reader.line_num, None, "more fields than the header names"
+                else:
+                    yield reader.line_num, dict(row), None
+            return
+        for line in f:
+            number = f.line_number
+            if f.invalid_lines and f.invalid_lines[-1] == number:
+                yield number, None, "not valid UTF-8"
+                continue
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                yield number, None, f"bad JSON ({e.msg})"
+                continue
+            if not isinstance(row, dict):
+                yield number, None, f"expected a JSON object, got {type(row).__name__}"
+                continue
+            yield number, row, None
 
 
 def row_problem(row: dict[str, Any]) -> str | None:
@@ -255,13 +250,12 @@ def check_output(output: pathlib.Path, input_path: pathlib.Path, resume: bool, o
     Raises:
       UserError: naming the path and what is wrong with it.
     """
+    from seahorse_t5x import fileio
+
     if output.resolve() == input_path.resolve():
         raise errors.UserError("--output must differ from --input")
-    if output.is_dir():
-        raise errors.UserError(f"--output {output} is a directory; name a file")
+    fileio.check_output_path(output, "file", "--output")
     parent = output.parent
-    if parent.exists() and not parent.is_dir():
-        raise errors.UserError(f"--output {output}: {parent} is not a directory")
     partial = _partial(output)
     if output.exists() and not overwrite and not resume:
         raise errors.UserError(f"--output {output} exists; pass --overwrite to replace it")
