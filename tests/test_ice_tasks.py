@@ -288,10 +288,8 @@ def test_task_inputs_fit_and_end_with_the_whole_rated_summary(length, vocabulary
             assert len(inputs) - 1 < len(full) - dropped
         if dropped == 0 and ex["demonstrations_dropped"] == 0:
             assert inputs[:-1] == full  # nothing cut: the whole prompt's tokens
-            assert ex["inputs_pretokenized"].decode().startswith(
-                "Is all the information in the summary fully attributable to the article? "
-                "Answer Yes or No. Article"
-            )
+            head = ex["inputs_pretokenized"].decode()[:100]
+            assert head.startswith(f"{ice.QUESTION_TEXTS[QUESTION]} Answer Yes or No. Article")
         if length == 2048:
             assert (dropped == 0) == (row["gem_id"] != "xlsum_en-test-3")
     # The 700-word article of the last item is cut at 2048 only after the demonstrations..
