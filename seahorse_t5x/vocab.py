@@ -244,7 +244,7 @@ def answer_token_ids(vocab, words: Sequence[str] = DEFAULT_ANSWER_WORDS) -> tupl
     mT5's and the demo vocabulary) this equals `label_token_ids(vocab)`.
 
     Raises:
-      UserError: if there are not two words, a word encodes to nothing or starts with the
+      UserError: if there are not two words, a word encodes to nothing or holds the
         unknown piece, or both words start with the same piece (the first step could not
         tell them apart).
     """
@@ -257,9 +257,9 @@ def answer_token_ids(vocab, words: Sequence[str] = DEFAULT_ANSWER_WORDS) -> tupl
         pieces = [int(p) for p in vocab.encode(word)]
         if not pieces:
             raise errors.UserError(f"answer word {word!r} encodes to no token in {where}")
-        if unk_id is not None and pieces[0] == unk_id:
+        if unk_id is not None and unk_id in pieces:
             raise errors.UserError(
-                f"answer word {word!r} starts with the unknown piece (id {unk_id}) in {where}: "
+                f"answer word {word!r} holds the unknown piece (id {unk_id}) in {where}: "
                 "pick a word the vocabulary knows"
             )
         ids.append(pieces[0])
