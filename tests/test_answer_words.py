@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-import seqio
 import sentencepiece as spm
+import seqio
 
 from seahorse_t5x import errors, vocab
 
@@ -70,7 +70,7 @@ def test_whole_piece_words_in_a_tiny_vocabulary(tiny_model):
 def test_words_sharing_their_first_piece_are_refused(tiny_model):
     tiny = seqio.SentencePieceVocabulary(tiny_model)
     with pytest.raises(errors.UserError, match="share their first piece"):
-        vocab.answer_token_ids(tiny, ("No", "No way"))
+        vocab.answer_token_ids(tiny, ("No", "No good"))
 
 
 def test_unknown_and_empty_words_are_refused(tiny_model):
