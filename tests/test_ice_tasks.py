@@ -332,3 +332,38 @@ def test_bad_settings_are_user_errors():
         ice.ice_settings(answer_words="Yes")
     with pytest.raises(errors.UserError, match="the same"):
         ice.ice_settings(answer_words=("Yes", "Yes"))
+
+
+def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path):
+    from seahorse_t5x import cli
+    from seahorse_t5x.evaluation import import_scores, scorefiles
+
+    examples = _examples("ice_q4_k2_uniform", 2048)
+    # What t5x/infer.py writes in score mode: the pretokenized features and log P(target).
+    records = [
+        {
+            "inputs": {
+                "inputs_pretokenized": ex["inputs_pretokenized"].decode(),
+                "targets_pretokenized": ex["targets_pretokenized"].decode(),
+            },
+            "score": -0.25 * (i + 1),
+        }
+        for i, ex in enumerate(examples)
+    ]
+    infer = tmp_path / "ice_q4_k2_uniform-score.jsonl-00000-of-00001"
+    infer.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "ice.jsonl"
+    args = ["import-scores", "--t5x_infer", str(infer), "--task", "ice_q4_k2_uniform"]
+    args += ["--data_dir", str(data_dir), "--metric", "flan_ice", "--output", str(out)]
+    assert cli.main(args) == 0
+    frame = scorefiles.read_score_file(out)
+    assert frame["label"].tolist() == [float(ex["label"]) for ex in examples]
+    assert frame["score"].tolist() == [-0.25, -0.5, -0.75, -1.0]
+    assert frame["system"].tolist() == [ex["system"].decode() for ex in examples]
+    assert set(frame["question"]) == {"4"}
+
+    infer.write_text("".join(json.dumps(r) + "\n" for r in reversed(records)))
+    with pytest.raises(errors.DataError, match="not the same order"):
+        import_scores.ice_infer_rows([str(infer)], "ice_q4_k2_uniform", str(data_dir), "test", "m")
+    with pytest.raises(errors.UserError, match="must be an ICE task"):
+        import_scores.ice_infer_rows([str(infer)], "seahorse_q4_score", str(data_dir), "test", "m")

@@ -33,6 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write METAL's LLM_Scores_Simple/Detailed (GPT-4, GPT-3.5-Turbo, PaLM2) as one "
         "score file per evaluator and prompt style into --output",
     )
+    source.add_argument(
+        "--t5x_infer",
+        nargs="+",
+        metavar="FILE",
+        help="t5x/infer.py score-mode output of an ICE task (all its shard files); with "
+        "--task, --data_dir and --split",
+    )
+    parser.add_argument("--task", help="with --t5x_infer: the ICE task inferred")
     parser.add_argument(
         "--output",
         required=True,
@@ -110,6 +118,26 @@ def _metal_llm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _t5x_infer(args: argparse.Namespace) -> int:
+    from seahorse_t5x import errors
+    from seahorse_t5x.evaluation import import_scores, scorefiles
+
+    if not args.task or not args.data_dir:
+        raise errors.UserError("--t5x_infer needs --task (the ICE task) and --data_dir")
+    rows, counts = import_scores.ice_infer_rows(
+        args.t5x_infer, args.task, args.data_dir, args.split, args.metric.strip()
+    )
+    written = scorefiles.write_score_file(args.output, rows)
+    if counts["non_finite_scores"]:
+        print(
+            f"warning: {counts['non_finite_scores']} scores were NaN or infinite; written as "
+            "null (the report counts and drops them)",
+            file=sys.stderr,
+        )
+    print(f"import-scores: wrote {written} scores for {args.task} ({args.split}) to {args.output}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from seahorse_t5x import errors
     from seahorse_t5x.evaluation import import_scores, scorefiles
@@ -118,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         return _metal_llm(args)
     if not args.metric or not args.metric.strip():
         raise errors.UserError("--metric must name the imported metric (e.g. tigerscore)")
+    if args.t5x_infer:
+        return _t5x_infer(args)
     key = import_scores.parse_key(args.key)
     items, dropped = import_scores.benchmark_items(
         args.benchmark,

@@ -20,10 +20,11 @@ import dataclasses
 import json
 import math
 import pathlib
+import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, ice, t5x_scores
 from seahorse_t5x.evaluation import baselines, benchmarks
 
 KEY_FIELDS: tuple[str, ...] = ("gem_id", "system", "article", "summary")
@@ -392,3 +393,77 @@ def join_scores(
             f"{','.join(key)}: {report.summary()}"
         )
     return rows, report
+
+
+# ----------------------------------------------------------------------------- T5X ICE output
+
+_ICE_TASK = re.compile(
+    r"^ice_q(?P<question>[1-6])_k\d+_(uniform|stratified)(?:\.(?P<lang>[a-z]{2}))?$"
+)
+
+
+def _normalized_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def ice_infer_rows(
+    infer_paths: Sequence[str], task: str, data_dir: str, split: str, metric: str
+) -> tuple[list[dict], dict[str, int]]:
+    """T5X score-mode output of an ICE task -> score rows, joined with the split file.
+
+    The ICE tasks read the rows of `{data_dir}/{split}.jsonl` labelled for their question in
+    file order, as the SEAHORSE score tasks do, so record k is row k; every record's prompt
+    must end with that row's `Summary: ... Answer:` (else the order is not the split file's
+    and nothing is written). The score is T5X's log P(yes word, EOS), kept as `log_p_yes`.
+
+    Raises:
+      UserError / DataError: an unknown task name, a count mismatch, or a record whose
+        prompt is not its row's.
+    """
+    match = _ICE_TASK.match(task)
+    if not match:
+        raise errors.UserError(
+            f"--task must be an ICE task like ice_q4_k4_stratified or ice_q4_k2_uniform.de, "
+            f"got {task!r}"
+        )
+    question, language = int(match["question"]), match["lang"]
+    records = t5x_scores.read_infer_output(infer_paths)
+    rows = t5x_scores.labelled_rows(data_dir, split, question, language)
+    if len(records) != len(rows):
+        raise errors.UserError(
+            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
+            f"{len(rows)} rows for {task}: was it inferred with this task, split and data folder?"
+        )
+    out: list[dict] = []
+    non_finite = 0
+    for (path, number, record), row in zip(records, rows, strict=True):
+        text = (record.get("inputs") or {}).get("inputs_pretokenized")
+        if text is not None:
+            tail = _normalized_text(ice.demonstration_rest(row["summary"], None))
+            if not _normalized_text(text).endswith(tail):
+                raise errors.DataError(
+                    path,
+                    number,
+                    "inputs.inputs_pretokenized",
+                    f"does not end with the summary of row {len(out) + 1} of {split}.jsonl "
+                    f"for {task} (gem_id {row.get('gem_id')!r}): not the same order",
+                )
+        score = float(record["score"])
+        if not math.isfinite(score):
+            non_finite += 1
+            score = math.nan
+        result = {
+            "metric": metric,
+            "benchmark": "seahorse",
+            "question": question,
+            "label": int(row[f"q{question}"]),
+            "score": score,
+            "log_p_yes": score,
+        }
+        for name in benchmarks.METADATA_FIELDS:
+            if name in row:
+                result[name] = row[name]
+        result["task"] = task
+        result["split"] = split
+        out.append(result)
+    return out, {"examples": len(out), "non_finite_scores": non_finite}
