@@ -1,9 +1,8 @@
 """The ICE inference gins (gin/experiments/ice_*.gin) and the Flan-T5 model gins.
 
 Followed through their includes with the T5X facts of tests/gin_t5x_testing.py, plus the
-T5.1.1 model gins (t5x/examples/t5/t5_1_1/{size}.gin: DROPOUT_RATE required, the same loss,
-vocabulary, optimizer and model macros as the mT5 gins, which include them; vocabulary
-`cc_all.32000.100extra`, extra_ids left at 0).
+T5.1.1 model gins (t5x/examples/t5/t5_1_1/{size}.gin: the macros of the mT5 gins, which
+include them; vocabulary `cc_all.32000.100extra`, extra_ids left at 0).
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import pytest
 
 from seahorse_t5x import vocab
 from tests import gin_t5x_testing as t5x
+from tests.test_gin_t5x import _header, _required_in_header
 
 T5_VOCAB_PATH = "gs://t5-data/vocabs/cc_all.32000.100extra/sentencepiece.model"
 # t5x docs/models.md: the public Flan-T5 T5X checkpoints.
@@ -24,17 +24,8 @@ FLAN_T5_CHECKPOINT_STEPS = {
     "xl": 1138000,
     "xxl": 1114000,
 }
-T5_1_1_MODEL = t5x.T5xGin(
-    required=("DROPOUT_RATE",),
-    defaults={
-        "Z_LOSS": 0.0001,
-        "LABEL_SMOOTHING": 0.0,
-        "LOSS_NORMALIZING_FACTOR": None,
-        "VOCABULARY": ("@", "seqio.SentencePieceVocabulary", True),
-        "OPTIMIZER": ("@", "adafactor.Adafactor", True),
-        "MODEL": ("@", "models.EncoderDecoderModel", True),
-    },
-)
+# T5X's mT5 model gins are its T5.1.1 gins with the mC4 vocabulary: the same macro facts.
+T5_1_1_MODEL = t5x.T5X_GINS["t5x/examples/t5/mt5/base.gin"]
 ICE_GINS = sorted((t5x.GIN_DIR / "experiments").glob("ice_*.gin"))
 
 
@@ -42,20 +33,6 @@ ICE_GINS = sorted((t5x.GIN_DIR / "experiments").glob("ice_*.gin"))
 def t5_1_1_facts(monkeypatch):
     for size in t5x.SIZES:
         monkeypatch.setitem(t5x.T5X_GINS, f"t5x/examples/t5/t5_1_1/{size}.gin", T5_1_1_MODEL)
-
-
-def _header(path) -> str:
-    lines = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith("#"):
-            break
-        lines.append(line[1:].strip())
-    return "\n".join(lines)
-
-
-def _required_in_header(header: str) -> set[str]:
-    block = header.split("Required to be set:")[1].split("Commonly overridden:")[0]
-    return set(re.findall(r"^- ([A-Z_]+)\b", block, flags=re.M))
 
 
 def test_every_family_and_size_has_an_ice_gin():

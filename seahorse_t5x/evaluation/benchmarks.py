@@ -755,16 +755,12 @@ def read_metal_llm_scores(
     """
     metrics = list(metrics or METAL_METRICS)
     prompts = list(prompts or METAL_LLM_PROMPTS)
-    for metric in metrics:
-        if metric not in METAL_METRICS:
-            raise errors.UserError(
-                f"unknown METAL metric {metric!r}: expected one of {list(METAL_METRICS)}"
-            )
-    for prompt in prompts:
-        if prompt not in METAL_LLM_PROMPTS:
-            raise errors.UserError(
-                f"unknown METAL prompt style {prompt!r}: expected one of {list(METAL_LLM_PROMPTS)}"
-            )
+    for name, known, what in (
+        *((m, METAL_METRICS, "metric") for m in metrics),
+        *((p, METAL_LLM_PROMPTS, "prompt style") for p in prompts),
+    ):
+        if name not in known:
+            raise errors.UserError(f"unknown METAL {what} {name!r}: expected one of {list(known)}")
     p, data = _load_metal(path)
     keep = None if languages is None else set(languages)
     rows: list[dict] = []

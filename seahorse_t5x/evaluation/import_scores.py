@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
 from seahorse_t5x import constants, errors, ice, t5x_scores
-from seahorse_t5x.evaluation import baselines, benchmarks
+from seahorse_t5x.evaluation import baselines, benchmarks, scorefiles
 
 KEY_FIELDS: tuple[str, ...] = ("gem_id", "system", "article", "summary")
 # Names the external files may use for the key fields (TIGERScore's inputs are
@@ -80,15 +80,7 @@ def _external_records(path: pathlib.Path) -> Iterator[tuple[int | None, dict]]:
                 yield reader.line_num, row
         return
     if suffix == ".jsonl":
-        with path.open(encoding="utf-8") as f:
-            for number, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise errors.DataError(str(path), number, None, f"not JSON: {e.msg}") from None
-                yield number, record
+        yield from scorefiles.iter_jsonl(path)
         return
     if suffix != ".json":
         raise errors.UserError(
