@@ -127,6 +127,11 @@ def ice_rows(
     return out
 
 
+def _utf8_array(texts: list[str]) -> np.ndarray:
+    """A [len(texts)] array of UTF-8 bytes (also for no texts, which tf.string needs typed)."""
+    return np.array([t.encode("utf-8") for t in texts], dtype=object).reshape(-1)
+
+
 def ice_dataset(
     split: str,
     shuffle_files: bool,
@@ -145,16 +150,8 @@ def ice_dataset(
         for row in rows:
             yield {
                 **row,
-                "demo_articles": np.array(row["demo_articles"], dtype=object).astype(bytes)
-                if row["demo_articles"]
-                else np.zeros((0,), dtype=bytes),
-                "demo_rests": np.array(row["demo_rests"], dtype=object).astype(bytes)
-                if row["demo_rests"]
-                else np.zeros((0,), dtype=bytes),
-                "demo_labels": np.array(row["demo_labels"], dtype=np.int64),
-                "demo_gem_ids": np.array(row["demo_gem_ids"], dtype=object).astype(bytes)
-                if row["demo_gem_ids"]
-                else np.zeros((0,), dtype=bytes),
+                **{k: _utf8_array(row[k]) for k in ("demo_articles", "demo_rests", "demo_gem_ids")},
+                "demo_labels": np.array(row["demo_labels"], dtype=np.int64).reshape(-1),
             }
 
     return tf.data.Dataset.from_generator(generate, output_signature=_OUTPUT_SIGNATURE)

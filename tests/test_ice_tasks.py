@@ -20,10 +20,13 @@ QUESTION = 4
 # Training pool per language: (Yes rows, No rows) labelled for Q4.
 POOL = {"en": (7, 5), "de": (3, 2)}
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+# Non-ASCII words in the German rows (demonstrations and rated items).
+GERMAN_WORDS = "Brücke Straße über Köln grün Fluss".split()
 
 
-def _text(seed: int, words: int) -> str:
-    return " ".join(WORDS[(seed * 5 + i) % len(WORDS)] for i in range(words))
+def _text(seed: int, words: int, language: str = "en") -> str:
+    vocabulary = WORDS + GERMAN_WORDS if language == "de" else WORDS
+    return " ".join(vocabulary[(seed * 5 + i) % len(vocabulary)] for i in range(words))
 
 
 def _row(gem_id, language, label, article_words, summary_words, seed, system="t5_base"):
@@ -35,8 +38,8 @@ def _row(gem_id, language, label, article_words, summary_words, seed, system="t5
         "language": language,
         "dataset": "xlsum",
         "system": system,
-        "summary": _text(seed + 1, summary_words),
-        "article": _text(seed, article_words),
+        "summary": _text(seed + 1, summary_words, language),
+        "article": _text(seed, article_words, language),
         **labels,
     }
 
