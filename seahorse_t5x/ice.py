@@ -194,7 +194,8 @@ def fit_ice_tokens(
             tokens += marker + list(a[:keep]) + list(r)
         tokens += marker + list(article[:kept_article]) + list(rest)
         counts = {
-            "demo_article_tokens_dropped": sum(demo_lengths) - sum(kept_demo),
+            # Articles of dropped demonstrations count too.
+            "demo_article_tokens_dropped": sum(len(a) for a in demo_articles) - sum(kept_demo),
             "article_tokens_dropped": len(article) - kept_article,
             "demonstrations_dropped": len(demo_rests) - shots,
             "summary_truncated": 0,

@@ -195,6 +195,7 @@ def test_fit_cuts_the_rated_article_then_drops_demonstrations_never_the_summary(
     tokens, counts = _fit(10)  # the two demonstrations' rests no longer fit: last dropped
     assert tokens == [1000, 1001, 7, 30, 31, 7, 20, 40, 41, 42]
     assert counts["demonstrations_dropped"] == 1 and counts["summary_truncated"] == 0
+    assert counts["demo_article_tokens_dropped"] == 8  # the dropped one's article included
     tokens, counts = _fit(6)
     assert tokens == [1000, 1001, 7, 40, 41, 42]
     assert counts["demonstrations_dropped"] == 2 and counts["article_tokens_dropped"] == 5
