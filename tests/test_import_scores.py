@@ -260,3 +260,34 @@ def test_read_metal_is_unchanged_by_the_llm_reader():
         e["gem_id"] for e in labels.examples if e["xlsum_id"] in articles
     ]
     assert all("premise" in e for e in result.examples)
+
+
+def test_true_items_join_on_grounding_and_generated_text(tmp_path):
+    true_dir = pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "true"
+    items, dropped = import_scores.benchmark_items("true", path=str(true_dir))
+    expected = [
+        e
+        for d in benchmarks.TRUE_DATASETS
+        if benchmarks.true_file(d, true_dir).is_file()
+        for e in benchmarks.read_true(d, true_dir).examples
+    ]
+    assert len(items) == len(expected) > 0
+    # TRUE's own column names: grounding (article) and generated_text (summary).
+    path = tmp_path / "true_scores.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["premise", "generated_text", "score"])
+        for i, e in enumerate(expected):
+            writer.writerow([e["premise"], e["hypothesis"], i])
+    key = ("article", "summary")
+    rows, join = import_scores.join_scores(
+        import_scores.read_external_scores(path, key), items, key, "m", "true"
+    )
+    counts = collections.Counter((e["premise"], e["hypothesis"]) for e in expected)
+    unique = [i for i, e in enumerate(expected) if counts[(e["premise"], e["hypothesis"])] == 1]
+    assert join.matched_items == len(unique) and join.unmatched_rows == 0
+    assert join.ambiguous_items == len(expected) - len(unique)
+    assert [r["score"] for r in rows] == [float(i) for i in unique]
+    assert [r["label"] for r in rows] == [expected[i]["label"] for i in unique]
+    assert [r["dataset"] for r in rows] == [expected[i]["dataset"] for i in unique]
+    assert all(r["question"] == benchmarks.TRUE_QUESTION for r in rows)
