@@ -163,7 +163,10 @@ def ice_dataset(
 @seqio.map_over_dataset
 @_no_autograph
 def yes_word_targets(x: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    """Adds `targets_pretokenized` = the yes word (T5X score mode gives log P(yes word))."""
+    """Adds `targets_pretokenized` = the yes word (T5X score mode gives log P(yes word)).
+
+    {"label": 0, ...} -> {"label": 0, "targets_pretokenized": "Yes", ...}
+    """
     return {**x, "targets_pretokenized": tf.constant(ice.ice_settings().answer_words[0])}
 
 
@@ -177,6 +180,11 @@ def tokenize_ice(
     Adds `inputs_pretokenized` (the whole prompt, parts joined by spaces) and
     `instruction_tokens`, `demo_article_tokens` and `demo_rest_tokens` (ragged, one row
     per demonstration), `premise_tokens`, `query_rest_tokens`, `targets`.
+
+    {"instruction": "Q? Answer Yes or No.", "demo_articles": ["A1"], "demo_rests":
+     ["Summary: S1 Answer: No"], "premise": "A", "query_rest": "Summary: S Answer:", ...} ->
+    {..., "inputs_pretokenized": "Q? Answer Yes or No. Article: A1 Summary: S1 Answer: No
+     Article: A Summary: S Answer:", "demo_article_tokens": [ids("A1")], ...}
     """
     input_vocab = output_features["inputs"].vocabulary
     target_vocab = output_features["targets"].vocabulary
@@ -223,7 +231,12 @@ def fit_ice_inputs(
     output_features: Mapping[str, seqio.Feature],
 ) -> tf.data.Dataset:
     """Builds `inputs` (without EOS) within `sequence_length["inputs"] - 1` tokens
-    (`fit_ice_tokens`), and the four count features it reports."""
+    (`seahorse_t5x.ice.fit_ice_tokens`), and the four count features it reports.
+
+    With inputs length 9 (budget 8), marker ids("Article:") = [m], instruction [1000],
+    demonstration article [10, 10, 10] and rest [30], rated article [20, 20], rest [40]:
+      inputs [1000, m, 10, 30, m, 20, 20, 40] (m one token), demo_article_tokens_dropped 2
+    """
     if not sequence_length or sequence_length.get("inputs") is None:
         budget = np.iinfo(np.int32).max
     else:

@@ -371,3 +371,39 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
         import_scores.ice_infer_rows([str(infer)], "ice_q4_k2_uniform", str(data_dir), "test", "m")
     with pytest.raises(errors.UserError, match="must be an ICE task"):
         import_scores.ice_infer_rows([str(infer)], "seahorse_q4_score", str(data_dir), "test", "m")
+
+
+def test_preprocessors_on_tiny_datasets(vocabulary):
+    import tensorflow as tf
+
+    labels = tf.data.Dataset.from_tensors({"label": tf.constant(0, tf.int64)})
+    seqio.test_utils.assert_dataset(
+        ice_tasks.yes_word_targets(labels), [{"label": 0, "targets_pretokenized": b"Yes"}]
+    )
+    marker = vocabulary.encode(ice.ARTICLE_MARKER)
+    parts = tf.data.Dataset.from_tensors(
+        {
+            "instruction_tokens": tf.constant([1000], tf.int32),
+            "demo_article_tokens": tf.ragged.constant([[10, 10, 10]], tf.int32),
+            "demo_rest_tokens": tf.ragged.constant([[30]], tf.int32),
+            "premise_tokens": tf.constant([20, 20], tf.int32),
+            "query_rest_tokens": tf.constant([40], tf.int32),
+            "label": tf.constant(1, tf.int64),
+        }
+    )
+    features = {"inputs": seqio.Feature(vocabulary), "targets": seqio.Feature(vocabulary)}
+    budget = 1 + 2 * len(marker) + 1 + 2 + 1 + 1  # all but two demonstration-article tokens
+    fitted = ice_tasks.fit_ice_inputs(parts, {"inputs": budget + 1}, features)
+    seqio.test_utils.assert_dataset(
+        fitted,
+        [
+            {
+                "inputs": [1000, *marker, 10, 30, *marker, 20, 20, 40],
+                "label": 1,
+                "demo_article_tokens_dropped": 2,
+                "article_tokens_dropped": 0,
+                "demonstrations_dropped": 0,
+                "summary_truncated": 0,
+            }
+        ],
+    )
