@@ -32,6 +32,13 @@ SUMMARIES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _compilation_cache_in_tmp(tmp_path_factory, monkeypatch):
+    # `score` caches compiled programs in the user's cache folder by default; not in tests.
+    cache = tmp_path_factory.getbasetemp() / "xla_cache"
+    monkeypatch.setenv("SEAHORSE_COMPILATION_CACHE", str(cache))
+
+
 @pytest.fixture(scope="module")
 def demo_vocab():
     return vocab.get_vocabulary("demo")
@@ -271,3 +278,30 @@ def test_score_cli_skip_bad_rows_writes_null_scores(tmp_path, model_dir, scorer,
     expected = scorer.score([ARTICLES[0], ARTICLES[4]], [SUMMARIES[0], SUMMARIES[4]])
     np.testing.assert_allclose([written[0]["score"], written[6]["score"]], expected, atol=1e-6)
     assert "scored 2 rows (5 bad" in capsys.readouterr().out
+
+
+def test_score_cli_label_words_choose_the_answer_tokens(tmp_path, model_dir, demo_vocab):
+    words = ("council", "rain")
+    ids = vocab.answer_token_ids(demo_vocab, words)
+    assert ids != vocab.label_token_ids(demo_vocab) and ids[0] != ids[1]
+    scorer = scorer_lib.Scorer(
+        model_dir[0], vocab=demo_vocab, max_input_length=MAX_LEN, batch_size=2, label_words=words
+    )
+    assert (scorer.yes_id, scorer.no_id) == ids
+    rows = [{"article": a, "summary": s} for a, s in zip(ARTICLES, SUMMARIES, strict=True)]
+    _write_jsonl(tmp_path / "pairs.jsonl", rows)
+    code = _score_cli(
+        model_dir[0],
+        tmp_path / "pairs.jsonl",
+        tmp_path / "out.jsonl",
+        "--label_words",
+        "council,rain",
+    )
+    assert code == 0
+    written = [
+        json.loads(line)["score"] for line in (tmp_path / "out.jsonl").read_text().splitlines()
+    ]
+    encoded = scorer.encode(ARTICLES, SUMMARIES)
+    theirs = _hf_p_yes(model_dir[1], encoded.tokens, *ids)
+    np.testing.assert_allclose(written, theirs, atol=1e-4)
+    np.testing.assert_allclose(written, scorer.score(ARTICLES, SUMMARIES), atol=1e-6)

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if not checkpoint.exists():
         raise errors.UserError(f"--checkpoint {checkpoint} does not exist")
     mesh_shape = inference_flags.mesh_shape(args)
+    words = inference_flags.label_words(args)
 
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
     from seahorse_t5x.inference import engine as engine_lib
@@ -81,11 +82,21 @@ def run(args: argparse.Namespace) -> int:
         str(checkpoint),
         placement=lambda config: engine_lib.Placer(config, mesh, args.param_dtype),
     )
+    task_names = evaluation_loop.expand_task_names(args.tasks.split(","))
+    if words is None and all(n.startswith("ice_") for n in task_names):
+        from seahorse_t5x import ice
+
+        words = ice.ice_settings().answer_words  # what the ICE tasks' prompts ask for
+    label_ids = None
+    if words is not None:
+        from seahorse_t5x import vocab
+
+        label_ids = vocab.answer_token_ids(vocab.get_vocabulary(), words)
     name = args.metric_name or checkpoint.resolve().name
     results = evaluation_loop.evaluate_params(
         model_config,
         params,
-        args.tasks.split(","),
+        task_names,
         args.split,
         args.output_dir,
         metric_name=name,
@@ -95,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         mesh=mesh,
         run_info={"checkpoint": str(checkpoint.resolve()), "title": f"{name} ({args.split})"},
         param_dtype=args.param_dtype,
+        label_ids=label_ids,
     )
     print()
     print(evaluation_loop.markdown_table(results))

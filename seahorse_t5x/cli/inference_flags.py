@@ -22,6 +22,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="float32",
         help="dtype the weights are kept in on the devices (bfloat16 halves their memory)",
     )
+    parser.add_argument(
+        "--label_words",
+        default=None,
+        metavar="YES,NO",
+        help="the answers compared at the first decoder step, yes first (default 1,0, as the "
+        "SEAHORSE metrics answer; e.g. Yes,No for Flan-T5 or mT0); each word's first piece "
+        "in the vocabulary is scored",
+    )
     cache = parser.add_mutually_exclusive_group()
     cache.add_argument(
         "--compilation_cache",
@@ -76,3 +84,12 @@ def enable_compilation_cache(args: argparse.Namespace) -> None:
         from seahorse_t5x.inference import engine
 
         engine.enable_compilation_cache(directory)
+
+
+def label_words(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(yes word, no word) from --label_words, checked; None when not given."""
+    if not args.label_words:
+        return None
+    from seahorse_t5x import vocab
+
+    return vocab.parse_answer_words(args.label_words)

@@ -240,6 +240,7 @@ def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str
         "truncation": args.truncation,
         "chunk_size": args.chunk_size,
         "packing": args.packing,
+        "label_words": args.label_words,
         "skip_bad_rows": args.skip_bad_rows,
     }
 
@@ -376,6 +377,7 @@ def run(args: argparse.Namespace) -> int:
             f"--max_input_length must be at least 2, got {args.max_input_length}"
         )
     mesh_shape = inference_flags.mesh_shape(args)
+    inference_flags.label_words(args)  # a mistake here is found before the input is read
     total, bad = check_input(input_path, args.skip_bad_rows)
     settings = run_settings(args, input_path)
 
@@ -442,6 +444,7 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
         mesh=mesh,
         param_dtype=args.param_dtype,
         packing=args.packing,
+        label_words=inference_flags.label_words(args),
     )
     smallest = inputs_lib.min_input_length(scorer.vocab, ["x"], args.question)
     if scorer.max_input_length < smallest:

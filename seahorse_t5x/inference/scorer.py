@@ -103,6 +103,8 @@ class Scorer:
       mesh: the device mesh (default: every local device on `data`).
       param_dtype: dtype the weights are kept in on the devices (`bfloat16` halves them).
       label_ids: token ids of the (yes, no) answers (default: those of `1` and `0`).
+      label_words: the (yes, no) answer words instead of ids: each word's first piece in the
+        vocabulary (e.g. `("Yes", "No")` for Flan-T5 or mT0).
       packing: pack several inputs into each row with segment ids instead of bucketing by
         length (`engine.Engine`).
 
@@ -122,6 +124,7 @@ class Scorer:
         param_dtype: str = "float32",
         label_ids: tuple[int, int] | None = None,
         packing: bool = False,
+        label_words: Sequence[str] | None = None,
     ) -> None:
         if dtype not in COMPUTE_DTYPES:
             raise errors.UserError(
@@ -132,6 +135,8 @@ class Scorer:
         max_input_length = input_length_for(meta, max_input_length, checkpoint)
         self.vocab = resolve_vocabulary(vocab, checkpoint, meta.get(META_VOCABULARY))
         warn_on_vocabulary_mismatch(meta, checkpoint, self.vocab)
+        if label_ids is None and label_words is not None:
+            label_ids = vocab_lib.answer_token_ids(self.vocab, label_words)
         if label_ids is None:
             label_ids = vocab_lib.label_token_ids(self.vocab)
 
