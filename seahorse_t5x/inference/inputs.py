@@ -56,24 +56,24 @@ def build_inputs(
       keep_summary -> [5, 7, 8, 6, 11, 12, 1], 2 dropped, summary kept
       right        -> [5, 7, 8, 9, 10, 6, 1], 0 dropped, summary cut
     """
+    # Python lists until the end: one array per input (this runs once per row of a corpus).
     marker, premise, hypothesis = (
-        np.asarray(p, np.int32) for p in (marker_tokens, premise_tokens, hypothesis_tokens)
+        list(p) for p in (marker_tokens, premise_tokens, hypothesis_tokens)
     )
     eos = constants.EOS_ID
     if max_input_length is None:
-        joined = np.concatenate([marker, premise, hypothesis])
-        return np.append(joined, eos).astype(np.int32), 0, False
+        return np.array(marker + premise + hypothesis + [eos], np.int32), 0, False
     budget = max_input_length - 1  # one token for EOS
     if budget < 1:
         raise errors.UserError(f"max_input_length must be at least 2, got {max_input_length}")
     if truncation == constants.TRUNCATION_KEEP_SUMMARY:
         premise_budget = max(0, budget - len(marker) - len(hypothesis))
         kept = premise[:premise_budget]
-        joined = np.concatenate([marker, kept, hypothesis])[:budget]
+        joined = (marker + kept + hypothesis)[:budget]
         dropped = len(premise) - len(kept)
         summary_cut = len(marker) + len(hypothesis) > budget
     elif truncation == constants.TRUNCATION_RIGHT:
-        joined = np.concatenate([marker, premise, hypothesis])
+        joined = marker + premise + hypothesis
         overflow = max(0, len(joined) - budget)
         hypothesis_cut = min(len(hypothesis), overflow)
         dropped = min(len(premise), overflow - hypothesis_cut)
@@ -81,7 +81,7 @@ def build_inputs(
         joined = joined[:budget]
     else:
         check_truncation(truncation)
-    return np.append(joined, eos).astype(np.int32), int(dropped), bool(summary_cut)
+    return np.array(joined + [eos], np.int32), int(dropped), bool(summary_cut)
 
 
 def encode_texts(vocab, texts: list[str]) -> list[list[int]]:

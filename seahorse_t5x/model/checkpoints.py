@@ -169,11 +169,16 @@ def _float32_host(name: str, array: Any) -> np.ndarray:
     return np.asarray(array, dtype=np.float32)
 
 
+@jax.jit
+def _device_non_finite_count(array: jax.Array) -> jax.Array:
+    return jnp.sum(~jnp.isfinite(array))
+
+
 def _non_finite_count(array: Any) -> int:
     if isinstance(array, jax.Array):
-        # Counted where the array lives (its shards), without a host copy.
-        count = jax.jit(lambda x: jnp.sum(~jnp.isfinite(x)))(array)
-        return int(np.asarray(count.addressable_data(0)))
+        # Counted where the array lives (its shards), without a host copy; compiled once
+        # per parameter shape.
+        return int(np.asarray(_device_non_finite_count(array).addressable_data(0)))
     return int(array.size - np.isfinite(array).sum())
 
 
