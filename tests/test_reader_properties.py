@@ -36,11 +36,15 @@ _GEM_IDS = st.sampled_from(
 _RATING = st.sampled_from(["Yes", "No", "Unsure", "", "yes", "NaN"])
 
 
-def _write(data: bytes, suffix: str) -> Path:
-    handle = tempfile.NamedTemporaryFile(suffix=suffix, delete=False)  # noqa: SIM115
-    with handle:
-        handle.write(data)
-    return Path(handle.name)
+def _read(data: bytes, suffix: str, read):
+    """`read(path)` of a temporary file holding `data`, with its path: (path, result)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"input{suffix}"
+        path.write_bytes(data)
+        try:
+            return str(path), read(str(path))
+        except errors.UserError as e:
+            return str(path), e
 
 
 # ------------------------------------------------------------------------ SEAHORSE TSV
@@ -103,11 +107,7 @@ def _tsv_file(draw) -> tuple[bytes, int]:
 @given(_tsv_file())
 def test_tsv_every_row_is_kept_or_dropped_once(generated):
     data, count = generated
-    path = _write(data, ".tsv")
-    try:
-        result = readers.read_ratings(str(path))
-    finally:
-        path.unlink()
+    _, result = _read(data, ".tsv", readers.read_ratings)
     assert result.rows_read == count
     kept = [r.line for r in result.ratings]
     dropped = [d.line for d in result.drops]
@@ -119,15 +119,12 @@ def test_tsv_every_row_is_kept_or_dropped_once(generated):
 @given(_tsv_file())
 def test_tsv_strict_raises_only_data_errors(generated):
     data, count = generated
-    path = _write(data, ".tsv")
-    try:
-        result = readers.read_ratings(str(path), strict=True)
-    except errors.DataError as e:
-        assert e.path == str(path) and 1 <= e.line <= count + 1
+    path, result = _read(data, ".tsv", lambda p: readers.read_ratings(p, strict=True))
+    if isinstance(result, errors.UserError):
+        assert isinstance(result, errors.DataError)
+        assert result.path == path and 1 <= result.line <= count + 1
     else:
         assert len(result.ratings) == count and not result.drops
-    finally:
-        path.unlink()
 
 
 # ------------------------------------------------------------------ article JSON Lines
@@ -181,11 +178,7 @@ def _jsonl_file(draw) -> tuple[bytes, int]:
 @given(_jsonl_file())
 def test_jsonl_every_record_is_kept_or_counted_once(generated):
     data, count = generated
-    path = _write(data, ".jsonl")
-    try:
-        texts, (report,) = articles.load_articles([str(path)])
-    finally:
-        path.unlink()
+    _, (texts, (report,)) = _read(data, ".jsonl", lambda p: articles.load_articles([p]))
     accounted = (
         report.articles_added
         + report.skipped_empty
@@ -202,13 +195,10 @@ def test_jsonl_every_record_is_kept_or_counted_once(generated):
 @given(_jsonl_file())
 def test_jsonl_strict_raises_only_project_errors(generated):
     data, count = generated
-    path = _write(data, ".jsonl")
-    try:
-        articles.load_articles([str(path)], strict=True)
-    except errors.DataError as e:
-        assert e.path == str(path) and 1 <= e.line <= count
-    finally:
-        path.unlink()
+    path, result = _read(data, ".jsonl", lambda p: articles.load_articles([p], strict=True))
+    if isinstance(result, errors.UserError):
+        assert isinstance(result, errors.DataError)
+        assert result.path == path and 1 <= result.line <= count
 
 
 # ------------------------------------------------------------------------- TRUE CSV
