@@ -685,3 +685,25 @@ class _no_exit:
 
     def __exit__(self, *exc_info):
         return False
+
+
+def test_verbose_adds_the_traceback_after_the_line(tmp_path, capsys):
+    argv = ["report", "--scores", str(tmp_path / "none.jsonl"), "--output_dir", str(tmp_path)]
+    assert cli.main([*argv, "--verbose"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert (
+        lines[0] == f"seahorse-t5x report: error: score file not found: {tmp_path / 'none.jsonl'}"
+    )
+    assert lines[1] == "Traceback (most recent call last):"
+
+
+def test_gin_lookups_print_no_path_not_found_lines(caplog):
+    from seahorse_t5x.runner import gin_config
+
+    caplog.set_level("DEBUG")
+    try:
+        gin_config.parse(["test/tiny.gin"], ["MODEL_DIR = '/tmp/x'"], finalize=False)
+        assert gin_config.unread_macros() == []
+    finally:
+        gin.clear_config()
+    assert not [r for r in caplog.records if "Path not found" in r.getMessage()]
