@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
+from collections.abc import Sequence
 
 import gin
 
@@ -212,4 +213,60 @@ def label_token_ids(vocab) -> tuple[int, int]:
         ids.append(int(pieces[0]))
     if ids[0] == ids[1]:
         raise errors.UserError(f"targets '1' and '0' share token id {ids[0]}")
+    return ids[0], ids[1]
+
+
+# The answer words of the learnt metrics: their targets `1` (yes) and `0` (no).
+DEFAULT_ANSWER_WORDS: tuple[str, str] = (constants.TARGET_YES, constants.TARGET_NO)
+
+
+def parse_answer_words(text: str) -> tuple[str, str]:
+    """`"Yes,No"` -> `("Yes", "No")`: the yes word, then the no word.
+
+    Raises:
+      UserError: unless the text names exactly two different, non-empty words.
+    """
+    words = tuple(w.strip() for w in text.split(","))
+    if len(words) != 2 or not all(words):
+        raise errors.UserError(
+            f"answer words must be two comma-separated words, yes first (e.g. Yes,No), got {text!r}"
+        )
+    if words[0] == words[1]:
+        raise errors.UserError(f"the two answer words are the same: {text!r}")
+    return words[0], words[1]
+
+
+def answer_token_ids(vocab, words: Sequence[str] = DEFAULT_ANSWER_WORDS) -> tuple[int, int]:
+    """Token ids scored at the first decoder step for the answers `words` (yes, no).
+
+    Each word's id is its first SentencePiece piece in `vocab`: what the decoder emits first
+    when it writes the word as a target. For the default words `1` and `0` (single pieces in
+    mT5's and the demo vocabulary) this equals `label_token_ids(vocab)`.
+
+    Raises:
+      UserError: if there are not two words, a word encodes to nothing or holds the
+        unknown piece, or both words start with the same piece (the first step could not
+        tell them apart).
+    """
+    if len(words) != 2:
+        raise errors.UserError(f"expected two answer words (yes, no), got {list(words)!r}")
+    where = getattr(vocab, "sentencepiece_model_file", vocab)
+    unk_id = getattr(vocab, "unk_id", None)
+    ids = []
+    for word in words:
+        pieces = [int(p) for p in vocab.encode(word)]
+        if not pieces:
+            raise errors.UserError(f"answer word {word!r} encodes to no token in {where}")
+        if unk_id is not None and unk_id in pieces:
+            raise errors.UserError(
+                f"answer word {word!r} holds the unknown piece (id {unk_id}) in {where}: "
+                "pick a word the vocabulary knows"
+            )
+        ids.append(pieces[0])
+    if ids[0] == ids[1]:
+        first = vocab.decode([ids[0]]) if hasattr(vocab, "decode") else ids[0]
+        raise errors.UserError(
+            f"answer words {words[0]!r} and {words[1]!r} share their first piece "
+            f"(id {ids[0]}, {first!r}) in {where}: the first decoder step cannot tell them apart"
+        )
     return ids[0], ids[1]

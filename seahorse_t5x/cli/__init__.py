@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, str] = {
     "baselines": "baselines",
     "report": "report",
     "t5x-scores": "t5x_scores",
+    "import-scores": "import_scores",
     "plan": "plan",
 }
 

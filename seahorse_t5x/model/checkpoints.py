@@ -29,11 +29,14 @@ import math
 import os
 import pathlib
 import re
-from collections.abc import Iterator, Mapping
+import struct
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import flax
 import jax
+import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 
 from seahorse_t5x import errors, fileio
@@ -154,23 +157,53 @@ def check_params(config: MT5Config, flat: Mapping[str, Any], source: str) -> Non
         )
 
 
-def _to_tree(config: MT5Config, flat: Mapping[str, Any], source: str) -> Params:
-    """The one place checkpoint arrays become parameters: shapes checked, float32, finite.
+# `place(name, array)` puts one flat `a/b/c` parameter where it will live (e.g. sharded on a
+# device mesh: `inference.engine.Placer`), called as each tensor is read. A `Placement` makes
+# the `place` function for the checkpoint's config once that is known.
+Place = Callable[[str, Any], Any]
+Placement = Callable[[MT5Config], Place]
+
+
+def _float32_host(name: str, array: Any) -> np.ndarray:
+    del name
+    return np.asarray(array, dtype=np.float32)
+
+
+@jax.jit
+def _device_non_finite_count(array: jax.Array) -> jax.Array:
+    return jnp.sum(~jnp.isfinite(array))
+
+
+def _non_finite_count(array: Any) -> int:
+    if isinstance(array, jax.Array):
+        # Counted where the array lives (its shards), without a host copy; compiled once
+        # per parameter shape.
+        return int(np.asarray(_device_non_finite_count(array).addressable_data(0)))
+    return int(array.size - np.isfinite(array).sum())
+
+
+def _to_tree(
+    config: MT5Config, flat: Mapping[str, Any], source: str, placement: Placement | None = None
+) -> Params:
+    """The one place checkpoint arrays become parameters: shapes checked, placed, finite.
+
+    By default parameters become float32 host arrays whatever the checkpoint stored (bf16 in
+    some exports); the compute dtype is the config's. With `placement`, each tensor goes
+    straight from the (memory-mapped) file to where it lives, one at a time.
 
     Raises:
       UserError: parameters that do not fit `config`, or that hold NaN or infinity.
     """
     check_params(config, flat, source)
-    # Parameters stay float32 whatever the checkpoint stored (bf16 in some exports); the
-    # compute dtype is the config's.
+    place = placement(config) if placement is not None else _float32_host
     arrays = {}
     for name, value in flat.items():
-        array = np.asarray(value, dtype=np.float32)
-        if not np.isfinite(array).all():
-            bad = int(array.size - np.isfinite(array).sum())
+        array = place(name, value)
+        bad = _non_finite_count(array)
+        if bad:
             raise errors.UserError(
                 f"checkpoint {source}: {name} holds {bad} NaN or infinite value(s) of "
-                f"{array.size}; refusing non-finite weights"
+                f"{int(np.prod(array.shape))}; refusing non-finite weights"
             )
         arrays[name] = array
     return flax.traverse_util.unflatten_dict(arrays, sep="/")
@@ -238,6 +271,7 @@ def from_hf_state_dict(
     state: Mapping[str, Any],
     source: str = "HF state dict",
     tied_logits: bool = False,
+    placement: Placement | None = None,
 ) -> Params:
     """Converts an HF mT5 state dict (numpy or torch tensors) into the Flax parameter tree.
 
@@ -247,6 +281,8 @@ def from_hf_state_dict(
       source: where the tensors came from, for error messages.
       tied_logits: the HF config ties `lm_head` to `shared` (transformers >= 5 does so for
         every mT5), so a missing `lm_head.weight` is the embedding.
+      placement: makes the function that puts each parameter where it lives (default:
+        float32 host arrays).
 
     Raises:
       UserError: on missing, unexpected or mis-shaped tensors.
@@ -268,7 +304,7 @@ def from_hf_state_dict(
             f"checkpoint {source} lacks {len(missing_hf)} HF tensors the config needs, e.g. "
             f"{missing_hf[:5]}"
         )
-    return _to_tree(config, flat, source)
+    return _to_tree(config, flat, source, placement)
 
 
 def to_hf_state_dict(params: Params, config: MT5Config) -> dict[str, np.ndarray]:
@@ -290,12 +326,21 @@ def _as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-def read_safetensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Reads a `.safetensors` file into numpy arrays (bfloat16 included).
+_SAFETENSORS_DTYPES = {
+    "F32": np.float32,
+    "F16": np.float16,
+    "BF16": ml_dtypes.bfloat16,
+    "F64": np.float64,
+}
 
-    Read through the `safetensors` package, whose parser validates the header, the dtypes
-    and that every tensor's offsets lie inside the file. `framework="flax"` reads bfloat16,
-    which the numpy reader rejects.
+
+def read_safetensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """A `.safetensors` file's tensors as memory-mapped numpy arrays (bfloat16 included).
+
+    The `safetensors` package's parser validates the header, the dtypes and that every
+    tensor's offsets lie inside the file; the tensors are then views of the memory-mapped
+    file, so nothing is read until a tensor (or a shard of it) is used: an XXL checkpoint
+    is never copied whole into host memory.
 
     Raises:
       UserError: the file is missing, truncated or malformed, naming it and what is wrong.
@@ -305,14 +350,27 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
     path = pathlib.Path(path)
     if not path.is_file():
         raise errors.UserError(f"safetensors file not found: {path}")
-    tensors: dict[str, np.ndarray] = {}
     try:
-        with safe_open(str(path), framework="flax") as f:
-            for name in f.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                tensors[name] = np.asarray(f.get_tensor(name))
+        with safe_open(str(path), framework="numpy") as f:
+            names = list(f.keys())  # noqa: SIM118 - safe_open is not a Mapping
+        with open(path, "rb") as f:
+            (header_len,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(header_len))
     except Exception as e:  # noqa: BLE001 - SafetensorError, OSError, ValueError variants
         reason = " ".join(str(e).split())[:200] or type(e).__name__
         raise errors.UserError(f"{path} is not a valid safetensors file: {reason}") from None
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + header_len)
+    tensors: dict[str, np.ndarray] = {}
+    for name in names:
+        info = header[name]
+        if info["dtype"] not in _SAFETENSORS_DTYPES:
+            raise errors.UserError(
+                f"{path}: tensor {name} has dtype {info['dtype']}; expected one of "
+                f"{sorted(_SAFETENSORS_DTYPES)}"
+            )
+        start, end = info["data_offsets"]
+        dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]])
+        tensors[name] = data[start:end].view(dtype).reshape(info["shape"])
     return tensors
 
 
@@ -438,7 +496,9 @@ def read_hf_config(directory: str | os.PathLike) -> dict[str, Any]:
     return hf_config
 
 
-def load_hf(directory: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+def load_hf(
+    directory: str | os.PathLike, dtype: str | None = None, placement: Placement | None = None
+) -> tuple[MT5Config, Params]:
     """Loads an HF `MT5ForConditionalGeneration` directory."""
     directory = pathlib.Path(directory)
     hf_config = read_hf_config(directory)
@@ -448,6 +508,7 @@ def load_hf(directory: str | os.PathLike, dtype: str | None = None) -> tuple[MT5
         _read_hf_weights(directory),
         str(directory),
         tied_logits=bool(hf_config.get("tie_word_embeddings", False)),
+        placement=placement,
     )
 
 
@@ -589,11 +650,13 @@ def infer_config(flat: Mapping[str, Any], dtype: str | None = None) -> MT5Config
     )
 
 
-def load_t5x(path: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+def load_t5x(
+    path: str | os.PathLike, dtype: str | None = None, placement: Placement | None = None
+) -> tuple[MT5Config, Params]:
     """Loads a T5X `checkpoint_N` directory (or a T5X MODEL_DIR: its latest step)."""
     flat = read_t5x_params(path)
     config = infer_config(flat, dtype)
-    return config, _to_tree(config, flat, str(path))
+    return config, _to_tree(config, flat, str(path), placement)
 
 
 # ---------------------------------------------------------------------------------------
@@ -647,7 +710,9 @@ def _composite_checkpointer():
     return ocp, ocp.Checkpointer(ocp.CompositeCheckpointHandler())
 
 
-def load_orbax(step_dir: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+def load_orbax(
+    step_dir: str | os.PathLike, dtype: str | None = None, placement: Placement | None = None
+) -> tuple[MT5Config, Params]:
     """Loads a step directory with orbax items `params` and `meta` (`meta.model_config`)."""
     step_dir = pathlib.Path(step_dir).absolute()
     ocp, checkpointer = _composite_checkpointer()
@@ -676,10 +741,12 @@ def load_orbax(step_dir: str | os.PathLike, dtype: str | None = None) -> tuple[M
     if dtype:
         config = config.replace(dtype=dtype)
     flat = flax.traverse_util.flatten_dict(params, sep="/")
-    return config, _to_tree(config, flat, str(step_dir))
+    return config, _to_tree(config, flat, str(step_dir), placement)
 
 
-def load_model_dir(path: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+def load_model_dir(
+    path: str | os.PathLike, dtype: str | None = None, placement: Placement | None = None
+) -> tuple[MT5Config, Params]:
     """Loads a MODEL_DIR's best (else latest) step, falling back to the newest intact one.
 
     A damaged step (unreadable, content hash mismatch, non-finite weights) is skipped with
@@ -694,7 +761,7 @@ def load_model_dir(path: str | os.PathLike, dtype: str | None = None) -> tuple[M
     first_error = None
     for step_dir in candidates:
         try:
-            loaded = load_orbax(step_dir, dtype)
+            loaded = load_orbax(step_dir, dtype, placement)
         except errors.UserError as e:
             first_error = first_error or e
             log.warning("skipping checkpoint %s: %s", step_dir, e)
@@ -770,7 +837,30 @@ def detect_format(path: str | os.PathLike) -> tuple[str, pathlib.Path]:
     )
 
 
-def load_checkpoint(path: str | os.PathLike, dtype: str | None = None) -> tuple[MT5Config, Params]:
+def load_meta(path: str | os.PathLike) -> dict[str, Any]:
+    """The `meta` item of this project's checkpoints (how the model was trained); `{}` for
+    HF and T5X checkpoints, which carry none.
+
+    Raises:
+      UserError: for a missing path, an unknown format or an unreadable meta item.
+    """
+    kind, directory = detect_format(path)
+    if kind != "orbax":
+        return {}
+    ocp, checkpointer = _composite_checkpointer()
+    try:
+        restored = checkpointer.restore(
+            pathlib.Path(directory).absolute(),
+            ocp.args.Composite(**{META_ITEM: ocp.args.JsonRestore()}),
+        )
+    except Exception as e:  # noqa: BLE001 - orbax wraps IO and format errors variously
+        raise errors.UserError(f"cannot read the meta of checkpoint {directory}: {e}") from None
+    return dict(restored[META_ITEM] or {})
+
+
+def load_checkpoint(
+    path: str | os.PathLike, dtype: str | None = None, placement: Placement | None = None
+) -> tuple[MT5Config, Params]:
     """Loads any supported checkpoint as (config, float32 parameter tree of numpy arrays).
 
     Args:
@@ -779,6 +869,9 @@ def load_checkpoint(path: str | os.PathLike, dtype: str | None = None) -> tuple[
         damaged one is skipped with a warning for the newest intact step).
       dtype: compute dtype to set in the returned config (`float32` or `bfloat16`);
         None keeps the checkpoint's (float32 for HF and T5X).
+      placement: `placement(config)` returns `place(name, array)`, which puts each flat
+        parameter where it will live as it is read (e.g. `inference.engine.Placer`: sharded
+        on a mesh); default: float32 host arrays.
 
     Raises:
       UserError: for a missing path, an unknown format, a damaged file, or parameters that
@@ -788,9 +881,10 @@ def load_checkpoint(path: str | os.PathLike, dtype: str | None = None) -> tuple[
         raise errors.UserError(f"dtype must be one of {list(configs.DTYPES)}, got {dtype!r}")
     kind, directory = detect_format(path)
     if kind == "hf":
-        return load_hf(directory, dtype)
+        return load_hf(directory, dtype, placement)
     if kind == "t5x":
-        return load_t5x(directory, dtype)
+        return load_t5x(directory, dtype, placement)
     if directory != pathlib.Path(path):
-        return load_model_dir(path, dtype)  # a MODEL_DIR: falls back past damaged steps
-    return load_orbax(directory, dtype)
+        # A MODEL_DIR: falls back past damaged steps.
+        return load_model_dir(path, dtype, placement)
+    return load_orbax(directory, dtype, placement)
