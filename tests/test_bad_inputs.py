@@ -707,3 +707,17 @@ def test_gin_lookups_print_no_path_not_found_lines(caplog):
     finally:
         gin.clear_config()
     assert not [r for r in caplog.records if "Path not found" in r.getMessage()]
+
+
+def test_undecodable_input_read_outside_fileio_is_still_one_line():
+    try:
+        b"gem_id\nx\xff\n".decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = cli.one_line(e)
+    assert line == (
+        "an input file is not UTF-8 text (byte 0xff at byte 9 of the block read); "
+        "expected UTF-8 (--verbose shows where)"
+    )
+    assert cli.one_line(OSError(errno.EROFS, "Read-only file system", "/ro/x")) == (
+        "/ro/x: Read-only file system"
+    )
