@@ -44,6 +44,7 @@ class SourceReport:
       articles_added: records that supplied a wanted article.
       skipped_empty: wanted records with an empty text.
       conflicts: wanted ids already supplied by an earlier source with a different text.
+      duplicates: wanted ids already supplied with the same text.
       bad_records: unreadable JSON lines (not UTF-8, not a JSON object), records without an
         id, and wanted records whose text field is not text (a number, an object); the
         first few are listed in `bad_examples`.
@@ -55,6 +56,7 @@ class SourceReport:
     articles_added: int = 0
     skipped_empty: int = 0
     conflicts: int = 0
+    duplicates: int = 0
     bad_records: int = 0
     bad_examples: list[str] = dataclasses.field(default_factory=list)
 
@@ -230,6 +232,8 @@ def load_articles(
                 if gem_id in articles:
                     if articles[gem_id] != text:
                         report.conflicts += 1
+                    else:
+                        report.duplicates += 1
                     continue
                 articles[gem_id] = text
                 report.articles_added += 1

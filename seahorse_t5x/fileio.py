@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import json
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Literal
 
 from seahorse_t5x import errors
@@ -33,6 +34,7 @@ __all__ = [
     "atomic_write_text",
     "atomic_writer",
     "check_output_path",
+    "iter_json_objects",
     "open_text_input",
 ]
 
@@ -137,6 +139,37 @@ def open_text_input(
       DataError: (on reading) a line is not UTF-8, or the file is UTF-16.
     """
     return TextInput(path, invalid=invalid)
+
+
+def iter_json_objects(
+    path: str | os.PathLike,
+    opener: Callable[[str], contextlib.AbstractContextManager[Iterable[str]]] | None = None,
+) -> Iterator[tuple[int, dict]]:
+    """(1-based line, object) for each non-blank line of a JSON Lines file of objects.
+
+    Args:
+      path: the file.
+      opener: opens `path` as an iterable of lines (default `open_text_input`; e.g. a
+        `tf.io.gfile.GFile` opener for remote paths).
+
+    Raises:
+      UserError: the file cannot be read.
+      DataError: a line that is not UTF-8, not JSON, or not a JSON object, with file:line.
+    """
+    path = os.fspath(path)
+    with (opener or open_text_input)(path) as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise errors.DataError(path, number, None, f"not valid JSON ({e.msg})") from None
+            if not isinstance(record, dict):
+                raise errors.DataError(
+                    path, number, None, f"expected a JSON object, got {type(record).__name__}"
+                )
+            yield number, record
 
 
 @contextlib.contextmanager

@@ -30,7 +30,6 @@ ROC-AUC depends on that order only; Pearson rho is computed on the log-probabili
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -85,17 +84,7 @@ def _exists(path: str) -> bool:
 
 
 def _json_lines(path: str) -> Iterator[tuple[int, dict]]:
-    with _open(path) as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise errors.DataError(path, number, None, f"not valid JSON ({e.msg})") from e
-            if not isinstance(record, dict):
-                raise errors.DataError(path, number, None, "expected a JSON object")
-            yield number, record
+    return fileio.iter_json_objects(path, opener=_open)
 
 
 def order_shards(paths: Sequence[str]) -> list[str]:

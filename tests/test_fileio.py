@@ -88,3 +88,15 @@ def test_check_output_path(tmp_path):
     with pytest.raises(errors.UserError, match="is a file, not a folder"):
         fileio.check_output_path(a_file / "out.jsonl", "file")
     assert sorted(os.listdir(tmp_path)) == ["f"]
+
+
+def test_iter_json_objects(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n\n  \n{"a": 2}\n')
+    assert list(fileio.iter_json_objects(path)) == [(1, {"a": 1}), (4, {"a": 2})]
+    path.write_bytes(b'{"a": 1}\n[1, 2]\n')
+    with pytest.raises(errors.DataError, match=r"a.jsonl:2: expected a JSON object, got list"):
+        list(fileio.iter_json_objects(path))
+    path.write_bytes(b'{"a": 1}\n{"a": \n')
+    with pytest.raises(errors.DataError, match=r"a.jsonl:2: not valid JSON \(Expecting value\)"):
+        list(fileio.iter_json_objects(path))

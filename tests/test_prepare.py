@@ -277,3 +277,23 @@ def test_list_valued_texts_are_joined_and_unwanted_ids_skipped(tmp_path):
     texts, (report,) = articles.load_articles([str(path)], wanted={"wiki_lingua_english_en-val-1"})
     assert texts == {"wiki_lingua_english_en-val-1": "Wash the pan. Dry it."}
     assert (report.records_read, report.articles_added) == (2, 1)
+
+
+def test_byte_order_mark_and_non_text_articles(tmp_path):
+    path = tmp_path / "articles.jsonl"
+    path.write_bytes(
+        b"\xef\xbb\xbf"
+        + b'{"gem_id": "xsum-test-1", "article": "First."}\n'
+        + b'{"gem_id": "xsum-test-2", "article": 12345}\n'
+        + b'{"gem_id": "xsum-test-3", "article": {"text": "nested"}}\n'
+        + b'{"gem_id": "xsum-test-4", "article": "Caf\xe9"}\n'
+    )
+    texts, (report,) = articles.load_articles([str(path)])
+    # The mark is not part of the first record; numbers, objects and bad bytes are no text.
+    assert texts == {"xsum-test-1": "First."}
+    assert report.bad_records == 3
+    assert report.bad_examples == [
+        f"{path}:2: field 'article' is int, expected text",
+        f"{path}:3: field 'article' is dict, expected text",
+        f"{path}:4: not UTF-8 text",
+    ]

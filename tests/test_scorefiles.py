@@ -206,7 +206,8 @@ def test_rows_without_gem_id_are_not_duplicates(tmp_path):
         ({"label": 2}, "label", "seahorse labels are 0 (No) or 1 (Yes), got 2"),
         ({"benchmark": "true", "label": -1}, "label", "true labels are 0 (No) or 1 (Yes)"),
         ({"question": 7}, "question", "SEAHORSE questions are 1..6, got 7"),
-        ({"question": "attribution"}, "question", "SEAHORSE questions are 1..6"),
+        ({"question": 0}, "question", "SEAHORSE questions are 1..6, got 0"),
+        ({"question": "4.5"}, "question", "SEAHORSE questions are 1..6, got '4.5'"),
     ],
 )
 def test_labels_and_questions_are_checked_per_benchmark(tmp_path, overrides, field, reason):

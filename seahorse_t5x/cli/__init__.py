@@ -90,6 +90,11 @@ def one_line(error: BaseException) -> str:
     if isinstance(error, OSError) and not isinstance(error, errors.UserError):
         if error.filename is not None:
             return f"{error.filename}: {error.strerror or error}"
+    if isinstance(error, UnicodeDecodeError):
+        return (
+            f"an input file is not UTF-8 text (byte 0x{error.object[error.start]:02x} at byte "
+            f"{error.start + 1} of the block read); expected UTF-8 (--verbose shows where)"
+        )
     text = str(error).split(_GIN_CALL_NOTE, 1)[0]
     return " ".join(text.split()) or type(error).__name__
 
@@ -127,8 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _unknown_arguments(parser, args.command, extra)
     try:
         return int(_load(args.command).run(args) or 0)
-    except (errors.UserError, OSError) as e:
+    except (errors.UserError, OSError, UnicodeDecodeError) as e:
         # OSError: a file-system fault (full disk, read-only location) not met in fileio.
+        # UnicodeDecodeError: an input read without fileio (which names file and line).
         print(f"seahorse-t5x {args.command}: error: {one_line(e)}", file=sys.stderr)
         if getattr(args, "verbose", False):
             traceback.print_exc(file=sys.stderr)

@@ -56,6 +56,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 _SHOWN_COUNT = 11
 
 
+def _check_model_dir() -> None:
+    """Refuses a MODEL_DIR that cannot hold checkpoints before the model is built."""
+    import gin
+
+    from seahorse_t5x import fileio
+
+    try:
+        model_dir = gin.query_parameter("MODEL_DIR/macro.value")
+    except ValueError:
+        return  # bound some other way; the trainer reports it
+    if isinstance(model_dir, str) and model_dir:
+        fileio.check_output_path(model_dir, "directory", flag="--gin.MODEL_DIR")
+
+
 def run(args: argparse.Namespace) -> int:
     import gin
 
@@ -67,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         if (value := getattr(args, f"gin_macro_{macro}")) is not None
     ]
     gin_config.parse(args.gin_file, bindings + list(args.gin_bindings), args.gin_search_path)
+    _check_model_dir()
     extra = {}
     if args.coordinator_address:
         extra = {

@@ -13,7 +13,6 @@ beside the learnt metrics.
 
 from __future__ import annotations
 
-import json
 import math
 import pathlib
 from collections.abc import Callable, Iterable, Sequence
@@ -44,25 +43,16 @@ def read_split_file(path: str | pathlib.Path) -> list[dict]:
         )
     rows: list[dict] = []
     # A byte-order mark is dropped; bytes that are not UTF-8 are reported as file:line.
-    with fileio.open_text_input(p) as f:
-        for line_number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise errors.DataError(str(p), line_number, None, f"not JSON: {e.msg}") from None
-            if not isinstance(row, dict):
-                raise errors.DataError(str(p), line_number, None, "expected a JSON object")
-            for field in _SPLIT_FIELDS:
-                if field not in row:
-                    raise errors.DataError(str(p), line_number, field, "missing")
-            for field in constants.LABEL_FIELDS:
-                if isinstance(row[field], bool) or row[field] not in (0, 1, None):
-                    raise errors.DataError(
-                        str(p), line_number, field, f"{row[field]!r} is not 1, 0 or null"
-                    )
-            rows.append(row)
+    for line_number, row in fileio.iter_json_objects(p):
+        for field in _SPLIT_FIELDS:
+            if field not in row:
+                raise errors.DataError(str(p), line_number, field, "missing")
+        for field in constants.LABEL_FIELDS:
+            if isinstance(row[field], bool) or row[field] not in (0, 1, None):
+                raise errors.DataError(
+                    str(p), line_number, field, f"{row[field]!r} is not 1, 0 or null"
+                )
+        rows.append(row)
     return rows
 
 

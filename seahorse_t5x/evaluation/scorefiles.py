@@ -7,7 +7,8 @@ scorer produced none). Optional slice fields: `gem_id`, `language`, `dataset`, `
 Other fields are kept as extra columns and otherwise ignored.
 
 Labels are checked per benchmark: SEAHORSE and TRUE labels are 0 or 1 (graded labels
-belong to graded benchmarks such as mFACE and METAL), and SEAHORSE questions are 1..6.
+belong to graded benchmarks such as mFACE and METAL), and numbered SEAHORSE questions are
+1..6.
 
 An item is identified by `gem_id` with `system` (and `summary` where a file carries it): in
 SEAHORSE one article has summaries from several systems, so `gem_id` alone repeats. The same
@@ -66,6 +67,14 @@ def normalize_question(value: object) -> str:
     raise ValueError(f"expected a question number or name, got {type(value).__name__}")
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def validate_row(row: object, path: str, line: int) -> dict:
     """Checks one score row and returns it normalized (question as str, label/score floats).
 
@@ -105,7 +114,13 @@ def validate_row(row: object, path: str, line: int) -> dict:
             f"{out['benchmark']} labels are 0 (No) or 1 (Yes), got {label!r}; graded labels "
             "belong to graded benchmarks (mface, metal)",
         )
-    if out["benchmark"] == SEAHORSE_BENCHMARK and out["question"] not in _SEAHORSE_QUESTIONS:
+    # A numbered SEAHORSE question is 1..6. A named one is the score task's name, which
+    # `evaluate` writes for tasks that are not one question's (e.g. the NLI score tasks).
+    if (
+        out["benchmark"] == SEAHORSE_BENCHMARK
+        and _is_number(out["question"])
+        and out["question"] not in _SEAHORSE_QUESTIONS
+    ):
         raise errors.DataError(
             path, line, "question", f"SEAHORSE questions are 1..6, got {row['question']!r}"
         )
