@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import sys
 
@@ -91,15 +90,11 @@ def _questions(text: str) -> tuple[int, ...]:
     return questions
 
 
-def _write_json(path: pathlib.Path, value: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _metal_llm(args: argparse.Namespace) -> int:
+    from seahorse_t5x import fileio
     from seahorse_t5x.evaluation import benchmarks, scorefiles
 
+    fileio.check_output_path(args.output, "directory", "--output")
     result = benchmarks.read_metal_llm_scores(args.metal_llm)
     out = pathlib.Path(args.output)
     by_metric: dict[str, list[dict]] = {}
@@ -119,11 +114,12 @@ def _metal_llm(args: argparse.Namespace) -> int:
 
 
 def _t5x_infer(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors
+    from seahorse_t5x import errors, fileio
     from seahorse_t5x.evaluation import import_scores, scorefiles
 
     if not args.task or not args.data_dir:
         raise errors.UserError("--t5x_infer needs --task (the ICE task) and --data_dir")
+    fileio.check_output_path(args.output, "file", "--output")
     rows, counts = import_scores.ice_infer_rows(
         args.t5x_infer, args.task, args.data_dir, args.split, args.metric.strip()
     )
@@ -139,7 +135,7 @@ def _t5x_infer(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors
+    from seahorse_t5x import errors, fileio
     from seahorse_t5x.evaluation import import_scores, scorefiles
 
     if args.metal_llm:
@@ -149,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     if args.t5x_infer:
         return _t5x_infer(args)
     key = import_scores.parse_key(args.key)
+    fileio.check_output_path(args.output, "file", "--output")
     items, dropped = import_scores.benchmark_items(
         args.benchmark,
         data_dir=args.data_dir,
@@ -165,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     output = pathlib.Path(args.output)
     written = scorefiles.write_score_file(output, rows)
     report_path = output.with_name(output.name.removesuffix(".jsonl") + ".join.json")
-    _write_json(report_path, {"scores": str(args.scores), "key": list(key), **report.to_dict()})
+    summary = {"scores": str(args.scores), "key": list(key), **report.to_dict()}
+    fileio.atomic_write_text(report_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     print(report.summary())
     for kind, shown in report.examples.items():
         print(f"  {kind}: {'; '.join(shown)}")

@@ -24,7 +24,7 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
-from seahorse_t5x import constants, errors, ice, t5x_scores
+from seahorse_t5x import constants, errors, fileio, ice, t5x_scores
 from seahorse_t5x.evaluation import baselines, benchmarks, scorefiles
 
 KEY_FIELDS: tuple[str, ...] = ("gem_id", "system", "article", "summary")
@@ -74,7 +74,7 @@ def _external_records(path: pathlib.Path) -> Iterator[tuple[int | None, dict]]:
     """(line or position, record) for each item of a JSON, JSON Lines, CSV or TSV file."""
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
-        with path.open(encoding="utf-8-sig", newline="") as f:
+        with fileio.open_text_input(path) as f:
             reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",")
             for row in reader:
                 yield reader.line_num, row
@@ -87,8 +87,10 @@ def _external_records(path: pathlib.Path) -> Iterator[tuple[int | None, dict]]:
             f"{path}: expected a .json (list of objects, or an object keyed by id), .jsonl, "
             ".csv or .tsv file"
         )
+    with fileio.open_text_input(path) as f:
+        text = f.read()
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise errors.DataError(str(path), e.lineno, None, f"not JSON: {e.msg}") from None
     if isinstance(data, list):
