@@ -289,6 +289,42 @@ def _flipped_orbax(ctx, tmp):
 
 # ---------------------------------------------------------------------------- the table
 
+_GOOD_PAIR = b'{"article": "A cat sat on the mat.", "summary": "A cat sat."}\n'
+
+
+def _score_case(content, names, name="pairs.jsonl", output=None, extra=(), damage=None):
+    """`score` over `content` (None: no input file) with the tiny HF model, the output
+    path prepared as `output` says: a folder, an old file, a partial run, or a partial run
+    of other settings to resume."""
+
+    def case(ctx, tmp):
+        pairs = tmp / name
+        if content is not None:
+            pairs.write_bytes(content)
+        model = ctx["hf"]
+        if damage is not None:
+            model = tmp / "hf"
+            shutil.copytree(ctx["hf"], model)
+            damage(ctx, model)
+        out = tmp / "scores.jsonl"
+        argv = ["score", "--checkpoint", str(model), "--input", str(pairs), "--output", str(out)]
+        argv += ["--vocab", "demo", "--no_compilation_cache", *extra]
+        if output == "folder":
+            out.mkdir()
+        elif output == "old":
+            out.write_text("old\n")
+        elif output == "partial":
+            (tmp / "scores.jsonl.partial").write_text("")
+        elif output == "resume":
+            (tmp / "scores.jsonl.partial").write_text("")
+            (tmp / "scores.jsonl.partial.run.json").write_text(json.dumps({"chunk_size": 1}))
+            argv += ["--resume"]
+        finals = [] if output in ("folder", "old") else [out]
+        return argv, names.format(input=pairs, output=out), finals
+
+    return case
+
+
 CASES = {
     # prepare
     "prepare/missing_seahorse_dir": lambda ctx, tmp: (
@@ -625,6 +661,46 @@ CASES = {
         _nan_weights, "decoder/decoder_norm/scale holds 1 NaN or infinite value(s)"
     ),
     "evaluate/flipped_orbax_meta": _flipped_orbax,
+    "score/missing_input": _score_case(None, "input file not found: {input}"),
+    "score/bad_json_row": _score_case(
+        _GOOD_PAIR + b"{not json\n", "{input}: 1 bad rows (line 2: bad JSON"
+    ),
+    "score/invalid_utf8_row": _score_case(
+        _GOOD_PAIR + b'{"article": "caf\xe9", "summary": "x"}\n',
+        "{input}: 1 bad rows (line 2: not valid UTF-8)",
+    ),
+    "score/missing_summary": _score_case(
+        _GOOD_PAIR + b'{"article": "a"}\n', "line 2: missing field 'summary'"
+    ),
+    "score/summary_not_text": _score_case(
+        b'{"article": "a", "summary": 7}\n', "line 1: field 'summary' must be a string"
+    ),
+    "score/utf16_input": _score_case(
+        "article,summary\na,b\n".encode("utf-16"), "is UTF-16", name="pairs.csv"
+    ),
+    "score/output_is_a_folder": _score_case(
+        _GOOD_PAIR, "--output {output} is a folder", output="folder"
+    ),
+    "score/output_exists": _score_case(_GOOD_PAIR, "exists; pass --overwrite", output="old"),
+    "score/partial_output_left": _score_case(
+        _GOOD_PAIR, "interrupted run left {output}.partial", output="partial"
+    ),
+    "score/resume_with_other_settings": _score_case(
+        _GOOD_PAIR, "partial was written with other settings (batch_size,", output="resume"
+    ),
+    "score/bad_mesh": _score_case(_GOOD_PAIR, "--mesh 'data=x'", extra=("--mesh", "data=x")),
+    "score/bad_label_words": _score_case(
+        _GOOD_PAIR, "answer words must be two", extra=("--label_words", "Yes")
+    ),
+    "score/chunk_size_zero": _score_case(
+        _GOOD_PAIR, "--chunk_size must be at least 1", extra=("--chunk_size", "0")
+    ),
+    "score/truncated_checkpoint": _score_case(
+        _GOOD_PAIR, "model.safetensors is not a valid safetensors file", damage=_truncate
+    ),
+    "score/vocabulary_larger_than_the_model": _score_case(
+        _GOOD_PAIR, "the vocabulary has 3000 ids but the model only 64"
+    ),
 }
 
 _FULL_DISK = {"prepare/full_disk", "demo-data/full_disk", "report/full_disk"}
@@ -641,6 +717,7 @@ def test_the_table_is_wide():
         "t5x-scores",
         "train",
         "evaluate",
+        "score",
     }
 
 
