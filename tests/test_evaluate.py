@@ -41,6 +41,28 @@ def checkpoint(tmp_path_factory):
     return model_dir, config, jax.device_get(params)
 
 
+def test_benchmark_tasks_score_rows_go_to_their_benchmark():
+    cases = {
+        "mface_attribution_5lang": ("mface", "attribution"),
+        "mface_quality": ("mface", "quality"),
+        "true_frank": ("true", 4),
+        "metal_task_quality.de": ("metal", "task_quality"),
+        "seahorse_q4_score": ("seahorse", None),
+        "ice_q4_k2_stratified": ("seahorse", None),
+    }
+    for task, expected in cases.items():
+        assert evaluation_loop.benchmark_of_task(task) == expected, task
+    examples = evaluation_loop.TaskExamples(
+        "metal_hallucinations.de", 4, [np.zeros(3, np.int32)] * 2, np.array([1.0, 0.5]),
+        [{"gem_id": "a"}, {"gem_id": "b"}],
+    )  # fmt: skip
+    rows = evaluation_loop.score_rows(examples, np.array([0.25, 0.75]), "m")
+    assert [(r["benchmark"], r["question"], r["label"], r["score"]) for r in rows] == [
+        ("metal", "hallucinations", 1, 0.25),
+        ("metal", "hallucinations", 0.5, 0.75),
+    ]
+
+
 def test_question_of_task_names():
     assert evaluation_loop.question_of_task("seahorse_all_q4_score") == 4
     assert evaluation_loop.question_of_task("seahorse_q2_score.de") == 2

@@ -111,16 +111,37 @@ def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
     return result
 
 
-def score_rows(
-    examples: TaskExamples, scores: np.ndarray, metric_name: str, benchmark: str = "seahorse"
-) -> list[dict]:
-    """Score-file rows (docs/architecture.md contract) for one task."""
+def benchmark_of_task(task_name: str) -> tuple[str, str | int | None]:
+    """(benchmark, question) that a score task's rows belong to, as the baselines write them:
+    `mface_attribution_5lang` -> ("mface", "attribution"), `true_frank` -> ("true", 4),
+    `metal_task_quality.de` -> ("metal", "task_quality"); SEAHORSE (and ICE) tasks ->
+    ("seahorse", None): their question comes from the task's examples.
+    """
+    from seahorse_t5x.evaluation import benchmarks
+
+    base = task_name.split(".")[0]
+    for dimension in benchmarks.MFACE_DIMENSIONS:
+        if base in (f"mface_{dimension}", f"mface_{dimension}_5lang"):
+            return "mface", dimension
+    if base in {f"true_{d}" for d in benchmarks.TRUE_DATASETS}:
+        return "true", benchmarks.TRUE_QUESTION
+    if base in {f"metal_{m}" for m in benchmarks.METAL_METRICS}:
+        return benchmarks.METAL_BENCHMARK, base[len("metal_") :]
+    return "seahorse", None
+
+
+def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> list[dict]:
+    """Score-file rows (docs/architecture.md contract) for one task, under the benchmark
+    and question the task belongs to (`benchmark_of_task`)."""
+    benchmark, question = benchmark_of_task(examples.task_name)
+    if question is None:
+        question = examples.question if examples.question is not None else examples.task_name
     rows = []
     for label, score, meta in zip(examples.labels, scores, examples.metadata, strict=True):
         row = {
             "metric": metric_name,
             "benchmark": benchmark,
-            "question": examples.question if examples.question is not None else examples.task_name,
+            "question": question,
             "label": int(label) if float(label).is_integer() else float(label),
             "score": float(score),
         }
