@@ -99,12 +99,10 @@ def test_fits_and_text_report():
     assert "14.00 GiB" in row
 
 
-def test_plan_cli_compiles_tiny_model_on_8_simulated_devices():
+def _plan_json(args: list[str]) -> dict:
+    """Runs `seahorse-t5x plan ... --format json` in a fresh process without the device flag
+    (the command must re-execute itself with the devices its mesh needs)."""
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SEAHORSE_PLAN_REEXEC")}
-    # The command starts without the device flag: it must re-execute itself with 8 devices.
-    args = ["plan", "--model", "tiny", "--mesh", "data=4,model=2", "--batch_size", "8"]
-    args += ["--input_length", "16", "--target_length", "4", "--microbatches", "2"]
-    args += ["--num_layers", "1", "--format", "json"]
     result = subprocess.run(
         [sys.executable, "-m", "seahorse_t5x.cli", *args],
         capture_output=True,
@@ -113,7 +111,15 @@ def test_plan_cli_compiles_tiny_model_on_8_simulated_devices():
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout)
+    return json.loads(result.stdout)
+
+
+def test_plan_cli_compiles_tiny_model_on_8_simulated_devices():
+    # The command starts without the device flag: it must re-execute itself with 8 devices.
+    args = ["plan", "--model", "tiny", "--mesh", "data=4,model=2", "--batch_size", "8"]
+    args += ["--input_length", "16", "--target_length", "4", "--microbatches", "2"]
+    args += ["--num_layers", "1", "--format", "json"]
+    out = _plan_json(args)
     assert out["request"]["data"] == 4 and out["request"]["model_parallel"] == 2
     assert out["num_params"] == _tiny_1_layer_counts(shards=1)
     assert out["params_bytes"] == 4 * _tiny_1_layer_counts(shards=2)  # float32
@@ -145,19 +151,10 @@ def test_plan_cli_user_errors_are_one_line(capsys):
 
 
 def test_plan_cli_scoring_batch_in_bfloat16_on_a_model_split_mesh():
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SEAHORSE_PLAN_REEXEC")}
     args = ["plan", "--model", "tiny", "--mesh", "data=2,model=2", "--batch_size", "4"]
     args += ["--input_length", "32", "--num_layers", "1", "--scoring"]
     args += ["--param_dtype", "bfloat16", "--format", "json"]
-    result = subprocess.run(
-        [sys.executable, "-m", "seahorse_t5x.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout)
+    out = _plan_json(args)
     assert out["request"]["scoring"] and out["request"]["param_dtype"] == "bfloat16"
     assert out["num_params"] == _tiny_1_layer_counts(shards=1)
     assert out["params_bytes"] == 2 * _tiny_1_layer_counts(shards=2)  # bfloat16, model=2
