@@ -6,6 +6,9 @@
 # cache serves every input length. docs/tpu.md shows where this fits in a run.
 set -euo pipefail
 
+# quote_arg, quote_command
+source "$(dirname "${BASH_SOURCE[0]}")/lib/shell_quote.sh"
+
 usage() {
   cat <<'EOF'
 Usage: scripts/cache_tasks.sh --tasks T1,T2,... --output_cache_dir DIR [options]
@@ -49,15 +52,6 @@ die() {
   echo "cache_tasks.sh: error: $*" >&2
   echo "Run scripts/cache_tasks.sh --help for usage." >&2
   exit 2
-}
-
-quote_arg() {
-  if [[ "$1" =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
-    printf '%s' "$1"
-  else
-    local squote="'"
-    printf "'%s'" "${1//${squote}/${squote}\\\\${squote}${squote}}"
-  fi
 }
 
 need_value() {
@@ -137,11 +131,7 @@ fi
 cmd+=(--alsologtostderr)
 
 if [[ "${DRY_RUN}" == 1 ]]; then
-  line=""
-  for arg in "${env_vars[@]+"${env_vars[@]}"}" "${cmd[@]}"; do
-    line+="$(quote_arg "${arg}") "
-  done
-  echo "${line% }"
+  quote_command "${env_vars[@]+"${env_vars[@]}"}" "${cmd[@]}"
 else
   env "${env_vars[@]+"${env_vars[@]}"}" "${cmd[@]}"
 fi
