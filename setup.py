@@ -39,8 +39,8 @@ HF_REQUIRES = [
     "safetensors==0.8.0",
 ]
 # SeqIO's cache job (scripts/cache_tasks.sh) runs on Apache Beam; its DirectRunner caches
-# the SEAHORSE tasks on one machine.
-BEAM_REQUIRES = ["apache-beam==2.77.0"]
+# the SEAHORSE tasks on one machine; [tfrecord] brings the CRC the cache files need.
+BEAM_REQUIRES = ["apache-beam[tfrecord]==2.77.0"]
 TEST_REQUIRES = HF_REQUIRES + [
     "pytest==9.2.0",
     "ruff==0.17.6",
