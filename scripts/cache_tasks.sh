@@ -34,7 +34,9 @@ Options:
   --overwrite             replace an existing cache of these tasks
   --dry-run               print the command instead of running it
 
-Needs Apache Beam: python3 -m pip install 'apache-beam[gcp]'.
+Needs Apache Beam: python3 -m pip install -e ".[beam]" then python3 -m pip install
+protobuf==7.36.2 (sentencepiece's generated code needs protobuf >= 7.36.1; Beam declares
+protobuf < 7 but runs with it); for Dataflow also 'apache-beam[gcp]==2.77.0'.
 Dataflow workers do not see this shell's environment, so SEAHORSE_DATA_DIR cannot reach
 them: cache the SEAHORSE tasks (about 100,000 examples) with the DirectRunner, and use
 Dataflow for the large TFDS-backed NLI tasks.
@@ -129,6 +131,13 @@ if [[ "${OVERWRITE}" == 1 ]]; then
   cmd+=(--overwrite)
 fi
 cmd+=(--alsologtostderr)
+
+if [[ "${DRY_RUN}" == 0 ]]; then
+  python3 -c 'import apache_beam' 2>/dev/null ||
+    die "needs Apache Beam: python3 -m pip install -e \".[beam]\" (in this repository)"
+  python3 -c 'from sentencepiece import sentencepiece_model_pb2' 2>/dev/null ||
+    die "sentencepiece needs protobuf >= 7.36.1 (installing Beam downgrades it): python3 -m pip install protobuf==7.36.2"
+fi
 
 if [[ "${DRY_RUN}" == 1 ]]; then
   quote_command "${env_vars[@]+"${env_vars[@]}"}" "${cmd[@]}"
