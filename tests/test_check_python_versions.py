@@ -3,26 +3,19 @@ needs the package index and is recorded in docs/tpu.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
-import sys
 
 import pytest
+
+from tests import scripts_testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def check():
-    spec = importlib.util.spec_from_file_location(
-        "check_python_versions", ROOT / "scripts" / "check_python_versions.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    yield from scripts_testing.loaded_script("check_python_versions")
 
 
 def _pinned_block(name: str) -> list[str]:

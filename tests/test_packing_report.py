@@ -4,27 +4,15 @@ the experiment gins' lengths."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests import scripts_testing
 
 
 @pytest.fixture(scope="module")
 def report():
-    spec = importlib.util.spec_from_file_location(
-        "packing_report", ROOT / "scripts" / "packing_report.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses look their module up in sys.modules.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    yield from scripts_testing.loaded_script("packing_report")
 
 
 def _next_fit(lengths, input_length: int, target_length: int) -> tuple[int, int]:
