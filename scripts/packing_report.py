@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -114,12 +115,16 @@ def gin_lengths(patterns: Iterable[str]) -> dict[tuple[tuple[str, int], ...], li
     return found
 
 
-def pack(dataset, lengths: dict[str, int]) -> PackingStats:
-    """Runs seqio.EncDecFeatureConverter(pack=True) and counts what lands in the rows."""
+def pack(dataset, lengths: dict[str, int], first_fit: bool = False) -> PackingStats:
+    """Packs with seqio.EncDecFeatureConverter(pack=True), or with this project's
+    FirstFitPackingConverter (SeqIO's packer fed in first-fit-decreasing order), and counts
+    what lands in the rows."""
     import seqio
 
-    converter = seqio.EncDecFeatureConverter(pack=True)
-    packed = converter(dataset, lengths)
+    from seahorse_t5x import packing
+
+    converter_cls = packing.FirstFitPackingConverter if first_fit else seqio.EncDecFeatureConverter
+    packed = converter_cls(pack=True)(dataset, lengths)
     rows = examples = input_tokens = target_tokens = target_full = 0
     for row in packed.as_numpy_iterator():
         rows += 1
@@ -180,41 +185,6 @@ def synthetic_lengths(count: int, seed: int = 0) -> np.ndarray:
     return np.maximum(lengths.round().astype(np.int64), FIXED_TOKENS + 2)
 
 
-def first_fit_decreasing_order(
-    lengths: np.ndarray, input_length: int, target_length: int, window: int
-) -> np.ndarray:
-    """An order of the examples in which SeqIO's in-order packing gives first-fit-decreasing
-    rows within each window of `window` examples.
-
-    Each window's examples are placed, longest first, into the first row with room for
-    their inputs and 2 targets; the rows are then emitted one after the other, each with
-    its members in placement order. SeqIO closes a row exactly where the next one starts:
-    that row's first member did not fit into any earlier row when it was placed, and rows
-    only fill up. With `window` = SeqIO's packing batch (the longest feature length) the
-    windows line up with SeqIO's, so the rows are the same.
-    """
-    order: list[int] = []
-    slots = target_length // 2
-    for start in range(0, len(lengths), window):
-        members = np.arange(start, min(start + window, len(lengths)))
-        sizes = np.minimum(lengths[members], input_length)
-        rows: list[list[int]] = []
-        used: list[int] = []
-        for position in np.argsort(-sizes, kind="stable"):
-            size = int(sizes[position])
-            for row, filled in enumerate(used):
-                if filled + size <= input_length and len(rows[row]) < slots:
-                    rows[row].append(int(members[position]))
-                    used[row] += size
-                    break
-            else:
-                rows.append([int(members[position])])
-                used.append(size)
-        for row in rows:
-            order.extend(row)
-    return np.array(order, dtype=np.int64)
-
-
 def synthetic_dataset(lengths: np.ndarray, input_length: int):
     """Examples with the given input lengths and a 2-token target ('1'/'0' + EOS).
 
@@ -258,14 +228,14 @@ def _summarize(gins: list[str]) -> list[str]:
 def _format(rows: list[dict], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(rows, indent=1)
-    header = ["source", "lengths (inputs/targets)", "rows", "examples", "examples/row",
+    header = ["source", "converter", "lengths (inputs/targets)", "rows", "examples", "examples/row",
               "real input tokens", "real target tokens", "rows closed by full targets", "gins"]  # fmt: skip
     lines = []
     if fmt == "markdown":
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "---|" * len(header))
     for r in rows:
-        cells = [r["source"], f"{r['inputs']}/{r['targets']}", str(r["rows"]),
+        cells = [r["source"], r["converter"], f"{r['inputs']}/{r['targets']}", str(r["rows"]),
                  str(r["examples"]), f"{r['examples_per_row']:.2f}",
                  f"{100 * r['input_share']:.1f}%", f"{100 * r['target_share']:.1f}%",
                  str(r["target_full_rows"]), ", ".join(r["gins"])]  # fmt: skip
@@ -285,11 +255,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="train")
     parser.add_argument("--synthetic_examples", type=int, default=20000)
     parser.add_argument("--synthetic_only", action="store_true")
-    parser.add_argument(
-        "--reordered", action="store_true",
-        help="also pack the synthetic mix in first-fit-decreasing order (what a converter "
-        "that reorders each packing window would give; T5X does not do this)",
-    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     args = parser.parse_args(argv)
@@ -316,22 +281,25 @@ def main(argv: list[str] | None = None) -> int:
         lengths = dict(key)
         sources = []
         if not args.synthetic_only:
-            sources.append((
-                f"{args.task} {args.split} ({args.data_dir})",
-                task_dataset(args.task, args.split, lengths, args.seed),
-            ))  # fmt: skip
-        sources.append(("synthetic SEAHORSE-like mix", synthetic_dataset(mix, lengths["inputs"])))
-        if args.reordered:
-            window = max(lengths.values())
-            order = first_fit_decreasing_order(mix, lengths["inputs"], lengths["targets"], window)
-            sources.append((
-                f"synthetic mix, first-fit-decreasing order per {window} examples",
-                synthetic_dataset(mix[order], lengths["inputs"]),
-            ))  # fmt: skip
-        for source, dataset in sources:
-            stats = pack(dataset, lengths)
+            name = f"{args.task} {args.split} ({args.data_dir})"
+            sources.append(
+                (
+                    name,
+                    lambda lengths=lengths: task_dataset(args.task, args.split, lengths, args.seed),
+                )
+            )
+        sources.append(
+            (
+                "synthetic SEAHORSE-like mix",
+                lambda lengths=lengths: synthetic_dataset(mix, lengths["inputs"]),
+            )
+        )
+        for (source, make), first_fit in itertools.product(sources, (False, True)):
+            stats = pack(make(), lengths, first_fit=first_fit)
+            converter = "FirstFitPackingConverter" if first_fit else "EncDecFeatureConverter"
             results.append({
-                "source": source, "inputs": lengths["inputs"], "targets": lengths["targets"],
+                "source": source, "converter": converter,
+                "inputs": lengths["inputs"], "targets": lengths["targets"],
                 "rows": stats.rows, "examples": stats.examples,
                 "examples_per_row": stats.examples_per_row, "input_share": stats.input_share,
                 "target_share": stats.target_share, "target_full_rows": stats.target_full_rows,

@@ -146,6 +146,18 @@ T5X_CONFIGURABLES: dict[str, tuple[str, ...]] = {
         "metric_mode",
         "keep_checkpoints_without_metrics",
     ),
+    "t5x.models.EncoderDecoderModel": (
+        "module",
+        "input_vocabulary",
+        "output_vocabulary",
+        "optimizer_def",
+        "decode_fn",
+        "feature_converter_cls",
+        "label_smoothing",
+        "z_loss",
+        "loss_normalizing_factor",
+        "default_decoder_params",
+    ),
     "t5x.examples.t5.network.T5Config": (
         "vocab_size",
         "dtype",

@@ -36,6 +36,8 @@ def _project_configurables() -> dict[str, tuple[str, ...]]:
         "seahorse_t5x.vocab.demo_vocab_path": _function_parameters(
             t5x.ROOT / "seahorse_t5x" / "vocab.py", "demo_vocab_path"
         ),
+        # Referenced, not configured: a feature converter class T5X instantiates.
+        "seahorse_t5x.packing.FirstFitPackingConverter": (),
         "seahorse_t5x.tasks.seahorse.data_dir": _function_parameters(
             t5x.ROOT / "tasks" / "seahorse.py", "data_dir"
         ),
