@@ -269,3 +269,21 @@ def test_dry_run_lines_with_a_single_quote_parse_back_to_the_same_words(tmp_path
     for script in (LAUNCH, CACHE):
         text = script.read_text()
         assert "lib/shell_quote.sh" in text and "quote_arg() {" not in text
+
+
+def test_cache_tasks_names_the_install_fix_when_beam_or_protobuf_is_missing(tmp_path):
+    # A python3 that has no Apache Beam, then one whose protobuf sentencepiece refuses.
+    fake = tmp_path / "python3"
+    args = ["--tasks", "seahorse_q4", "--data_dir", "/d", "--output_cache_dir", "/c"]
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    for failing, message in (
+        ("apache_beam", 'needs Apache Beam: python3 -m pip install -e ".[beam]"'),
+        ("sentencepiece_model_pb2", "python3 -m pip install protobuf==7.36.2"),
+    ):
+        fake.write_text(f'#!/bin/bash\n[[ "$2" == *{failing}* ]] && exit 1\nexit 0\n')
+        fake.chmod(0o755)
+        result = subprocess.run(
+            ["bash", str(CACHE), *args], capture_output=True, text=True, cwd=ROOT, env=env
+        )
+        assert result.returncode == 2
+        assert message in result.stderr and "Traceback" not in result.stderr
