@@ -30,19 +30,21 @@ INSTALL_REQUIRES = [
     "pyarrow==25.0.1",
     "matplotlib==3.11.2",
     "tqdm==4.70.1",
+    # Reads every safetensors checkpoint (its parser validates header, dtypes and offsets).
+    "safetensors==0.8.0",
 ]
 # Reading HF checkpoints (.bin) and the PyTorch reference path. torch is pinned to the CPU
 # build: an unpinned torch pulls a multi-GB CUDA build.
 HF_REQUIRES = [
     "torch==2.13.0",
     "transformers==5.23.0",
-    "safetensors==0.8.0",
 ]
 # SeqIO's cache job (scripts/cache_tasks.sh) runs on Apache Beam; its DirectRunner caches
 # the SEAHORSE tasks on one machine; [tfrecord] brings the CRC the cache files need.
 BEAM_REQUIRES = ["apache-beam[tfrecord]==2.77.0"]
 TEST_REQUIRES = HF_REQUIRES + [
     "pytest==9.2.0",
+    "hypothesis==6.170.15",
     "ruff==0.17.6",
     "nbclient==0.11.0",
     "nbformat==5.11.1",

@@ -11,12 +11,13 @@ speedup on a realistic mix of lengths, where bucketing (less padding) is what di
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import jax
 import numpy as np
 
-from seahorse_t5x import scoring
+from seahorse_t5x.inference import engine
 from seahorse_t5x.model import configs, mt5
 
 
@@ -47,7 +48,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     config = configs.get_config("small", vocab_size=args.vocab_size, dropout_rate=0.0)
     params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0)))
-    label_logits = scoring.make_label_logits_fn(config, 3, 4)
+    label_logits = jax.jit(functools.partial(engine.label_logits, config, (3, 4)))
     hf_config = MT5Config(**configs.to_hf_config(config), tie_word_embeddings=False)
     hf = MT5ForConditionalGeneration(hf_config).eval()
     print("| shape | ours tokens/s | HF tokens/s | ours / HF |")

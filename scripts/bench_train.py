@@ -29,8 +29,9 @@ import numpy as np
 import optax
 from bench_common import matmul_ceiling  # scripts/ is on sys.path when run
 
+from seahorse_t5x import partitioning
 from seahorse_t5x.model import configs, mt5
-from seahorse_t5x.runner import input_pipeline, optimizers, partitioning, trainer
+from seahorse_t5x.runner import input_pipeline, optimizers, trainer
 
 SECTION = "## Training"
 

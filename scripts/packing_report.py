@@ -38,6 +38,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_GINS = ("gin/experiments/*.gin", "gin/local/*.gin")
+TRAINING_RUN_GINS = ("gin/runs/finetune.gin", "local/train.gin")
 LENGTHS_RE = re.compile(r"^TASK_FEATURE_LENGTHS\s*=\s*(\{[^}]*\})", re.MULTILINE)
 
 # The synthetic SEAHORSE-like mix: one entry per (dataset, language) of the SEAHORSE paper's
@@ -106,8 +107,11 @@ def gin_lengths(patterns: Iterable[str]) -> dict[tuple[tuple[str, int], ...], li
     found: dict[tuple[tuple[str, int], ...], list[str]] = {}
     for pattern in patterns:
         for path in sorted(ROOT.glob(pattern)):
-            match = LENGTHS_RE.search(path.read_text(encoding="utf-8"))
-            if not match:
+            text = path.read_text(encoding="utf-8")
+            match = LENGTHS_RE.search(text)
+            # Only training gins pack (T5X's finetune.gin, the local runner's train.gin);
+            # inference gins (e.g. the ICE ones) score one example per row.
+            if not match or not any(run in text for run in TRAINING_RUN_GINS):
                 continue
             lengths = ast.literal_eval(match.group(1))
             key = tuple(sorted((k, int(v)) for k, v in lengths.items()))

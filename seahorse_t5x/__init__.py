@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # `seahorse_t5x.Scorer` without importing JAX at package import time.
     if name == "Scorer":
-        from seahorse_t5x.scoring import Scorer
+        from seahorse_t5x.inference.scorer import Scorer
 
         return Scorer
     raise AttributeError(f"module 'seahorse_t5x' has no attribute {name!r}")

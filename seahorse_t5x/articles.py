@@ -20,7 +20,7 @@ import dataclasses
 import json
 import os
 
-from seahorse_t5x import errors, readers
+from seahorse_t5x import errors, fileio, readers
 
 # Text fields, in the order they are looked for.
 TEXT_FIELDS: tuple[str, ...] = ("article", "text", "document", "source")
@@ -44,7 +44,9 @@ class SourceReport:
       articles_added: records that supplied a wanted article.
       skipped_empty: wanted records with an empty text.
       conflicts: wanted ids already supplied by an earlier source with a different text.
-      bad_records: unreadable JSON lines or records without an id (first few listed).
+      bad_records: unreadable JSON lines (not UTF-8, not a JSON object), records without an
+        id, and wanted records whose text field is not text (a number, an object); the
+        first few are listed in `bad_examples`.
     """
 
     source: str
@@ -60,15 +62,21 @@ class SourceReport:
 MAX_BAD_EXAMPLES = 10
 
 
-def _text_of(record: dict) -> str | None:
+def _text_of(record: dict) -> tuple[str | None, str | None]:
+    """(the record's article text or None, why its text field is unusable or None)."""
     for field in TEXT_FIELDS:
         value = record.get(field)
         if value is None:
             continue
         if isinstance(value, list | tuple):  # some exports split documents into sentences
-            value = " ".join(str(v) for v in value)
-        return readers.decode_unicode_escapes(str(value))
-    return None
+            if not all(isinstance(v, str) for v in value):
+                return None, f"field {field!r} is a list holding non-text items; expected text"
+            value = " ".join(value)
+        if not isinstance(value, str):
+            # A number or an object is not an article: never turn it into text.
+            return None, f"field {field!r} is {type(value).__name__}, expected text"
+        return readers.decode_unicode_escapes(value), None
+    return None, None
 
 
 def _files_of(source: str) -> list[str]:
@@ -118,9 +126,20 @@ def _parquet_records(path: str):
             row_number += 1
 
 
+def _bad_record(report: SourceReport, where: str, what: str) -> None:
+    report.bad_records += 1
+    if len(report.bad_examples) < MAX_BAD_EXAMPLES:
+        report.bad_examples.append(f"{where}: {what}")
+
+
 def _jsonl_records(path: str, report: SourceReport, strict: bool):
-    with open(path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, start=1):
+    # A byte-order mark is dropped; a line that is not UTF-8 is counted (strict: an error).
+    with fileio.open_text_input(path, invalid="raise" if strict else "replace") as f:
+        for line in f:
+            line_number = f.line_number
+            if f.invalid_lines and f.invalid_lines[-1] == line_number:
+                _bad_record(report, f"{path}:{line_number}", "not UTF-8 text")
+                continue
             if not line.strip():
                 continue
             try:
@@ -130,9 +149,7 @@ def _jsonl_records(path: str, report: SourceReport, strict: bool):
             except ValueError as e:
                 if strict:
                     raise errors.DataError(path, line_number, None, f"bad JSON line: {e}") from e
-                report.bad_records += 1
-                if len(report.bad_examples) < MAX_BAD_EXAMPLES:
-                    report.bad_examples.append(f"{path}:{line_number}: bad JSON line")
+                _bad_record(report, f"{path}:{line_number}", "bad JSON line")
                 continue
             yield line_number, record
 
@@ -196,14 +213,17 @@ def load_articles(
                 if raw_id is None or not str(raw_id).strip():
                     if strict:
                         raise errors.DataError(path, position, ID_FIELD, "record has no gem_id")
-                    report.bad_records += 1
-                    if len(report.bad_examples) < MAX_BAD_EXAMPLES:
-                        report.bad_examples.append(f"{path}:{position}: no gem_id")
+                    _bad_record(report, f"{path}:{position}", "no gem_id")
                     continue
                 gem_id = readers.normalize_gem_id(str(raw_id))
                 if wanted is not None and gem_id not in wanted:
                     continue
-                text = _text_of(record)
+                text, unusable = _text_of(record)
+                if unusable is not None:
+                    if strict:
+                        raise errors.DataError(path, position, None, unusable)
+                    _bad_record(report, f"{path}:{position}", unusable)
+                    continue
                 if text is None or not text.strip():
                     report.skipped_empty += 1
                     continue

@@ -81,6 +81,21 @@ TARGET_NO = "0"
 # Input length of the paper's models.
 DEFAULT_INPUT_LENGTH = 2048
 
+# The model input: `premise: {article} hypothesis: {summary}`, with `question: {prompt}` in
+# front for multi-question models. Shared by the SeqIO preprocessors and the scoring inputs.
+PREMISE_MARKER = "premise:"
+HYPOTHESIS_MARKER = "hypothesis:"
+QUESTION_MARKER = "question:"
+# How an input longer than its length is cut: inside the article so the whole summary and
+# EOS fit (the default), or from the right as the paper did.
+TRUNCATION_KEEP_SUMMARY = "keep_summary"
+TRUNCATION_RIGHT = "right"
+TRUNCATION_MODES: tuple[str, ...] = (TRUNCATION_KEEP_SUMMARY, TRUNCATION_RIGHT)
+# T5 special ids: padding (also the decoder start) and end of sequence.
+PAD_ID = 0
+EOS_ID = 1
+DECODER_START_ID = 0
+
 # Environment variables the project reads (paths never live in module constants).
 ENV_DATA_DIR = "SEAHORSE_DATA_DIR"
 ENV_VOCAB = "SEAHORSE_VOCAB"

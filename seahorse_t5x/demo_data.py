@@ -33,7 +33,7 @@ import os
 import random
 from collections.abc import Callable
 
-from seahorse_t5x import constants
+from seahorse_t5x import constants, fileio
 
 # Rows per split, like a small slice of SEAHORSE's 59/9/21 train/validation/test shares.
 SPLIT_SIZES: dict[str, int] = {"train": 3000, "validation": 400, "test": 600}
@@ -741,23 +741,23 @@ def write_demo_dataset(
     separated, no quoting) and `output_dir/articles.jsonl` (`{"gem_id", "article"}`).
 
     Args:
-      output_dir: directory to write into (created if missing).
+      output_dir: directory to write into (created if missing; checked first).
       seed: random seed; the same seed gives byte-identical files.
       split_sizes: rows per split (default `SPLIT_SIZES`; smaller for quick tests).
 
     Returns:
       {"seahorse_dir": ..., "articles": ..., "rows": {split: count}, "num_articles": n}.
     """
+    fileio.check_output_path(output_dir, "directory", flag="--output_dir")
     data = generate(seed, split_sizes)
     seahorse_dir = os.path.join(output_dir, "seahorse_data")
-    os.makedirs(seahorse_dir, exist_ok=True)
     for split, split_rows in data.rows.items():
-        with open(os.path.join(seahorse_dir, f"{split}.tsv"), "w", encoding="utf-8") as f:
+        with fileio.atomic_writer(os.path.join(seahorse_dir, f"{split}.tsv")) as f:
             f.write("\t".join(constants.TSV_COLUMNS) + "\n")
             for row in split_rows:
                 f.write("\t".join(row[c] for c in constants.TSV_COLUMNS) + "\n")
     articles_path = os.path.join(output_dir, "articles.jsonl")
-    with open(articles_path, "w", encoding="utf-8") as f:
+    with fileio.atomic_writer(articles_path) as f:
         for gem_id, text in data.articles.items():
             f.write(json.dumps({"gem_id": gem_id, "article": text}, ensure_ascii=False) + "\n")
     return {

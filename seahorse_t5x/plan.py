@@ -62,6 +62,9 @@ class PlanRequest:
       num_layers: encoder and decoder depth override (None = the size's own).
       dropout_rate: dropout during the step (T5X's fine-tuning default 0.1; 0 drops the
         random masks from memory).
+      scoring: plan one scoring batch of `score` / `evaluate` instead (the inference
+        engine's label logits: encoder, one decoder step, no optimizer, no dropout).
+      param_dtype: dtype the weights are kept in when scoring (`float32` or `bfloat16`).
     """
 
     model: str
@@ -75,6 +78,8 @@ class PlanRequest:
     optimizer: str = "adafactor"
     num_layers: int | None = None
     dropout_rate: float = 0.1
+    scoring: bool = False
+    param_dtype: str = "float32"
 
     @property
     def devices(self) -> int:
@@ -246,8 +251,9 @@ def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, An
     import optax
     from jax.sharding import NamedSharding, PartitionSpec
 
+    from seahorse_t5x import partitioning
     from seahorse_t5x.model import mt5
-    from seahorse_t5x.runner import optimizers, partitioning, trainer
+    from seahorse_t5x.runner import optimizers, trainer
 
     config = _model_config(request, num_layers)
     mesh = partitioning.create_mesh(
@@ -359,10 +365,47 @@ def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, An
     return compiled, abstract_inputs, time.perf_counter() - start
 
 
+def _compile_scoring(request: PlanRequest, num_layers: int | None) -> tuple[Any, Any, float]:
+    """Lowers and compiles one scoring batch of the inference engine (what `score` runs);
+    returns (compiled, abstract inputs as (params, {}, batch, None), seconds)."""
+    import jax
+    import jax.numpy as jnp
+
+    from seahorse_t5x import partitioning
+    from seahorse_t5x.inference import engine
+    from seahorse_t5x.model import mt5
+
+    config = _model_config(request, num_layers).replace(dropout_rate=0.0)
+    mesh = partitioning.create_mesh(
+        partitioning.MeshConfig(model_parallel=request.model_parallel, data_parallel=request.data),
+        devices=jax.devices()[: request.devices],
+    )
+    runner = engine.Engine(config, (0, 1), mesh, request.input_length, 1)
+    placer = runner.placer(request.param_dtype)
+    shapes = mt5.unbox(mt5.abstract_params(config))
+    params = jax.tree_util.tree_map_with_path(
+        lambda path, leaf: jax.ShapeDtypeStruct(
+            leaf.shape,
+            placer.dtype,
+            sharding=placer.shardings["/".join(str(k.key) for k in path)],
+        ),
+        shapes,
+    )
+    batch = jax.ShapeDtypeStruct(
+        (request.batch_size, request.input_length),
+        jnp.int32,
+        sharding=partitioning.batch_sharding(mesh),
+    )
+    start = time.perf_counter()
+    compiled = runner._fn.lower(params, batch).compile()
+    return compiled, (params, {}, {"tokens": batch}, None), time.perf_counter() - start
+
+
 def _measure(request: PlanRequest, num_layers: int | None) -> MemoryPlan:
     from seahorse_t5x.model import mt5
 
-    compiled, (params, opt_state, batch, _), seconds = _compile_step(request, num_layers)
+    compile_fn = _compile_scoring if request.scoring else _compile_step
+    compiled, (params, opt_state, batch, _), seconds = compile_fn(request, num_layers)
     stats = compiled.memory_analysis()
     if stats is None:
         raise errors.UserError("this JAX backend gives no memory analysis of compiled programs")
@@ -465,14 +508,23 @@ def _gib(value: int) -> str:
 def format_text(plan: MemoryPlan) -> str:
     """The human-readable plan: per-device bytes, then the accelerators it fits."""
     r = plan.request
+    what = (
+        f"scoring ({r.param_dtype} weights, {r.dtype} activations, one decoder step)"
+        if r.scoring
+        else f"(float32), {r.dtype} activations, dropout {r.dropout_rate:g}, {r.optimizer}"
+    )
     lines = [
         f"model           mT5 {r.model}: {plan.encoder_layers} encoder + "
-        f"{plan.decoder_layers} decoder layers, {plan.num_params:,} parameters "
-        f"(float32), {r.dtype} activations, dropout {r.dropout_rate:g}, {r.optimizer}",
+        f"{plan.decoder_layers} decoder layers, {plan.num_params:,} parameters {what}",
         f"mesh            data={r.data} x model={r.model_parallel} ({r.devices} devices)",
-        f"batch           {r.batch_size} sequences x (inputs {r.input_length}, targets "
-        f"{r.target_length}), {r.microbatches} microbatch(es) of "
-        f"{r.batch_size // r.microbatches}",
+        (
+            f"batch           {r.batch_size} rows x {r.input_length} input tokens (one scoring "
+            "batch)"
+            if r.scoring
+            else f"batch           {r.batch_size} sequences x (inputs {r.input_length}, targets "
+            f"{r.target_length}), {r.microbatches} microbatch(es) of "
+            f"{r.batch_size // r.microbatches}"
+        ),
     ]
     if plan.extrapolated_from:
         low, high = plan.extrapolated_from

@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Callable
 
-from seahorse_t5x import articles, constants, errors, readers
+from seahorse_t5x import articles, constants, errors, fileio, readers
 
 REPORT_NAME = "prepare_report.json"
 # Drop examples listed per split and reason; the counts are always complete.
@@ -73,11 +73,10 @@ def _label_counts(records: list[dict]) -> dict[str, dict[str, int]]:
 
 
 def _write_jsonl(path: str, records: list[dict]) -> None:
-    partial = path + ".partial"  # a crash never leaves a half-written split file behind
-    with open(partial, "w", encoding="utf-8") as f:
+    # A crash or a full disk never leaves a half-written split file behind.
+    with fileio.atomic_writer(path) as f:
         for record in records:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(partial, path)
 
 
 def _split_line(split: str, report: dict, output: str) -> str:
@@ -110,15 +109,16 @@ def prepare(
       The report written to `prepare_report.json`.
 
     Raises:
-      UserError: missing inputs; DataError: malformed files, or any drop when strict.
+      UserError: missing inputs, an output folder that cannot be written;
+      DataError: malformed files, or any drop when strict.
     """
     if not article_sources:
         raise errors.UserError("no article source given; pass --articles PATH")
+    fileio.check_output_path(output_dir, "directory", flag="--output_dir")
     split_files = find_split_files(seahorse_dir)
     read = {split: readers.read_ratings(path, strict) for split, path in split_files.items()}
     wanted = {r.gem_id for f in read.values() for r in f.ratings}
     texts, source_reports = articles.load_articles(article_sources, wanted, strict)
-    os.makedirs(output_dir, exist_ok=True)
     report: dict = {
         "seahorse_dir": os.path.abspath(seahorse_dir),
         "output_dir": os.path.abspath(output_dir),
@@ -174,9 +174,7 @@ def prepare(
         key: sum(s[key] for s in splits) for key in ("rows_read", "rows_kept", "rows_dropped")
     }
     report_path = os.path.join(output_dir, REPORT_NAME)
-    with open(report_path, "w", encoding="utf-8") as f:
-        json.dump(report, f, ensure_ascii=False, indent=2)
-        f.write("\n")
+    fileio.atomic_write_text(report_path, json.dumps(report, ensure_ascii=False, indent=2) + "\n")
     if log:
         totals = report["totals"]
         log(

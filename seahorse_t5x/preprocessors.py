@@ -33,13 +33,13 @@ import tensorflow as tf
 
 from seahorse_t5x import constants, errors
 
-TRUNCATION_KEEP_SUMMARY = "keep_summary"
-TRUNCATION_RIGHT = "right"
-TRUNCATION_MODES: tuple[str, ...] = (TRUNCATION_KEEP_SUMMARY, TRUNCATION_RIGHT)
+TRUNCATION_KEEP_SUMMARY = constants.TRUNCATION_KEEP_SUMMARY
+TRUNCATION_RIGHT = constants.TRUNCATION_RIGHT
+TRUNCATION_MODES = constants.TRUNCATION_MODES
 
-PREMISE_MARKER = "premise:"
-HYPOTHESIS_MARKER = "hypothesis:"
-QUESTION_MARKER = "question:"
+PREMISE_MARKER = constants.PREMISE_MARKER
+HYPOTHESIS_MARKER = constants.HYPOTHESIS_MARKER
+QUESTION_MARKER = constants.QUESTION_MARKER
 
 # The map functions hold no Python control flow on tensors: converting them with autograph
 # on every dataset build is wasted time.

@@ -15,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, fileio
 
 # Why a row was dropped: report keys, in the order the checks run.
+INVALID_UTF8 = "invalid_utf8"
 MALFORMED_ROW = "malformed_row"
 MISSING_GEM_ID = "missing_gem_id"
 UNPARSEABLE_GEM_ID = "unparseable_gem_id"
@@ -26,6 +27,7 @@ EMPTY_SUMMARY = "empty_summary"
 DUPLICATE = "duplicate"
 MISSING_ARTICLE = "missing_article"  # found by the join in prepare.py
 DROP_REASONS: tuple[str, ...] = (
+    INVALID_UTF8,
     MALFORMED_ROW,
     MISSING_GEM_ID,
     UNPARSEABLE_GEM_ID,
@@ -203,19 +205,16 @@ def read_ratings(path: str, strict: bool = False) -> RatingsFile:
       DataError: the header lacks SEAHORSE columns, or (strict) a row is unusable.
     """
     result = RatingsFile(path=path)
-    try:
-        # utf-8-sig: a byte-order mark (as some spreadsheet exports write) is not text.
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            text = f.read()
-    except OSError as e:
-        raise errors.UserError(f"cannot read {path}: {e.strerror or e}") from e
-    except UnicodeDecodeError as e:
-        raise errors.DataError(path, None, None, f"not UTF-8 text ({e.reason})") from e
-    lines = text.split("\n")
+    # A byte-order mark is dropped; a row that is not UTF-8 is dropped (strict: an error).
+    with fileio.open_text_input(path, invalid="raise" if strict else "replace") as f:
+        lines = f.read().split("\n")
+        invalid_lines = set(f.invalid_lines)
     if lines and lines[-1] == "":
         lines.pop()  # the final newline ends the last row; it does not start a new one
     if not lines:
         raise errors.DataError(path, 1, None, "empty file; expected a SEAHORSE header row")
+    if 1 in invalid_lines:
+        raise errors.DataError(path, 1, None, "the header row is not UTF-8 text")
     columns = _check_header(path, lines[0].rstrip("\r").split("\t"))
     width = len(lines[0].rstrip("\r").split("\t"))
     seen: dict[tuple[str, str], int] = {}
@@ -228,6 +227,9 @@ def read_ratings(path: str, strict: bool = False) -> RatingsFile:
 
     for line_number, raw in enumerate(lines[1:], start=2):
         result.rows_read += 1
+        if line_number in invalid_lines:
+            drop(line_number, INVALID_UTF8, None, "the row is not UTF-8 text")
+            continue
         fields = raw.rstrip("\r").split("\t")
         if len(fields) != width:
             drop(

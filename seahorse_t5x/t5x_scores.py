@@ -16,7 +16,9 @@ The score task's examples are the rows of the prepared split file that carry a l
 the question (in the language, for `.xx` tasks), in file order; that is how labels and
 slice fields (gem_id, language, dataset, system) are joined back, by position. The summary
 at the end of each `inputs_pretokenized` is checked against the joined row, so a file from
-another task, split or data folder is refused instead of silently mislabelled.
+another task, split or data folder is refused instead of silently mislabelled. Output
+without `inputs_pretokenized` cannot be checked and is refused, unless the join by
+position alone is asked for (`join_by_position`).
 
 The score written is log P('1' then EOS), also kept as `log_p_yes`: higher means more
 likely Yes. It is a monotone function of exp(score) = P('1') * P(EOS | '1') over the whole
@@ -34,7 +36,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, fileio
 
 BENCHMARK = "seahorse"
 # Task names whose examples are rows of a SEAHORSE split file (tasks/seahorse.py).
@@ -70,7 +72,8 @@ def _open(path: str):
         import tensorflow as tf  # only for remote (gs://) paths
 
         return tf.io.gfile.GFile(path, "r")
-    return open(path, encoding="utf-8")
+    # A byte-order mark is dropped; bytes that are not UTF-8 are reported as file:line.
+    return fileio.open_text_input(path)
 
 
 def _exists(path: str) -> bool:
@@ -220,6 +223,7 @@ def convert(
     data_dir: str,
     split: str,
     metric: str,
+    join_by_position: bool = False,
 ) -> tuple[list[dict], dict[str, int]]:
     """Joins T5X score-mode output with the split file's labels and slice fields.
 
@@ -229,10 +233,12 @@ def convert(
       data_dir: the prepared data folder the inference read.
       split: the split that was inferred (infer_score.gin's INFER_SPLIT).
       metric: the name the score rows carry (`metric` field).
+      join_by_position: accept records without `inputs.inputs_pretokenized` (whose rows
+        cannot be checked) and join them by position alone; counted as `unchecked`.
 
     Returns:
       (rows, counts): score-file rows in dataset order, and counts
-      `{"examples", "non_finite_scores"}`.
+      `{"examples", "non_finite_scores", "unchecked"}`.
 
     Raises:
       UserError / DataError: when the output and the split file do not line up (count,
@@ -251,9 +257,11 @@ def convert(
             f"task {task}, split {split} and this data folder?"
         )
     out = []
-    non_finite = 0
+    non_finite = unchecked = 0
     for (path, number, record), row in zip(records, rows, strict=True):
         inputs = record.get("inputs") or {}
+        if not isinstance(inputs, dict):
+            raise errors.DataError(path, number, "inputs", f"expected an object, got {inputs!r}")
         target = inputs.get("targets_pretokenized")
         if target is not None and target != constants.TARGET_YES:
             raise errors.DataError(
@@ -264,7 +272,22 @@ def convert(
                 f"{target!r}: the score is then not log P(yes)",
             )
         text = inputs.get("inputs_pretokenized")
-        if text is not None:
+        if text is None:
+            if not join_by_position:
+                raise errors.DataError(
+                    path,
+                    number,
+                    "inputs.inputs_pretokenized",
+                    "missing, so the row it is joined to cannot be checked; write the inputs "
+                    "with the inference output, or pass --join_by_position to join by "
+                    "position unchecked",
+                )
+            unchecked += 1
+        elif not isinstance(text, str):
+            raise errors.DataError(
+                path, number, "inputs.inputs_pretokenized", f"expected text, got {text!r}"
+            )
+        else:
             expected_tail = _normalized(f"{_HYPOTHESIS_MARKER} {row['summary']}")
             if not _normalized(text).endswith(expected_tail):
                 raise errors.DataError(
@@ -293,4 +316,4 @@ def convert(
         result["task"] = task
         result["split"] = split
         out.append(result)
-    return out, {"examples": len(out), "non_finite_scores": non_finite}
+    return out, {"examples": len(out), "non_finite_scores": non_finite, "unchecked": unchecked}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
+from collections.abc import Sequence
 
 import gin
 
@@ -45,20 +46,76 @@ def vocabulary_path(path: str | None = None) -> str:
     return demo_vocab_path() if chosen == "demo" else chosen
 
 
+_HOW_TO_PASS = (
+    f"set {constants.ENV_VOCAB} (or a command's --vocab) to a local SentencePiece `.model` "
+    "file (for mT5: a copy of mc4.250000.100extra/sentencepiece.model), or `demo` for the "
+    "shipped demo vocabulary"
+)
+
+
 @functools.cache
 def _vocabulary(path: str, extra_ids: int):
     import seqio  # TensorFlow-heavy: imported only when a vocabulary is needed.
 
-    _check_exists(path)
-    return seqio.SentencePieceVocabulary(path, extra_ids=extra_ids)
+    check_model_file(path)
+    vocabulary = seqio.SentencePieceVocabulary(path, extra_ids=extra_ids)
+    if "://" in path:
+        # Read it now: an unreachable remote file (offline, no credentials) is then one
+        # clear error here instead of a TensorFlow traceback at first use.
+        _load_remote(path, vocabulary._model_context)  # noqa: SLF001 - seqio's loader
+    return vocabulary
 
 
-def _check_exists(path: str) -> None:
-    if "://" not in path and not os.path.exists(path):
+def _load_remote(path: str, load):
+    try:
+        return load()
+    except Exception as e:  # noqa: BLE001 - TensorFlow's file system raises many types
+        reason = " ".join(str(e).split())[:200] or type(e).__name__
         raise errors.UserError(
-            f"SentencePiece model not found: {path}. Set {constants.ENV_VOCAB} to a local "
-            "`.model` file, or `demo` for the shipped demo vocabulary."
-        )
+            f"cannot read the vocabulary {path} ({reason}); offline or without access, "
+            f"{_HOW_TO_PASS}"
+        ) from None
+
+
+def check_model_file(path: str) -> None:
+    """Raises UserError unless a local `path` is a readable SentencePiece model.
+
+    Remote paths (`gs://...`) are checked when they are read.
+    """
+    if "://" in path:
+        return
+    try:
+        stat = os.stat(path)
+    except OSError as e:
+        raise errors.UserError(
+            f"SentencePiece model not found: {path} ({e.strerror}); {_HOW_TO_PASS}"
+        ) from None
+    _check_model_bytes(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _check_model_bytes(path: str, mtime_ns: int, size: int) -> None:
+    """Parses the file once per (path, modification time, size)."""
+    del mtime_ns, size  # cache key only
+    if os.path.isdir(path):
+        raise errors.UserError(f"vocabulary {path} is a folder; {_HOW_TO_PASS}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise errors.UserError(f"cannot read vocabulary {path}: {e.strerror}") from None
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(data)
+    except Exception as e:  # noqa: BLE001 - sentencepiece raises RuntimeError/OSError variants
+        reason = " ".join(str(e).split())[:120] or type(e).__name__
+        raise errors.UserError(
+            f"{path} is not a SentencePiece model ({reason}); {_HOW_TO_PASS}"
+        ) from None
+    if processor.GetPieceSize() == 0:
+        raise errors.UserError(f"{path} is a SentencePiece model without pieces; {_HOW_TO_PASS}")
 
 
 def get_vocabulary(path: str | None = None, extra_ids: int = MT5_EXTRA_IDS):
@@ -104,9 +161,9 @@ def deferred_vocabulary_class() -> type:
         def _model_context(self):
             path = self._sentencepiece_model_file
             if self._resolved is None or self._resolved[0] != path:
-                _check_exists(path)
+                check_model_file(path)
                 self._model = None
-                self._resolved = (path, super()._model_context())
+                self._resolved = (path, _load_remote(path, super()._model_context))
             return self._resolved[1]
 
         def __getstate__(self) -> dict:
@@ -156,4 +213,60 @@ def label_token_ids(vocab) -> tuple[int, int]:
         ids.append(int(pieces[0]))
     if ids[0] == ids[1]:
         raise errors.UserError(f"targets '1' and '0' share token id {ids[0]}")
+    return ids[0], ids[1]
+
+
+# The answer words of the learnt metrics: their targets `1` (yes) and `0` (no).
+DEFAULT_ANSWER_WORDS: tuple[str, str] = (constants.TARGET_YES, constants.TARGET_NO)
+
+
+def parse_answer_words(text: str) -> tuple[str, str]:
+    """`"Yes,No"` -> `("Yes", "No")`: the yes word, then the no word.
+
+    Raises:
+      UserError: unless the text names exactly two different, non-empty words.
+    """
+    words = tuple(w.strip() for w in text.split(","))
+    if len(words) != 2 or not all(words):
+        raise errors.UserError(
+            f"answer words must be two comma-separated words, yes first (e.g. Yes,No), got {text!r}"
+        )
+    if words[0] == words[1]:
+        raise errors.UserError(f"the two answer words are the same: {text!r}")
+    return words[0], words[1]
+
+
+def answer_token_ids(vocab, words: Sequence[str] = DEFAULT_ANSWER_WORDS) -> tuple[int, int]:
+    """Token ids scored at the first decoder step for the answers `words` (yes, no).
+
+    Each word's id is its first SentencePiece piece in `vocab`: what the decoder emits first
+    when it writes the word as a target. For the default words `1` and `0` (single pieces in
+    mT5's and the demo vocabulary) this equals `label_token_ids(vocab)`.
+
+    Raises:
+      UserError: if there are not two words, a word encodes to nothing or holds the
+        unknown piece, or both words start with the same piece (the first step could not
+        tell them apart).
+    """
+    if len(words) != 2:
+        raise errors.UserError(f"expected two answer words (yes, no), got {list(words)!r}")
+    where = getattr(vocab, "sentencepiece_model_file", vocab)
+    unk_id = getattr(vocab, "unk_id", None)
+    ids = []
+    for word in words:
+        pieces = [int(p) for p in vocab.encode(word)]
+        if not pieces:
+            raise errors.UserError(f"answer word {word!r} encodes to no token in {where}")
+        if unk_id is not None and unk_id in pieces:
+            raise errors.UserError(
+                f"answer word {word!r} holds the unknown piece (id {unk_id}) in {where}: "
+                "pick a word the vocabulary knows"
+            )
+        ids.append(pieces[0])
+    if ids[0] == ids[1]:
+        first = vocab.decode([ids[0]]) if hasattr(vocab, "decode") else ids[0]
+        raise errors.UserError(
+            f"answer words {words[0]!r} and {words[1]!r} share their first piece "
+            f"(id {ids[0]}, {first!r}) in {where}: the first decoder step cannot tell them apart"
+        )
     return ids[0], ids[1]

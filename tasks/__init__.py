@@ -4,4 +4,4 @@ Importing this module registers every task; the names are listed in docs/tasks.m
 only under this name: registering a task twice (e.g. also as `tasks.seahorse`) raises.
 """
 
-from seahorse_t5x.tasks import benchmarks, nli, seahorse  # noqa: F401
+from seahorse_t5x.tasks import benchmarks, ice, nli, seahorse  # noqa: F401

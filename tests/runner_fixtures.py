@@ -121,3 +121,25 @@ def tree_max_abs_diff(a, b) -> float:
 
     diffs = jax.tree.map(lambda x, y: float(np.max(np.abs(np.asarray(x) - np.asarray(y)))), a, b)
     return max(jax.tree.leaves(diffs))
+
+
+def run_on_simulated_devices(script: str, path, devices: int = 8) -> dict:
+    """Runs a Python script on `devices` simulated CPU devices (XLA flags must be set before
+    JAX starts, hence a fresh process) and returns the JSON it prints after `RESULT `."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    path.write_text(script)
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["JAX_PLATFORMS"] = "cpu"
+    env["SEAHORSE_VOCAB"] = "demo"
+    env["JAX_COMPILATION_CACHE_DIR"] = compilation_cache_dir()
+    done = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])

@@ -41,10 +41,7 @@ def checkpoint(tmp_path_factory):
     return model_dir, config, jax.device_get(params)
 
 
-def test_bucket_lengths_are_powers_of_two_capped_at_the_input_length():
-    assert evaluation_loop._bucket_length(5, 2048) == 32
-    assert evaluation_loop._bucket_length(33, 2048) == 64
-    assert evaluation_loop._bucket_length(1500, 1024) == 1024
+def test_question_of_task_names():
     assert evaluation_loop.question_of_task("seahorse_all_q4_score") == 4
     assert evaluation_loop.question_of_task("seahorse_q2_score.de") == 2
 

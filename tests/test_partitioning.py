@@ -1,9 +1,6 @@
 """Mesh, logical-axis shardings, and the same training result on 1 and 8 devices."""
 
-import json
-import os
 import pathlib
-import subprocess
 import sys
 import textwrap
 
@@ -15,9 +12,8 @@ import optax
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from seahorse_t5x import errors
+from seahorse_t5x import errors, partitioning
 from seahorse_t5x.model import configs, mt5
-from seahorse_t5x.runner import partitioning
 
 TESTS = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
@@ -128,19 +124,10 @@ _EQUIVALENCE_SCRIPT = textwrap.dedent(
 
 
 def test_one_and_eight_devices_train_to_the_same_parameters(tmp_path):
-    script = tmp_path / "equivalence.py"
-    script.write_text(_EQUIVALENCE_SCRIPT.format(tests=str(TESTS), tmp=str(tmp_path)))
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
-    env["JAX_PLATFORMS"] = "cpu"
-    env["SEAHORSE_VOCAB"] = "demo"
-    env["JAX_COMPILATION_CACHE_DIR"] = runner_fixtures.compilation_cache_dir()
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
+    result = runner_fixtures.run_on_simulated_devices(
+        _EQUIVALENCE_SCRIPT.format(tests=str(TESTS), tmp=str(tmp_path)),
+        tmp_path / "equivalence.py",
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    result = json.loads(line[len("RESULT ") :])
     assert result["devices"] == 8
     runs = result["runs"]
     base = np.asarray(runs["one"]["losses"])

@@ -142,3 +142,25 @@ def test_plan_cli_user_errors_are_one_line(capsys):
     assert "--mesh 'data=x'" in capsys.readouterr().err
     assert main(["plan", "--model", "huge", "--mesh", "data=1", "--batch_size", "8"]) == 2
     assert "unknown model size 'huge'" in capsys.readouterr().err
+
+
+def test_plan_cli_scoring_batch_in_bfloat16_on_a_model_split_mesh():
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SEAHORSE_PLAN_REEXEC")}
+    args = ["plan", "--model", "tiny", "--mesh", "data=2,model=2", "--batch_size", "4"]
+    args += ["--input_length", "32", "--num_layers", "1", "--scoring"]
+    args += ["--param_dtype", "bfloat16", "--format", "json"]
+    result = subprocess.run(
+        [sys.executable, "-m", "seahorse_t5x.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout)
+    assert out["request"]["scoring"] and out["request"]["param_dtype"] == "bfloat16"
+    assert out["num_params"] == _tiny_1_layer_counts(shards=1)
+    assert out["params_bytes"] == 2 * _tiny_1_layer_counts(shards=2)  # bfloat16, model=2
+    assert out["optimizer_bytes"] == 0 and out["alias_bytes"] == 0
+    assert out["batch_bytes"] == 4 * 32 * 4 // 2  # int32 tokens split over data=2
+    assert out["temp_bytes"] > 0

@@ -81,6 +81,7 @@ def test_report_counts_every_row(prepared):
     train = report["splits"]["train"]
     assert (train["rows_read"], train["rows_kept"], train["rows_dropped"]) == (14, 7, 7)
     assert train["dropped_by_reason"] == {
+        "invalid_utf8": 0,
         "malformed_row": 1,
         "missing_gem_id": 1,
         "unparseable_gem_id": 1,

@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from seahorse_t5x import errors, readers
+from seahorse_t5x import constants, errors, readers
 
 DATA = pathlib.Path(__file__).parent / "testdata" / "seahorse" / "seahorse_data"
 TRAIN = str(DATA / "train.tsv")
@@ -102,9 +102,18 @@ def test_bad_header_and_unreadable_file(tmp_path):
     bad.write_text("gem_id\tsummary\nxsum-test-1\tA summary.\n", encoding="utf-8")
     with pytest.raises(errors.DataError, match="header lacks column"):
         readers.read_ratings(str(bad))
+    header = "\t".join(constants.TSV_COLUMNS)
     latin1 = tmp_path / "latin1.tsv"
-    latin1.write_bytes("gem_id\tsummary\nxsum-test-1\tK\xf6ln\n".encode("latin-1"))
-    with pytest.raises(errors.DataError, match="not UTF-8"):
-        readers.read_ratings(str(latin1))
+    rows = [
+        f"{header}\n".encode(),
+        "xsum-test-1\ten-US\tK\xf6ln\tt5_base".encode("latin-1") + b"\tYes" * 6 + b"\n",
+        b"xsum-test-2\ten-US\tBonn\tt5_base" + b"\tNo" * 6 + b"\n",
+    ]
+    latin1.write_bytes(b"".join(rows))
+    read = readers.read_ratings(str(latin1))
+    assert [r.gem_id for r in read.ratings] == ["xsum-test-2"]
+    assert [(d.line, d.reason) for d in read.drops] == [(2, readers.INVALID_UTF8)]
+    with pytest.raises(errors.DataError, match=r"latin1.tsv:2: invalid UTF-8 \(byte 0xf6"):
+        readers.read_ratings(str(latin1), strict=True)
     with pytest.raises(errors.UserError, match="cannot read"):
         readers.read_ratings(str(tmp_path / "missing.tsv"))

@@ -49,7 +49,12 @@ def test_round_trip_keeps_fields_and_extras(tmp_path):
 
 def test_missing_scores_are_counted_when_dropped(tmp_path):
     path = tmp_path / "scores.jsonl"
-    rows = [_row(score=None), _row(score=0.1), _row(question=5, score=None), _row(score=None)]
+    rows = [
+        _row(score=None),
+        _row(score=0.1, system="mt5_small"),
+        _row(question=5, score=None),
+        _row(score=None, system="reference"),
+    ]
     scorefiles.write_score_file(path, rows)
     kept, dropped = scorefiles.drop_missing_scores(scorefiles.read_score_files([path]))
     assert len(kept) == 1
@@ -138,7 +143,10 @@ def test_empty_or_missing_file_is_a_user_error(tmp_path):
 
 def test_rows_from_a_dataframe_write_nan_as_null(tmp_path):
     path = tmp_path / "scores.jsonl"
-    rows = [_row(language=float("nan"), label_binary=float("nan")), _row(label_binary=1)]
+    rows = [
+        _row(language=float("nan"), label_binary=float("nan")),
+        _row(label_binary=1, gem_id="xsum-test-2"),
+    ]
     scorefiles.write_score_file(path, rows)
     first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
     assert first["language"] is None and first["label_binary"] is None
@@ -157,3 +165,66 @@ def test_a_folder_stands_for_its_score_files(tmp_path):
     empty.mkdir()
     with pytest.raises(errors.UserError, match="no .jsonl score files in folder"):
         scorefiles.read_score_files([empty])
+
+
+def test_an_item_is_gem_id_with_system_and_summary(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    rows = [
+        _row(),
+        _row(system="mt5_small"),  # same article, another system: another item
+        _row(summary="One summary."),
+        _row(summary="Another summary."),  # same article and system, another summary
+        _row(question=5),
+    ]
+    scorefiles.write_score_file(path, rows)
+    assert len(scorefiles.read_score_files([path])) == 5
+
+
+def test_duplicated_items_are_an_error_or_counted_when_dropped(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    scorefiles.write_score_file(a, [_row(), _row(gem_id="xsum-test-2")])
+    scorefiles.write_score_file(b, [_row(score=0.9), _row(question=5), _row(question=5)])
+    with pytest.raises(errors.DataError) as e:
+        scorefiles.read_score_files([a, b])
+    assert (e.value.path, e.value.line) == (str(b), 1)
+    assert f"already scored at {a}:1 (2 duplicated row(s) in all)" in str(e.value)
+    frame = scorefiles.read_score_files([a, b], drop_duplicates=True)
+    assert frame["score"].tolist() == [0.25, 0.25, 0.25]  # the first of each is kept
+    assert frame.attrs["duplicates_dropped"] == {"rougeL/seahorse/4": 1, "rougeL/seahorse/5": 1}
+
+
+def test_rows_without_gem_id_are_not_duplicates(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    scorefiles.write_score_file(path, [_row(gem_id=None, system=None)] * 2)
+    assert len(scorefiles.read_score_files([path])) == 2
+
+
+@pytest.mark.parametrize(
+    "overrides, field, reason",
+    [
+        ({"label": 0.5}, "label", "seahorse labels are 0 (No) or 1 (Yes), got 0.5"),
+        ({"label": 2}, "label", "seahorse labels are 0 (No) or 1 (Yes), got 2"),
+        ({"benchmark": "true", "label": -1}, "label", "true labels are 0 (No) or 1 (Yes)"),
+        ({"question": 7}, "question", "SEAHORSE questions are 1..6, got 7"),
+        ({"question": "attribution"}, "question", "SEAHORSE questions are 1..6"),
+    ],
+)
+def test_labels_and_questions_are_checked_per_benchmark(tmp_path, overrides, field, reason):
+    path = tmp_path / "scores.jsonl"
+    path.write_text(json.dumps(_row(**overrides)) + "\n", encoding="utf-8")
+    with pytest.raises(errors.DataError) as e:
+        scorefiles.read_score_files([path])
+    assert (e.value.line, e.value.field) == (1, field)
+    assert reason in e.value.reason
+    graded = _row(benchmark="metal", question="task_quality", label=0.75)
+    scorefiles.write_score_file(path, [graded])
+    assert scorefiles.read_score_files([path])["label"].tolist() == [0.75]
+
+
+def test_bom_and_invalid_utf8_in_score_files(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_row()).encode() + b"\n")
+    assert scorefiles.read_score_files([path])["gem_id"].tolist() == ["xsum-test-1"]
+    path.write_bytes(json.dumps(_row()).encode() + b"\n" + b'{"metric": "r\xe9"}\n')
+    with pytest.raises(errors.DataError, match=r"scores.jsonl:2: invalid UTF-8"):
+        scorefiles.read_score_files([path])

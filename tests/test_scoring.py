@@ -1,4 +1,4 @@
-"""Bucketed scoring against HF PyTorch, truncation against the SeqIO preprocessors, and the
+"""The inference path against HF PyTorch, its inputs against the SeqIO preprocessors, and the
 `score` command (order, pass-through fields, bad rows)."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from mt5_fixtures import save_hf_tiny
 
-from seahorse_t5x import cli, errors, scoring, vocab
+from seahorse_t5x import cli, constants, errors, vocab
+from seahorse_t5x.inference import engine, inputs
+from seahorse_t5x.inference import scorer as scorer_lib
 
 MAX_LEN = 64  # buckets 32, 48, 64: few compiled shapes
 
@@ -30,6 +32,13 @@ SUMMARIES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _compilation_cache_in_tmp(tmp_path_factory, monkeypatch):
+    # `score` caches compiled programs in the user's cache folder by default; not in tests.
+    cache = tmp_path_factory.getbasetemp() / "xla_cache"
+    monkeypatch.setenv("SEAHORSE_COMPILATION_CACHE", str(cache))
+
+
 @pytest.fixture(scope="module")
 def demo_vocab():
     return vocab.get_vocabulary("demo")
@@ -44,7 +53,7 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def scorer(model_dir, demo_vocab):
-    return scoring.Scorer(model_dir[0], vocab=demo_vocab, max_input_length=MAX_LEN, batch_size=2)
+    return scorer_lib.Scorer(model_dir[0], vocab=demo_vocab, max_input_length=MAX_LEN, batch_size=2)
 
 
 def _hf_p_yes(model, tokens, yes_id, no_id):
@@ -66,10 +75,10 @@ def test_p_yes_matches_pytorch_in_input_order(scorer, model_dir):
     encoded = scorer.encode(ARTICLES, SUMMARIES)
     lengths = [len(t) for t in encoded.tokens]
     assert max(lengths) == MAX_LEN and min(lengths) < 32  # several buckets, one cut
-    assert all(t[-1] == scoring.EOS_ID for t in encoded.tokens)
+    assert all(t[-1] == constants.EOS_ID for t in encoded.tokens)
     ours = scorer.score(ARTICLES, SUMMARIES)
     theirs = _hf_p_yes(model_dir[1], encoded.tokens, scorer.yes_id, scorer.no_id)
-    assert ours.shape == (5,) and ours.dtype == np.float32
+    assert ours.shape == (5,) and ours.dtype == np.float64
     np.testing.assert_allclose(ours, theirs, atol=1e-4)
     # Input order: scoring a permutation permutes the scores.
     order = [3, 0, 4, 2, 1]
@@ -86,7 +95,7 @@ def test_bucketed_equals_unbucketed(scorer):
 
 def test_plan_batches_covers_each_example_once_with_fixed_shapes():
     lengths = [5, 64, 33, 31, 47, 49, 12, 64, 2]
-    batches = scoring.plan_batches(lengths, scoring.bucket_lengths(64), tokens_per_batch=128)
+    batches = engine.plan_batches(lengths, engine.bucket_lengths(64), tokens_per_batch=128)
     seen = np.concatenate([b.indices for b in batches])
     assert sorted(seen.tolist()) == list(range(len(lengths)))
     shapes = [(b.rows, b.length) for b in batches]
@@ -99,20 +108,20 @@ def test_plan_batches_covers_each_example_once_with_fixed_shapes():
         [31, 33],
         [2, 5, 12],
     ]
-    tail = scoring.plan_batches([3, 4, 5], scoring.bucket_lengths(64), tokens_per_batch=1024)
+    tail = engine.plan_batches([3, 4, 5], engine.bucket_lengths(64), tokens_per_batch=1024)
     assert [(b.rows, b.length) for b in tail] == [(4, 32)]
     for b in batches:
         assert all(lengths[i] <= b.length for i in b.indices)
         assert len(b.indices) <= b.rows
     with pytest.raises(errors.UserError, match="exceeds"):
-        scoring.plan_batches([65], scoring.bucket_lengths(64), 128)
-    assert scoring.bucket_lengths(100) == (32, 48, 64, 96, 100)
+        engine.plan_batches([65], engine.bucket_lengths(64), 128)
+    assert engine.bucket_lengths(100) == (32, 48, 64, 96, 100)
 
 
 def test_build_inputs_docstring_example():
-    ids, dropped, cut = scoring.build_inputs([5], [7, 8, 9, 10], [6, 11, 12], 7, "keep_summary")
+    ids, dropped, cut = inputs.build_inputs([5], [7, 8, 9, 10], [6, 11, 12], 7, "keep_summary")
     assert ids.tolist() == [5, 7, 8, 6, 11, 12, 1] and dropped == 2 and not cut
-    ids, dropped, cut = scoring.build_inputs([5], [7, 8, 9, 10], [6, 11, 12], 7, "right")
+    ids, dropped, cut = inputs.build_inputs([5], [7, 8, 9, 10], [6, 11, 12], 7, "right")
     assert ids.tolist() == [5, 7, 8, 9, 10, 6, 1] and dropped == 0 and cut
 
 
@@ -142,7 +151,7 @@ def test_inputs_equal_the_seqio_preprocessors(demo_vocab, truncation, question):
         ds, output_features=features, sequence_length=lengths
     )
     expected = list(ds.as_numpy_iterator())
-    ours = scoring.encode_pairs(demo_vocab, ARTICLES, SUMMARIES, 40, truncation, question)
+    ours = inputs.encode_pairs(demo_vocab, ARTICLES, SUMMARIES, 40, truncation, question)
     assert ours.article_tokens_dropped.sum() > 0
     for i, ex in enumerate(expected):
         assert ours.tokens[i].tolist() == ex["inputs"].tolist(), i
@@ -152,11 +161,11 @@ def test_inputs_equal_the_seqio_preprocessors(demo_vocab, truncation, question):
 
 def test_scorer_rejects_bad_settings(model_dir, demo_vocab):
     with pytest.raises(errors.UserError, match="float16"):
-        scoring.Scorer(model_dir[0], vocab=demo_vocab, dtype="float16")
+        scorer_lib.Scorer(model_dir[0], vocab=demo_vocab, dtype="float16")
     with pytest.raises(errors.UserError, match="truncation"):
-        scoring.Scorer(model_dir[0], vocab=demo_vocab, truncation="left")
+        scorer_lib.Scorer(model_dir[0], vocab=demo_vocab, truncation="left")
     with pytest.raises(errors.UserError, match="question"):
-        scoring.encode_pairs(demo_vocab, ["a"], ["b"], 64, question=9)
+        inputs.encode_pairs(demo_vocab, ["a"], ["b"], 64, question=9)
 
 
 def test_vocab_defaults_to_the_checkpoints_spiece_model(tmp_path, monkeypatch, model_dir):
@@ -166,7 +175,7 @@ def test_vocab_defaults_to_the_checkpoints_spiece_model(tmp_path, monkeypatch, m
         shutil.copy(model_dir[0] / name, tmp_path / name)
     shutil.copy(vocab.demo_vocab_path(), tmp_path / "spiece.model")
     monkeypatch.delenv("SEAHORSE_VOCAB", raising=False)
-    scorer = scoring.Scorer(tmp_path, max_input_length=MAX_LEN)
+    scorer = scorer_lib.Scorer(tmp_path, max_input_length=MAX_LEN)
     assert scorer.vocab.sentencepiece_model_file == str(tmp_path / "spiece.model")
     assert (scorer.yes_id, scorer.no_id) == (3, 4)
 
@@ -269,3 +278,30 @@ def test_score_cli_skip_bad_rows_writes_null_scores(tmp_path, model_dir, scorer,
     expected = scorer.score([ARTICLES[0], ARTICLES[4]], [SUMMARIES[0], SUMMARIES[4]])
     np.testing.assert_allclose([written[0]["score"], written[6]["score"]], expected, atol=1e-6)
     assert "scored 2 rows (5 bad" in capsys.readouterr().out
+
+
+def test_score_cli_label_words_choose_the_answer_tokens(tmp_path, model_dir, demo_vocab):
+    words = ("council", "rain")
+    ids = vocab.answer_token_ids(demo_vocab, words)
+    assert ids != vocab.label_token_ids(demo_vocab) and ids[0] != ids[1]
+    scorer = scorer_lib.Scorer(
+        model_dir[0], vocab=demo_vocab, max_input_length=MAX_LEN, batch_size=2, label_words=words
+    )
+    assert (scorer.yes_id, scorer.no_id) == ids
+    rows = [{"article": a, "summary": s} for a, s in zip(ARTICLES, SUMMARIES, strict=True)]
+    _write_jsonl(tmp_path / "pairs.jsonl", rows)
+    code = _score_cli(
+        model_dir[0],
+        tmp_path / "pairs.jsonl",
+        tmp_path / "out.jsonl",
+        "--label_words",
+        "council,rain",
+    )
+    assert code == 0
+    written = [
+        json.loads(line)["score"] for line in (tmp_path / "out.jsonl").read_text().splitlines()
+    ]
+    encoded = scorer.encode(ARTICLES, SUMMARIES)
+    theirs = _hf_p_yes(model_dir[1], encoded.tokens, *ids)
+    np.testing.assert_allclose(written, theirs, atol=1e-4)
+    np.testing.assert_allclose(written, scorer.score(ARTICLES, SUMMARIES), atol=1e-6)

@@ -79,7 +79,7 @@ def test_single_file_joins_labels_and_slices_by_position(tmp_path, data_dir):
     infer = tmp_path / "seahorse_q4_score-score.jsonl-00000-of-00001"
     _write_infer(infer, _labelled())
     rows, counts = t5x_scores.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
-    assert counts == {"examples": 4, "non_finite_scores": 0}
+    assert counts == {"examples": 4, "non_finite_scores": 0, "unchecked": 0}
     assert [r["gem_id"] for r in rows] == [
         "xsum-test-1",
         "mlsum_de-test-2",
@@ -173,10 +173,25 @@ def test_real_t5x_infer_output(tmp_path):
     )
     prepared = [json.loads(line) for line in (folder / "prepared" / "validation.jsonl").open()]
     labelled = [r for r in prepared if r["q4"] is not None]
-    assert counts == {"examples": 11, "non_finite_scores": 0}
+    assert counts == {"examples": 11, "non_finite_scores": 0, "unchecked": 0}
     assert [r["gem_id"] for r in rows] == [r["gem_id"] for r in labelled]
     assert [r["system"] for r in rows] == [r["system"] for r in labelled]
     assert [r["label"] for r in rows] == [0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 0]
     raw = [json.loads(line)["score"] for line in infer.open()]
     assert [r["score"] for r in rows] == raw
     assert rows[0]["score"] == pytest.approx(-12.895427703857422)
+
+
+def test_output_without_inputs_is_not_joined_blindly(tmp_path, data_dir):
+    infer = tmp_path / "scores.jsonl"
+    infer.write_text("".join(json.dumps({"score": -0.5 - i}) + "\n" for i in range(4)))
+    with pytest.raises(errors.DataError) as e:
+        t5x_scores.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
+    assert (e.value.line, e.value.field) == (1, "inputs.inputs_pretokenized")
+    assert "--join_by_position" in e.value.reason
+    rows, counts = t5x_scores.convert(
+        [str(infer)], "seahorse_q4_score", data_dir, "test", "m", join_by_position=True
+    )
+    assert counts["unchecked"] == 4
+    assert [r["score"] for r in rows] == [-0.5, -1.5, -2.5, -3.5]
+    assert [r["label"] for r in rows] == [1, 0, 1, 0]

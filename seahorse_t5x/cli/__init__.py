@@ -3,6 +3,10 @@
 Each subcommand module defines `HELP` (one line), `EXAMPLE` (a command line shown in
 `--help`), `add_arguments(parser)` and `run(args) -> int`. Modules are imported only when
 their subcommand runs, so `seahorse-t5x report --help` does not pay for TensorFlow or JAX.
+
+A user's mistake (`errors.UserError`, `errors.DataError`) or a file-system fault (`OSError`:
+full disk, read-only location) ends the command with one line on stderr and exit code 2;
+`--verbose` adds the full traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from seahorse_t5x import errors
@@ -26,8 +31,16 @@ SUBCOMMANDS: dict[str, str] = {
     "baselines": "baselines",
     "report": "report",
     "t5x-scores": "t5x_scores",
+    "import-scores": "import_scores",
     "plan": "plan",
 }
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (the usage is in `--help`)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _load(name: str):
@@ -36,7 +49,7 @@ def _load(name: str):
 
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     """Builds the parser; only the selected subcommand's module is imported."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="seahorse-t5x",
         description="Learnt summarization metrics from SEAHORSE ratings, T5X-style.",
     )
@@ -56,9 +69,47 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
             help=module.HELP,
             description=f"{module.HELP}\n\nexample:\n  {module.EXAMPLE}",
             formatter_class=argparse.RawDescriptionHelpFormatter,
+            # `--gin.MODEL_D=...` must not silently mean --gin.MODEL_DIR.
+            allow_abbrev=False,
         )
         module.add_arguments(p)
+        p.add_argument(
+            "--verbose",
+            action="store_true",
+            help="on an error, print the full traceback after the one-line message",
+        )
     return parser
+
+
+# gin appends where a configurable was called to the message of any exception raised in it.
+_GIN_CALL_NOTE = "\n  In call to configurable"
+
+
+def one_line(error: BaseException) -> str:
+    """The message of `error` on one line, without gin's call-site notes."""
+    if isinstance(error, OSError) and not isinstance(error, errors.UserError):
+        if error.filename is not None:
+            return f"{error.filename}: {error.strerror or error}"
+    text = str(error).split(_GIN_CALL_NOTE, 1)[0]
+    return " ".join(text.split()) or type(error).__name__
+
+
+def _unknown_arguments(parser: argparse.ArgumentParser, command: str, extra: list[str]) -> None:
+    """Exits (code 2) for arguments no option takes, naming the closest macro for a
+    mistyped `--gin.NAME`."""
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    for argument in extra:
+        if argument.startswith("--gin."):
+            from seahorse_t5x.runner import gin_config
+
+            name = argument[len("--gin.") :].split("=", 1)[0]
+            closest = gin_config.closest_macro(name)
+            hint = f"; did you mean --gin.{closest}?" if closest else ""
+            message = f"unknown gin macro flag --gin.{name}{hint}"
+            break
+    parser.exit(
+        2, f"seahorse-t5x {command}: error: {message} (see seahorse-t5x {command} --help)\n"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,14 +119,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in argv if a in SUBCOMMANDS), None)
     parser = build_parser(selected)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    if extra:
+        _unknown_arguments(parser, args.command, extra)
     try:
         return int(_load(args.command).run(args) or 0)
-    except errors.UserError as e:
-        print(f"seahorse-t5x {args.command}: error: {e}", file=sys.stderr)
+    except (errors.UserError, OSError) as e:
+        # OSError: a file-system fault (full disk, read-only location) not met in fileio.
+        print(f"seahorse-t5x {args.command}: error: {one_line(e)}", file=sys.stderr)
+        if getattr(args, "verbose", False):
+            traceback.print_exc(file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"seahorse-t5x {args.command}: interrupted", file=sys.stderr)

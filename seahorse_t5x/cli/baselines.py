@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 
-from seahorse_t5x import constants, errors, vocab
+from seahorse_t5x import constants, errors, fileio, vocab
 from seahorse_t5x.evaluation import baselines, benchmarks, rouge, scorefiles, stats
 
 HELP = "Write score files for the model-free baselines (majority class, ROUGE-L)."
@@ -70,8 +70,7 @@ def _tokenizer(vocab_arg: str | None):
             f"ROUGE-L needs a local SentencePiece model, got {path}: pass --vocab PATH (a copy "
             f"of mT5's sentencepiece.model for the paper's numbers) or --vocab demo"
         )
-    if not pathlib.Path(path).is_file():
-        raise errors.UserError(f"SentencePiece model not found: {path}")
+    vocab.check_model_file(path)
     return rouge.sentencepiece_tokenizer(path)
 
 
@@ -109,6 +108,20 @@ def _write(path: pathlib.Path, rows: list[dict], metric: str, written: list[str]
 
 def _benchmark_sets(args: argparse.Namespace) -> list[tuple[str, benchmarks.ReadResult]]:
     """(benchmark name, read result) for each benchmark given by a path flag."""
+    try:
+        return _read_benchmark_sets(args)
+    except UnicodeDecodeError as e:
+        # The benchmark readers open their files as UTF-8; name the flags that gave them.
+        given = [
+            f"--{n} {getattr(args, n)}" for n in ("mface", "true_dir", "metal") if getattr(args, n)
+        ]
+        raise errors.UserError(
+            f"{', '.join(given)}: a file is not UTF-8 text ({e.reason} at byte {e.start}); "
+            "expected UTF-8 CSV/JSON"
+        ) from None
+
+
+def _read_benchmark_sets(args: argparse.Namespace) -> list[tuple[str, benchmarks.ReadResult]]:
     sets: list[tuple[str, benchmarks.ReadResult]] = []
     if args.mface:
         languages = benchmarks.MFACE_5LANG if args.mface_languages == "5lang" else None
@@ -143,6 +156,7 @@ def _benchmark_sets(args: argparse.Namespace) -> list[tuple[str, benchmarks.Read
 
 def run(args: argparse.Namespace) -> int:
     chosen = _chosen_baselines(args.baselines)
+    fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
     data_dir = pathlib.Path(args.data_dir)
     test_rows = baselines.read_split_file(data_dir / f"{args.split}.jsonl")
     rates = None

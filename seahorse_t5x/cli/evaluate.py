@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import pathlib
 
+from seahorse_t5x.cli import inference_flags
+
 HELP = "Score SeqIO score tasks with a checkpoint: score files, metrics.json, Markdown table."
 EXAMPLE = (
     "seahorse-t5x evaluate --checkpoint runs/q4 --tasks seahorse_q4_score "
@@ -29,12 +31,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--split", default="test", help="dataset split (default: test)")
     parser.add_argument("--output_dir", required=True, help="where the results go")
-    parser.add_argument("--batch_size", type=int, default=32, help="rows per batch")
+    parser.add_argument(
+        "--batch_size",
+        type=int,
+        default=8,
+        help="rows per batch at the input length; shorter inputs batch more rows (default 8)",
+    )
     parser.add_argument(
         "--input_length",
         type=int,
-        default=constants.DEFAULT_INPUT_LENGTH,
-        help="input tokens per example (longer articles are cut, the summary is kept)",
+        default=None,
+        help="input tokens per example (longer articles are cut, the summary is kept); "
+        f"default: the length a runner checkpoint was trained with, else "
+        f"{constants.DEFAULT_INPUT_LENGTH}",
     )
     parser.add_argument(
         "--max_examples", type=int, default=None, help="score only the first N per task"
@@ -42,9 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metric_name", default=None, help="name in the score files (default: folder name)"
     )
-    parser.add_argument(
-        "--model_parallel", type=int, default=1, help="size of the mesh's model axis"
-    )
+    inference_flags.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,31 +59,54 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch_size < 1:
         raise errors.UserError(f"--batch_size must be >= 1, got {args.batch_size}")
-    if args.input_length < 8:
+    if args.input_length is not None and args.input_length < 8:
         raise errors.UserError(f"--input_length must be >= 8, got {args.input_length}")
     checkpoint = pathlib.Path(args.checkpoint)
     if not checkpoint.exists():
         raise errors.UserError(f"--checkpoint {checkpoint} does not exist")
+    mesh_shape = inference_flags.mesh_shape(args)
+    words = inference_flags.label_words(args)
 
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
+    from seahorse_t5x.inference import engine as engine_lib
+    from seahorse_t5x.inference import scorer as scorer_lib
     from seahorse_t5x.model import checkpoints
-    from seahorse_t5x.runner import evaluation_loop, partitioning
+    from seahorse_t5x.runner import evaluation_loop
 
-    model_config, params = checkpoints.load_checkpoint(str(checkpoint))
+    inference_flags.enable_compilation_cache(args)
+    meta = checkpoints.load_meta(checkpoint)
+    input_length = scorer_lib.input_length_for(meta, args.input_length, checkpoint)
+    scorer_lib.warn_on_vocabulary_mismatch(meta, checkpoint)
+    mesh = inference_flags.create_mesh(mesh_shape)
+    model_config, params = checkpoints.load_checkpoint(
+        str(checkpoint),
+        placement=lambda config: engine_lib.Placer(config, mesh, args.param_dtype),
+    )
+    task_names = evaluation_loop.expand_task_names(args.tasks.split(","))
+    if words is None and all(n.startswith("ice_") for n in task_names):
+        from seahorse_t5x import ice
+
+        words = ice.ice_settings().answer_words  # what the ICE tasks' prompts ask for
+    label_ids = None
+    if words is not None:
+        from seahorse_t5x import vocab
+
+        label_ids = vocab.answer_token_ids(vocab.get_vocabulary(), words)
     name = args.metric_name or checkpoint.resolve().name
-    mesh = partitioning.create_mesh(partitioning.MeshConfig(model_parallel=args.model_parallel))
     results = evaluation_loop.evaluate_params(
         model_config,
         params,
-        args.tasks.split(","),
+        task_names,
         args.split,
         args.output_dir,
         metric_name=name,
         batch_size=args.batch_size,
-        input_length=args.input_length,
+        input_length=input_length,
         max_examples=args.max_examples,
         mesh=mesh,
         run_info={"checkpoint": str(checkpoint.resolve()), "title": f"{name} ({args.split})"},
+        param_dtype=args.param_dtype,
+        label_ids=label_ids,
     )
     print()
     print(evaluation_loop.markdown_table(results))

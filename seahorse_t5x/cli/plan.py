@@ -8,7 +8,10 @@ import sys
 
 from seahorse_t5x import errors, plan
 
-HELP = "per-device memory of an mT5 train step on a mesh, compiled ahead of time (no TPU)"
+HELP = (
+    "per-device memory of an mT5 train step (or, with --scoring, a scoring batch) on a mesh, "
+    "compiled ahead of time (no TPU)"
+)
 EXAMPLE = (
     "seahorse-t5x plan --model xxl --mesh data=2,model=16 --batch_size 64 --microbatches 32 "
     "--input_length 2048 --target_length 4 --extrapolate_from 1"
@@ -49,6 +52,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(for sizes too slow to compile whole on a CPU host)",
     )
     parser.add_argument(
+        "--scoring",
+        action="store_true",
+        help="plan a scoring batch of `score`/`evaluate` (rows = --batch_size at "
+        "--input_length) instead of a train step",
+    )
+    parser.add_argument(
+        "--param_dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="with --scoring: dtype the weights are kept in",
+    )
+    parser.add_argument(
         "--format", choices=("text", "json", "markdown"), default="text", help="output format"
     )
 
@@ -67,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         optimizer=args.optimizer,
         num_layers=args.num_layers,
         dropout_rate=args.dropout_rate,
+        scoring=args.scoring,
+        param_dtype=args.param_dtype,
     )
     request.check()
     from seahorse_t5x.model import configs

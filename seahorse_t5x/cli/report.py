@@ -52,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="compare every metric with this one only (default: every pair of metrics)",
     )
     parser.add_argument("--no_plots", action="store_true", help="write tables only")
+    parser.add_argument(
+        "--drop_duplicates",
+        action="store_true",
+        help="keep the first row of an item scored twice for the same metric, benchmark and "
+        "question (an item: gem_id + system, + summary where present) and count the others "
+        "in report.json, instead of stopping with an error",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         baseline=args.baseline,
         plots=not args.no_plots,
+        drop_duplicates=args.drop_duplicates,
     )
     result = report.write_report(
         args.output_dir,

@@ -1,9 +1,18 @@
-"""`seahorse-t5x score`: P(yes) of one metric for each (article, summary) row of a file."""
+"""`seahorse-t5x score`: P(yes) of one metric for each (article, summary) row of a file.
+
+The input is checked whole before the model loads (bad rows listed by line, output path
+mistakes caught); then rows are read in chunks, scored, and written in input order to
+`OUTPUT.partial`, flushed and synced to disk after each chunk. The final name appears only
+when every row is written. `--resume` continues an interrupted run from the whole chunks
+already written (a chunk cut short by the interruption is scored again), so the resumed
+output equals an uninterrupted run's row for row. Memory is bounded by the chunk size.
+"""
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import os
@@ -14,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x.cli import inference_flags
 
 HELP = "score (article, summary) pairs with an mT5 metric checkpoint (length-bucketed P(yes))"
 EXAMPLE = (
@@ -22,6 +32,9 @@ EXAMPLE = (
 )
 # Bad rows listed in the error message before "and N more".
 _SHOWN_BAD_ROWS = 5
+PARTIAL_SUFFIX = ".partial"
+# Beside the partial output: the settings of the run, so `--resume` continues only the same run.
+RUN_SUFFIX = ".partial.run.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--vocab",
         default=None,
         help="SentencePiece .model of the checkpoint, or `demo` (default: $SEAHORSE_VOCAB, "
-        "else mT5's)",
+        "else the vocabulary the checkpoint records or ships, else mT5's)",
     )
     parser.add_argument(
         "--input",
@@ -56,39 +69,71 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max_input_length",
         type=int,
-        default=constants.DEFAULT_INPUT_LENGTH,
-        help="input tokens incl. EOS (default 2048)",
+        default=None,
+        help="input tokens incl. EOS (default: the length a runner checkpoint was trained "
+        "with, else 2048)",
     )
     parser.add_argument(
         "--batch_size",
         type=int,
         default=1,
-        help="rows per batch at max_input_length; shorter inputs batch more rows, same tokens (default 1)",
+        help="rows per batch at max_input_length; shorter inputs batch more rows, same tokens "
+        "(default 1); rounded up to a multiple of the mesh's data axis",
     )
-    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument(
+        "--dtype", choices=("float32", "bfloat16"), default="float32", help="compute dtype"
+    )
+    inference_flags.add_arguments(parser)
     parser.add_argument(
         "--truncation",
-        choices=("keep_summary", "right"),
-        default="keep_summary",
+        choices=constants.TRUNCATION_MODES,
+        default=constants.TRUNCATION_KEEP_SUMMARY,
         help="keep_summary: cut the article so the summary fits (default); right: the paper's cut",
     )
     parser.add_argument(
-        "--compilation_cache",
-        default=None,
-        metavar="DIR",
-        help="keep compiled programs in DIR so later runs skip compiling (one per bucket)",
+        "--packing",
+        action="store_true",
+        help="pack several inputs into each max_input_length row (one compiled shape) "
+        "instead of length buckets",
     )
+    parser.add_argument(
+        "--chunk_size",
+        type=int,
+        default=4096,
+        help="rows read, scored and written at a time (memory is bounded by it; default 4096)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run from the rows already in OUTPUT.partial",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     parser.add_argument(
         "--skip_bad_rows",
         action="store_true",
         help='write bad rows with "score": null and an "error" instead of stopping',
     )
+    parser.add_argument(
+        "--coordinator_address",
+        default=None,
+        help="host:port (or `auto`) of process 0, to score across hosts with jax.distributed",
+    )
+    parser.add_argument("--num_processes", type=int, default=None)
+    parser.add_argument("--process_id", type=int, default=None)
+
+
+# --- input -------------------------------------------------------------------------------
 
 
 def read_rows(path: pathlib.Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
-    """(line number, row or None, problem or None) for each data line of the input file."""
+    """(line number, row or None, problem or None) for each data line of the input file.
+
+    A leading UTF-8 byte-order mark is dropped; a line that is not UTF-8 is a bad row.
+    """
+    from seahorse_t5x import fileio
+
     suffix = path.suffix.lower()
-    with open(path, encoding="utf-8", newline="") as f:
+    with fileio.open_text_input(path, invalid="replace") as f:
         if suffix in (".tsv", ".csv"):
             # TSV: no quoting (summaries contain quote characters); CSV: standard quoting.
             if suffix == ".tsv":
@@ -97,13 +142,21 @@ def read_rows(path: pathlib.Path) -> Iterator[tuple[int, dict[str, Any] | None, 
                 reader = csv.DictReader(f)
             if reader.fieldnames is None:
                 return
+            invalid_seen = len(f.invalid_lines)
             for row in reader:
-                if None in row:
+                if len(f.invalid_lines) > invalid_seen:
+                    invalid_seen = len(f.invalid_lines)
+                    yield reader.line_num, None, "not valid UTF-8"
+                elif None in row:
                     yield reader.line_num, None, "more fields than the header names"
-                    continue
-                yield reader.line_num, dict(row), None
+                else:
+                    yield reader.line_num, dict(row), None
             return
-        for number, line in enumerate(f, start=1):
+        for line in f:
+            number = f.line_number
+            if f.invalid_lines and f.invalid_lines[-1] == number:
+                yield number, None, "not valid UTF-8"
+                continue
             if not line.strip():
                 continue
             try:
@@ -129,10 +182,187 @@ def row_problem(row: dict[str, Any]) -> str | None:
     return None
 
 
-def _progress_bar(total: int):
+def records(path: pathlib.Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """`read_rows` with each row's scoring problem (None for a good row)."""
+    for number, row, problem in read_rows(path):
+        yield number, row, problem if problem is not None else row_problem(row)
+
+
+def check_input(path: pathlib.Path, skip_bad_rows: bool) -> tuple[int, int]:
+    """Reads the whole input once, keeping nothing: (rows, bad rows).
+
+    Raises:
+      UserError: listing the bad rows by line, unless `skip_bad_rows`; for an empty input.
+    """
+    total, bad = 0, []
+    for number, _, problem in records(path):
+        total += 1
+        if problem is not None:
+            bad.append((number, problem))
+    if bad and not skip_bad_rows:
+        shown = "; ".join(f"line {n}: {p}" for n, p in bad[:_SHOWN_BAD_ROWS])
+        more = f"; and {len(bad) - _SHOWN_BAD_ROWS} more" if len(bad) > _SHOWN_BAD_ROWS else ""
+        raise errors.UserError(
+            f"{path}: {len(bad)} bad rows ({shown}{more}); fix them or pass "
+            "--skip_bad_rows to write them with a null score"
+        )
+    return total, len(bad)
+
+
+# --- output ------------------------------------------------------------------------------
+
+
+def _partial(output: pathlib.Path) -> pathlib.Path:
+    return output.with_name(output.name + PARTIAL_SUFFIX)
+
+
+def _run_file(output: pathlib.Path) -> pathlib.Path:
+    return output.with_name(output.name + RUN_SUFFIX)
+
+
+def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str, Any]:
+    """What decides the output's rows: a resumed run must have the same."""
+    stat = input_path.stat()
+    digest = hashlib.sha256()
+    with open(input_path, "rb") as f:
+        digest.update(f.read(1 << 20))
+    return {
+        "input": str(input_path.resolve()),
+        "input_bytes": stat.st_size,
+        "input_head_sha256": digest.hexdigest(),
+        "checkpoint": str(pathlib.Path(args.checkpoint).resolve()),
+        "vocab": args.vocab,
+        "question": args.question,
+        "max_input_length": args.max_input_length,
+        "batch_size": args.batch_size,
+        "dtype": args.dtype,
+        "param_dtype": args.param_dtype,
+        "truncation": args.truncation,
+        "chunk_size": args.chunk_size,
+        "packing": args.packing,
+        "label_words": args.label_words,
+        "skip_bad_rows": args.skip_bad_rows,
+    }
+
+
+def check_output(output: pathlib.Path, input_path: pathlib.Path, resume: bool, overwrite: bool):
+    """Catches output-path mistakes before any scoring.
+
+    Raises:
+      UserError: naming the path and what is wrong with it.
+    """
+    from seahorse_t5x import fileio
+
+    if output.resolve() == input_path.resolve():
+        raise errors.UserError("--output must differ from --input")
+    fileio.check_output_path(output, "file", "--output")
+    parent = output.parent
+    partial = _partial(output)
+    if output.exists() and not overwrite and not resume:
+        raise errors.UserError(f"--output {output} exists; pass --overwrite to replace it")
+    if partial.exists() and not resume:
+        raise errors.UserError(
+            f"an interrupted run left {partial}: pass --resume to continue it, or delete it"
+        )
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        with open(partial, "ab"):
+            pass
+    except OSError as e:
+        raise errors.UserError(
+            f"--output {output}: cannot write there ({e.strerror or e})"
+        ) from None
+
+
+def resume_point(output: pathlib.Path, settings: dict[str, Any]) -> int:
+    """Rows of whole chunks already in the partial output; the partial file is cut to them.
+
+    Raises:
+      UserError: when the partial output came from a run with other settings.
+    """
+    run_file = _run_file(output)
+    partial = _partial(output)
+    if not run_file.exists():
+        if partial.stat().st_size:
+            raise errors.UserError(
+                f"{partial} has no record of its run ({run_file}); delete it to start afresh"
+            )
+        return 0
+    try:
+        saved = json.loads(run_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise errors.UserError(f"cannot read {run_file}: {e}; delete it and {partial}") from None
+    changed = sorted(k for k in settings if saved.get(k) != settings[k])
+    if changed:
+        raise errors.UserError(
+            f"{partial} was written with other settings ({', '.join(changed)}); rerun with "
+            "the same ones, or delete it to start afresh"
+        )
+    chunk = settings["chunk_size"]
+    complete = keep_bytes = 0
+    kept_rows = 0
+    with open(partial, "rb") as f:
+        offset = 0
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            offset += len(line)
+            complete += 1
+            if complete % chunk == 0:
+                kept_rows, keep_bytes = complete, offset
+    with open(partial, "r+b") as f:
+        f.truncate(keep_bytes)
+    return kept_rows
+
+
+def _output_row(row: dict[str, Any] | None, number: int, problem: str | None, score) -> str:
+    if problem is None:
+        value = float(score)
+        written = {**row, "score": value if math.isfinite(value) else None}
+    else:
+        written = {**(row or {"line": number}), "score": None, "error": problem}
+    return json.dumps(written, ensure_ascii=False) + "\n"
+
+
+# --- run ---------------------------------------------------------------------------------
+
+
+def _progress_bar(total: int, initial: int, enabled: bool):
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="ex", file=sys.stderr, dynamic_ncols=True, desc="scoring")
+    return tqdm(
+        total=total,
+        initial=initial,
+        unit="ex",
+        file=sys.stderr,
+        dynamic_ncols=True,
+        desc="scoring",
+        disable=not enabled,
+    )
+
+
+def _chunks(path: pathlib.Path, skip: int, size: int):
+    chunk = []
+    for index, record in enumerate(records(path)):
+        if index < skip:
+            continue
+        chunk.append(record)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _resume_point_on_every_host(output: pathlib.Path, settings: dict[str, Any], writer: bool):
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    done = resume_point(output, settings) if writer else 0
+    if jax.process_count() > 1:
+        done = int(multihost_utils.broadcast_one_to_all(np.int64(done)))
+    return done
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,66 +370,114 @@ def run(args: argparse.Namespace) -> int:
     output_path = pathlib.Path(args.output)
     if not input_path.is_file():
         raise errors.UserError(f"input file not found: {input_path}")
-    if output_path.resolve() == input_path.resolve():
-        raise errors.UserError("--output must differ from --input")
-
-    records: list[tuple[int, dict[str, Any] | None, str | None]] = []
-    for number, row, problem in read_rows(input_path):
-        if problem is None:
-            problem = row_problem(row)
-        records.append((number, row, problem))
-    bad = [(number, problem) for number, _, problem in records if problem is not None]
-    if bad and not args.skip_bad_rows:
-        shown = "; ".join(f"line {n}: {p}" for n, p in bad[:_SHOWN_BAD_ROWS])
-        more = f"; and {len(bad) - _SHOWN_BAD_ROWS} more" if len(bad) > _SHOWN_BAD_ROWS else ""
+    if args.chunk_size < 1:
+        raise errors.UserError(f"--chunk_size must be at least 1, got {args.chunk_size}")
+    if args.max_input_length is not None and args.max_input_length < 2:
         raise errors.UserError(
-            f"{input_path}: {len(bad)} bad rows ({shown}{more}); fix them or pass "
-            "--skip_bad_rows to write them with a null score"
+            f"--max_input_length must be at least 2, got {args.max_input_length}"
         )
-    good = [row for _, row, problem in records if problem is None]
+    mesh_shape = inference_flags.mesh_shape(args)
+    inference_flags.label_words(args)  # a mistake here is found before the input is read
+    total, bad = check_input(input_path, args.skip_bad_rows)
+    settings = run_settings(args, input_path)
 
-    from seahorse_t5x import scoring  # JAX and the model: only once the input is known good
+    from seahorse_t5x import partitioning  # JAX and the model: only once the input is good
 
-    if args.compilation_cache:
-        scoring.enable_compilation_cache(args.compilation_cache)
+    partitioning.maybe_initialize_distributed(
+        args.coordinator_address, args.num_processes, args.process_id
+    )
+    import jax
+
+    # Process 0 writes the one output file; every process scores its share of each batch.
+    writer = jax.process_index() == 0
+    partial = _partial(output_path)
+    if writer:
+        check_output(output_path, input_path, args.resume, args.overwrite)
+        if args.resume and output_path.exists() and not partial.stat().st_size:
+            partial.unlink()
+            print(f"{output_path} is already complete; nothing to resume")
+            return 0
+    done = _resume_point_on_every_host(output_path, settings, writer) if args.resume else 0
+    written_now = False
+    try:
+        scored, truncated, summaries_cut, elapsed = _score_file(
+            args, input_path, partial, settings, mesh_shape, total, done, writer
+        )
+        written_now = True
+    finally:
+        if writer and not written_now and not done and not partial.stat().st_size:
+            # Nothing was written: leave no partial output behind to resume.
+            partial.unlink(missing_ok=True)
+            _run_file(output_path).unlink(missing_ok=True)
+    if writer:
+        os.replace(partial, output_path)
+        _run_file(output_path).unlink(missing_ok=True)
+    rate = scored / elapsed if elapsed > 0 else float("inf")
+    resumed = f", resumed after {done} rows" if done else ""
+    print(
+        f"scored {scored} rows ({bad} bad, {truncated} with truncated articles, "
+        f"{summaries_cut} with truncated summaries{resumed}) in {elapsed:.1f}s "
+        f"({rate:.1f} ex/s) -> {output_path}"
+    )
+    return 0
+
+
+def _score_file(args, input_path, partial, settings, mesh_shape, total, done, writer):
+    """Scores the rows after the first `done`, appending them to `partial` chunk by chunk.
+
+    Returns:
+      (rows scored, rows with truncated articles, rows with truncated summaries, seconds).
+    """
+    from seahorse_t5x.inference import inputs as inputs_lib
+    from seahorse_t5x.inference import scorer as scorer_lib
+
+    inference_flags.enable_compilation_cache(args)
+    mesh = inference_flags.create_mesh(mesh_shape)
     started = time.perf_counter()
-    scorer = scoring.Scorer(
+    scorer = scorer_lib.Scorer(
         args.checkpoint,
         vocab=args.vocab,
         max_input_length=args.max_input_length,
         batch_size=args.batch_size,
         dtype=args.dtype,
         truncation=args.truncation,
+        mesh=mesh,
+        param_dtype=args.param_dtype,
+        packing=args.packing,
+        label_words=inference_flags.label_words(args),
     )
-    encoded = scorer.encode(
-        [r["article"] for r in good], [r["summary"] for r in good], args.question
-    )
-    bar = _progress_bar(len(good))
+    smallest = inputs_lib.min_input_length(scorer.vocab, ["x"], args.question)
+    if scorer.max_input_length < smallest:
+        raise errors.UserError(
+            f"--max_input_length {scorer.max_input_length} leaves no room for the summary: "
+            f"the markers and EOS alone take {smallest - 1} tokens"
+        )
+    if writer:
+        _run_file(pathlib.Path(args.output)).write_text(json.dumps(settings, indent=2) + "\n")
+    truncated = summaries_cut = scored = 0
+    bar = _progress_bar(total, done, writer)
     try:
-        scores = scorer.score_tokens(encoded.tokens, progress=bar.update)
+        with open(partial, "a", encoding="utf-8") as out:
+            for chunk in _chunks(input_path, done, args.chunk_size):
+                good = [row for _, row, problem in chunk if problem is None]
+                encoded = scorer.encode(
+                    [r["article"] for r in good], [r["summary"] for r in good], args.question
+                )
+                scores = iter(scorer.score_tokens(encoded.tokens, progress=bar.update))
+                lines = [
+                    _output_row(row, number, problem, next(scores) if problem is None else None)
+                    for number, row, problem in chunk
+                ]
+                bar.update(len(chunk) - len(good))
+                if writer:
+                    out.write("".join(lines))
+                    out.flush()
+                    os.fsync(out.fileno())
+                truncated += int((encoded.article_tokens_dropped > 0).sum())
+                summaries_cut += int(encoded.summary_truncated.sum())
+                scored += len(good)
+    except OSError as e:
+        raise errors.UserError(f"cannot write {partial}: {e.strerror or e}") from None
     finally:
         bar.close()
-    elapsed = time.perf_counter() - started
-
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = output_path.with_name(output_path.name + ".tmp")
-    next_score = iter(scores)
-    with open(tmp_path, "w", encoding="utf-8") as out:
-        for number, row, problem in records:
-            if problem is None:
-                value = float(next(next_score))
-                written = {**row, "score": value if math.isfinite(value) else None}
-            else:
-                written = {**(row or {"line": number}), "score": None, "error": problem}
-            out.write(json.dumps(written, ensure_ascii=False) + "\n")
-    os.replace(tmp_path, output_path)
-
-    truncated = int((encoded.article_tokens_dropped > 0).sum())
-    summaries_cut = int(encoded.summary_truncated.sum())
-    rate = len(good) / elapsed if elapsed > 0 else float("inf")
-    print(
-        f"scored {len(good)} rows ({len(bad)} bad, {truncated} with truncated articles, "
-        f"{summaries_cut} with truncated summaries) in {elapsed:.1f}s ({rate:.1f} ex/s) "
-        f"-> {output_path}"
-    )
-    return 0
+    return scored, truncated, summaries_cut, time.perf_counter() - started

@@ -36,16 +36,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", required=True, help="score file to write (JSON Lines)")
     parser.add_argument("--metric", required=True, help="metric name the rows carry")
+    parser.add_argument(
+        "--join_by_position",
+        action="store_true",
+        help="accept output without inputs_pretokenized: join rows to the split file by "
+        "position alone, unchecked (refused by default)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from seahorse_t5x import fileio
     from seahorse_t5x.evaluation import scorefiles
 
+    fileio.check_output_path(args.output, "file", flag="--output")
     rows, counts = t5x_scores.convert(
-        args.infer_output, args.task, args.data_dir, args.split, args.metric
+        args.infer_output,
+        args.task,
+        args.data_dir,
+        args.split,
+        args.metric,
+        join_by_position=args.join_by_position,
     )
     written = scorefiles.write_score_file(args.output, rows)
     print(f"wrote {written} scores for {args.task} ({args.split}) to {args.output}")
+    if counts["unchecked"]:
+        print(
+            f"warning: {counts['unchecked']} rows were joined by position without a check "
+            "(--join_by_position)",
+            file=sys.stderr,
+        )
     if counts["non_finite_scores"]:
         print(
             f"warning: {counts['non_finite_scores']} scores were NaN or infinite; written as "

@@ -18,7 +18,7 @@ import math
 import pathlib
 from collections.abc import Callable, Iterable, Sequence
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.evaluation import rouge
 
 MAJORITY = "majority"
@@ -43,7 +43,8 @@ def read_split_file(path: str | pathlib.Path) -> list[dict]:
             "`seahorse-t5x demo-data` for the synthetic demo data)."
         )
     rows: list[dict] = []
-    with p.open(encoding="utf-8") as f:
+    # A byte-order mark is dropped; bytes that are not UTF-8 are reported as file:line.
+    with fileio.open_text_input(p) as f:
         for line_number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
@@ -57,7 +58,7 @@ def read_split_file(path: str | pathlib.Path) -> list[dict]:
                 if field not in row:
                     raise errors.DataError(str(p), line_number, field, "missing")
             for field in constants.LABEL_FIELDS:
-                if row[field] not in (0, 1, None):
+                if isinstance(row[field], bool) or row[field] not in (0, 1, None):
                     raise errors.DataError(
                         str(p), line_number, field, f"{row[field]!r} is not 1, 0 or null"
                     )

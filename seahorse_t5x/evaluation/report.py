@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import itertools
 import json
 import pathlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.evaluation import plots, scorefiles, stats, tables
 
 DEFAULT_BY: tuple[str, ...] = ("language", "dataset", "system")
@@ -33,8 +34,9 @@ MFACE = "mface"
 MFACE_5LANG = "mface_5lang"
 MFACE_5LANG_LANGUAGES: tuple[str, ...] = ("en", "es", "ru", "tr", "vi")
 TRUE = "true"
-# The item a score belongs to, for pairing two metrics' rows and pivoting questions.
-ITEM_KEY: tuple[str, ...] = ("gem_id", "system")
+# The item a score belongs to, for pairing two metrics' rows and pivoting questions: one
+# article (gem_id) has summaries from several systems; the summary, where files carry it.
+ITEM_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
 # A duplicated SEAHORSE item: the same summary of the same article, rated again.
 DUPLICATE_KEY: tuple[str, ...] = ("gem_id", "summary")
 _DATASET_FIELDS: tuple[str, ...] = ("language", "dataset", "system", *constants.LABEL_FIELDS)
@@ -49,6 +51,7 @@ class ReportSettings:
     seed: int = 0
     baseline: str | None = None
     plots: bool = True
+    drop_duplicates: bool = False
 
 
 # ------------------------------------------------------------------------ statistics
@@ -354,8 +357,17 @@ def items_with_all_labels(frame: pd.DataFrame) -> pd.DataFrame | None:
 # ------------------------------------------------------------------------ dataset
 
 
-def read_jsonl(path: pathlib.Path, required: Sequence[str]) -> pd.DataFrame:
+def read_jsonl(
+    path: pathlib.Path,
+    required: Sequence[str],
+    check: Callable[[pathlib.Path, int, Mapping], None] | None = None,
+) -> pd.DataFrame:
     """A JSON Lines file as a DataFrame, checking that each object has the `required` keys.
+
+    Args:
+      path: the file.
+      required: keys every object must have.
+      check: called with (path, line, object) for each object; raises DataError.
 
     Raises:
       errors.DataError: a line that is not a JSON object or lacks a required key.
@@ -367,8 +379,28 @@ def read_jsonl(path: pathlib.Path, required: Sequence[str]) -> pd.DataFrame:
         for field in required:
             if field not in record:
                 raise errors.DataError(str(path), number, field, "required field is missing")
+        if check is not None:
+            check(path, number, record)
         records.append(record)
     return pd.DataFrame.from_records(records, columns=None if records else list(required))
+
+
+def _check_dataset_row(path: pathlib.Path, line: int, record: Mapping) -> None:
+    """Raises DataError when a split-file row holds a label or language it cannot hold."""
+    for field in constants.LABEL_FIELDS:
+        value = record[field]
+        # bool is an int subclass: true/false are not labels; 1.0 is written only as 1.
+        if value is not None and not (type(value) is int and value in (0, 1)):
+            raise errors.DataError(
+                str(path), line, field, f"expected 1 (Yes), 0 (No) or null, got {value!r}"
+            )
+    if record["language"] not in constants.LANGUAGES:
+        raise errors.DataError(
+            str(path),
+            line,
+            "language",
+            f"expected one of {', '.join(constants.LANGUAGES)}, got {record['language']!r}",
+        )
 
 
 def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
@@ -376,6 +408,8 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
 
     Raises:
       errors.UserError: the folder or all of its split files are missing.
+      errors.DataError: a row lacks a field, or holds a label other than 1, 0 or null, or
+        an unknown language.
     """
     directory = pathlib.Path(directory)
     if not directory.is_dir():
@@ -384,7 +418,8 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
     for split in constants.SPLITS:
         path = directory / f"{split}.jsonl"
         if path.is_file():
-            frames.append(read_jsonl(path, _DATASET_FIELDS).assign(split=split))
+            frame = read_jsonl(path, _DATASET_FIELDS, check=_check_dataset_row)
+            frames.append(frame.assign(split=split))
     if not frames:
         raise errors.UserError(
             f"{directory} holds no split files ({', '.join(s + '.jsonl' for s in constants.SPLITS)}):"
@@ -419,7 +454,19 @@ def read_duplicate_ratings(path: str | pathlib.Path) -> pd.DataFrame:
         raise errors.UserError(f"no .tsv files in {path}")
     frames = []
     for file in files:
-        raw = pd.read_csv(file, sep="\t", quoting=csv.QUOTE_NONE, dtype=str, keep_default_na=False)
+        # Read through fileio: a byte-order mark is dropped, bad bytes are reported as file:line.
+        with fileio.open_text_input(file) as f:
+            text = f.read()
+        try:
+            raw = pd.read_csv(
+                io.StringIO(text),
+                sep="\t",
+                quoting=csv.QUOTE_NONE,
+                dtype=str,
+                keep_default_na=False,
+            )
+        except (ValueError, pd.errors.ParserError) as e:
+            raise errors.DataError(str(file), None, None, f"not a SEAHORSE TSV ({e})") from None
         for column in constants.TSV_COLUMNS:
             if column not in raw.columns:
                 raise errors.DataError(
@@ -527,6 +574,7 @@ def write_report(
         raise errors.UserError(
             "nothing to report: give --scores FILE [FILE ...] and/or --dataset DIR"
         )
+    fileio.check_output_path(output_dir, "directory", flag="--output_dir")
     output_dir = pathlib.Path(output_dir)
     plot_dir = output_dir / "plots"
     report: dict = {"settings": dataclasses.asdict(settings), "inputs": {}}
@@ -535,8 +583,10 @@ def write_report(
     summary_parts: list[str] = []
 
     if score_paths:
-        frame = scorefiles.read_score_files(score_paths)
+        frame = scorefiles.read_score_files(score_paths, settings.drop_duplicates)
+        duplicates_dropped = frame.attrs.get("duplicates_dropped", {})
         scores = evaluate_scores(frame, settings)
+        scores["duplicates_dropped"] = duplicates_dropped
         report["inputs"]["scores"] = [str(p) for p in score_paths]
         report["scores"] = scores
         all_tables += score_tables(scores)
@@ -545,6 +595,11 @@ def write_report(
             f"{len(scores['metrics'])} metric(s) on {', '.join(scores['benchmarks'])}: "
             f"{scores['n_scored']} scored rows"
             + (f", {missing} without a score dropped" if missing else "")
+            + (
+                f", {sum(duplicates_dropped.values())} duplicated rows dropped"
+                if duplicates_dropped
+                else ""
+            )
         )
         kept, _ = scorefiles.drop_missing_scores(normalized_scores(frame)[0])
         items = items_with_all_labels(kept)
@@ -597,13 +652,12 @@ def write_report(
             )
 
     report["tables"] = [t.to_json() for t in all_tables]
-    output_dir.mkdir(parents=True, exist_ok=True)
     markdown = "# seahorse-t5x report\n\n" + "\n".join(t.to_markdown() for t in all_tables)
-    (output_dir / "tables.md").write_text(markdown, encoding="utf-8")
+    fileio.atomic_write_text(output_dir / "tables.md", markdown)
     latex = "% seahorse-t5x report (needs \\usepackage{booktabs})\n\n" + "\n".join(
         t.to_latex() for t in all_tables
     )
-    (output_dir / "tables.tex").write_text(latex, encoding="utf-8")
+    fileio.atomic_write_text(output_dir / "tables.tex", latex)
     report["outputs"] = {
         "json": str(output_dir / "report.json"),
         "markdown": str(output_dir / "tables.md"),
@@ -611,9 +665,9 @@ def write_report(
         "plots": written_plots,
     }
     report["summary"] = f"report: {'; '.join(summary_parts)} -> {output_dir}"
-    (output_dir / "report.json").write_text(
+    fileio.atomic_write_text(
+        output_dir / "report.json",
         json.dumps(report, indent=1, ensure_ascii=False, default=_to_json, allow_nan=False),
-        encoding="utf-8",
     )
     return report
 

@@ -6,6 +6,14 @@ for graded benchmarks) and `score` (float, higher = more likely Yes; null or NaN
 scorer produced none). Optional slice fields: `gem_id`, `language`, `dataset`, `system`.
 Other fields are kept as extra columns and otherwise ignored.
 
+Labels are checked per benchmark: SEAHORSE and TRUE labels are 0 or 1 (graded labels
+belong to graded benchmarks such as mFACE and METAL), and SEAHORSE questions are 1..6.
+
+An item is identified by `gem_id` with `system` (and `summary` where a file carries it): in
+SEAHORSE one article has summaries from several systems, so `gem_id` alone repeats. The same
+metric, benchmark, question and item twice (in one file or across files) is an error, or,
+when asked, an explicit de-duplication that keeps the first row and counts the others.
+
 Rows whose score is null, NaN or infinite are read (their `score` is NaN) so the report can
 count them; `drop_missing_scores` removes them and says how many per metric and question.
 """
@@ -19,12 +27,19 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
-from seahorse_t5x import errors
+from seahorse_t5x import constants, errors, fileio
 
 REQUIRED_FIELDS: tuple[str, ...] = ("metric", "benchmark", "question", "label", "score")
 SLICE_FIELDS: tuple[str, ...] = ("gem_id", "language", "dataset", "system")
-# Column added by the reader: which file a row came from.
+# What identifies an item (with metric, benchmark and question): the fields a row carries.
+ITEM_FIELDS: tuple[str, ...] = ("gem_id", "system", "summary")
+# Columns added by the reader: which file and line a row came from.
 SOURCE_FIELD = "source_file"
+LINE_FIELD = "source_line"
+# Benchmarks whose labels are 0/1 only (the others may carry graded labels).
+BINARY_LABEL_BENCHMARKS: tuple[str, ...] = ("seahorse", "true")
+SEAHORSE_BENCHMARK = "seahorse"
+_SEAHORSE_QUESTIONS = frozenset(str(q) for q in constants.QUESTIONS)
 
 _NUMBER = (int, float)
 
@@ -82,6 +97,18 @@ def validate_row(row: object, path: str, line: int) -> dict:
             path, line, "label", f"expected 0/1 or a finite number, got {label!r}"
         )
     out["label"] = float(label)
+    if out["benchmark"] in BINARY_LABEL_BENCHMARKS and out["label"] not in (0.0, 1.0):
+        raise errors.DataError(
+            path,
+            line,
+            "label",
+            f"{out['benchmark']} labels are 0 (No) or 1 (Yes), got {label!r}; graded labels "
+            "belong to graded benchmarks (mface, metal)",
+        )
+    if out["benchmark"] == SEAHORSE_BENCHMARK and out["question"] not in _SEAHORSE_QUESTIONS:
+        raise errors.DataError(
+            path, line, "question", f"SEAHORSE questions are 1..6, got {row['question']!r}"
+        )
     score = row["score"]
     if score is None:
         out["score"] = math.nan
@@ -90,7 +117,7 @@ def validate_row(row: object, path: str, line: int) -> dict:
     else:
         # -inf (log 0) and NaN are kept as NaN: counted as missing by the report.
         out["score"] = float(score) if math.isfinite(score) else math.nan
-    for field in SLICE_FIELDS:
+    for field in (*SLICE_FIELDS, "summary"):
         value = row.get(field)
         if isinstance(value, float) and math.isnan(value):
             out[field] = value = None  # a missing value in a pandas-made row
@@ -124,10 +151,7 @@ def write_score_file(path: str | pathlib.Path, rows: Iterable[Mapping]) -> int:
         record["label"] = _plain_number(clean["label"])
         record["score"] = None if math.isnan(clean["score"]) else clean["score"]
         lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False, default=_to_json))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    tmp.replace(path)
+    fileio.atomic_write_text(path, "".join(line + "\n" for line in lines))
     return len(lines)
 
 
@@ -149,10 +173,13 @@ def _to_json(value: object) -> object:
 def iter_jsonl(path: pathlib.Path) -> Iterator[tuple[int, object]]:
     """(1-based line number, parsed value) for each non-blank line of a JSON Lines file.
 
+    A byte-order mark is dropped.
+
     Raises:
-      errors.DataError: a line that is not valid JSON, with its file and line.
+      errors.UserError: the file cannot be read.
+      errors.DataError: a line that is not UTF-8 or not valid JSON, with its file and line.
     """
-    with path.open(encoding="utf-8") as f:
+    with fileio.open_text_input(path) as f:
         for number, text in enumerate(f, start=1):
             if not text.strip():
                 continue
@@ -173,6 +200,7 @@ def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
     for number, row in iter_jsonl(path):
         record = validate_row(row, str(path), number)
         record[SOURCE_FIELD] = str(path)
+        record[LINE_FIELD] = number
         records.append(record)
     if not records:
         raise errors.DataError(str(path), None, None, "holds no score rows")
@@ -180,7 +208,7 @@ def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
 
 
 def _normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    for field in SLICE_FIELDS:
+    for field in (*SLICE_FIELDS, "summary"):
         if field not in frame.columns:
             frame[field] = None
         # Files without the field leave NaN after concat: absent is None, like a null.
@@ -212,17 +240,26 @@ def expand_score_paths(paths: Sequence[str | pathlib.Path]) -> list[pathlib.Path
     return out
 
 
-def read_score_files(paths: Sequence[str | pathlib.Path]) -> pd.DataFrame:
+def read_score_files(
+    paths: Sequence[str | pathlib.Path], drop_duplicates: bool = False
+) -> pd.DataFrame:
     """Reads and concatenates score files (or folders of them) into one table.
+
+    Args:
+      paths: score files, or folders standing for their `*.jsonl` files.
+      drop_duplicates: keep the first row of each duplicated item and record how many were
+        dropped in `frame.attrs["duplicates_dropped"]` (`{"metric/benchmark/question": n}`)
+        instead of raising.
 
     Returns:
       A DataFrame with the required fields (`question` as str, `label` and `score` float,
-      missing scores NaN), the slice fields (None where absent), every extra field, and
-      `source_file`.
+      missing scores NaN), the slice fields and `summary` (None where absent), every extra
+      field, `source_file` and `source_line`.
 
     Raises:
       errors.UserError: no paths, a path given twice, or a file is missing.
-      errors.DataError: a line is not JSON or a field is missing or wrong.
+      errors.DataError: a line is not JSON or a field is missing or wrong, or (unless
+        `drop_duplicates`) the same item is scored twice for one metric and question.
     """
     paths = expand_score_paths(paths)
     seen: set[pathlib.Path] = set()
@@ -233,7 +270,49 @@ def read_score_files(paths: Sequence[str | pathlib.Path]) -> pd.DataFrame:
             raise errors.UserError(f"score file given twice: {path}")
         seen.add(resolved)
     frame = pd.concat([read_score_file(p) for p in paths], ignore_index=True, sort=False)
-    return _normalize_columns(frame)
+    frame = _normalize_columns(frame)
+    return _handle_duplicates(frame, drop_duplicates)
+
+
+def _item_keys(frame: pd.DataFrame) -> pd.Series:
+    """(metric, benchmark, question, gem_id, system, summary) per row; absent fields as ""."""
+    columns = ["metric", "benchmark", "question", *ITEM_FIELDS]
+    values = frame[columns].astype(object).where(frame[columns].notna(), "")
+    return pd.Series(list(map(tuple, values.to_numpy())), index=frame.index)
+
+
+def duplicate_rows(frame: pd.DataFrame) -> pd.Series:
+    """True for each row whose metric, benchmark, question and item an earlier row has.
+
+    Rows without a `gem_id` carry no item identity and are never duplicates.
+    """
+    keys = _item_keys(frame)
+    return keys.duplicated(keep="first") & frame["gem_id"].notna()
+
+
+def _handle_duplicates(frame: pd.DataFrame, drop_duplicates: bool) -> pd.DataFrame:
+    repeated = duplicate_rows(frame)
+    frame.attrs["duplicates_dropped"] = {}
+    if not repeated.any():
+        return frame
+    if not drop_duplicates:
+        keys = _item_keys(frame)
+        row = frame[repeated].iloc[0]
+        first = frame[keys == keys[repeated].iloc[0]].iloc[0]
+        item = ", ".join(f"{k} {row[k]!r}" for k in ITEM_FIELDS if row[k] is not None)
+        raise errors.DataError(
+            row[SOURCE_FIELD],
+            int(row[LINE_FIELD]),
+            None,
+            f"metric {row['metric']!r}, benchmark {row['benchmark']!r}, question "
+            f"{row['question']}, item ({item}) already scored at {first[SOURCE_FIELD]}:"
+            f"{int(first[LINE_FIELD])} ({int(repeated.sum())} duplicated row(s) in all); "
+            "remove them, or pass --drop_duplicates to keep the first of each and count the rest",
+        )
+    grouped = frame[repeated].groupby(["metric", "benchmark", "question"], sort=True).size()
+    kept = frame[~repeated].reset_index(drop=True)
+    kept.attrs["duplicates_dropped"] = {"/".join(map(str, k)): int(n) for k, n in grouped.items()}
+    return kept
 
 
 def drop_missing_scores(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:

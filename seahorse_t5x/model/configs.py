@@ -1,8 +1,10 @@
 """mT5 (T5.1.1 architecture) sizes: one frozen dataclass and the published dimensions.
 
 The named sizes follow T5X's `examples/t5/mt5/*.gin`; `tiny` is for tests. `from_hf_config`
-reads the `config.json` of an HF `MT5ForConditionalGeneration` (how `google/mt5-*` and
-`google/seahorse-*` ship).
+reads the `config.json` of an HF `MT5ForConditionalGeneration` (how `google/mt5-*`,
+`google/seahorse-*` and `bigscience/mt0-*` ship) or of a T5.1.1-architecture
+`T5ForConditionalGeneration` (`google/flan-t5-*`: same network, English vocabulary of 32,128
+ids).
 """
 
 from __future__ import annotations
@@ -177,9 +179,14 @@ def from_hf_config(hf: dict[str, Any], dtype: str | None = None) -> MT5Config:
             f"HF config has feed_forward_proj={act!r}; only gated-gelu (T5.1.1/mT5) is supported"
         )
     # transformers >= 5 writes tie_word_embeddings=true for every mt5 config (its MT5 ties
-    # lm_head to the embedding without T5's output rescaling); for model_type t5 it means
-    # the original T5 (rescaled tied logits), which this model does not implement.
-    if hf.get("tie_word_embeddings", False) and hf.get("model_type") != "mt5":
+    # lm_head to the embedding without T5's output rescaling). For model_type t5 (Flan-T5
+    # and other T5.1.1 models) it writes tie_word_embeddings=true with
+    # scale_decoder_outputs=false: the same unscaled tied logits. A tied t5 config without
+    # that key (older transformers), or with it true, is the original T5 (rescaled tied
+    # logits), which this model does not implement. Published Flan-T5 and mT0 configs say
+    # tie_word_embeddings=false and ship their own lm_head.
+    rescaled = hf.get("model_type") != "mt5" and hf.get("scale_decoder_outputs", True)
+    if hf.get("tie_word_embeddings", False) and rescaled:
         raise errors.UserError(
             "HF config has tie_word_embeddings=true (original T5); only untied T5.1.1/mT5 "
             "models are supported"

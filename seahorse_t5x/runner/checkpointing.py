@@ -10,14 +10,20 @@ Layout (shared with `model.checkpoints.load_checkpoint`):
     MODEL_DIR/checkpoints/best.json          JSON: {"step": N, "metric": ..., "value": ...}
 
 Orbax writes a step into a temporary directory and renames it when complete, so an
-interrupted save is never listed as a step. A step that fails to read back (a damaged
-disk, a truncated copy) is skipped with a warning and the previous one is used.
+interrupted save is never listed as a step. Each step's meta carries content hashes of its
+items (`meta.content_sha256`), checked on restore. A step that fails to read back (a
+damaged disk, a truncated copy, a flipped byte, a data state without its fields) is
+skipped with a warning and the previous one is used.
+
+The best marker is recomputed from the steps' saved validation summaries when the store
+opens, so a kill between a step's save and the marker's update loses nothing.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import pathlib
 from collections.abc import Mapping
 from typing import Any
@@ -26,7 +32,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from seahorse_t5x import errors
+from seahorse_t5x import errors, fileio
 from seahorse_t5x.model import checkpoints as model_checkpoints
 
 log = logging.getLogger(__name__)
@@ -38,6 +44,26 @@ DATA_STATE_ITEM = "data_state"
 BEST_MARKER = model_checkpoints.BEST_MARKER
 CHECKPOINTS_SUBDIR = "checkpoints"
 ITEM_NAMES = (PARAMS_ITEM, OPT_STATE_ITEM, DATA_STATE_ITEM, META_ITEM)
+# Fields every data state must hold: without them a resumed run cannot continue the stream.
+DATA_STATE_FIELDS = ("step", "batches_consumed")
+# meta key of a step's validation summary ({metric name: value}), written by the trainer.
+VALIDATION_KEY = "validation"
+
+
+def check_data_state(step: int, data_state: Any) -> None:
+    """Raises ValueError unless `data_state` is a dict with a matching `step` and a
+    non-negative `batches_consumed`."""
+    if not isinstance(data_state, Mapping):
+        raise ValueError(f"data_state is {type(data_state).__name__}, expected an object")
+    missing = [f for f in DATA_STATE_FIELDS if f not in data_state]
+    if missing:
+        raise ValueError(f"data_state lacks {', '.join(missing)}")
+    for field in DATA_STATE_FIELDS:
+        value = data_state[field]
+        if type(value) is not int or value < 0:
+            raise ValueError(f"data_state {field} is {value!r}, expected an integer >= 0")
+    if data_state["step"] != step:
+        raise ValueError(f"data_state step {data_state['step']} is not the step {step}")
 
 
 class CheckpointStore:
@@ -46,13 +72,18 @@ class CheckpointStore:
     Args:
       model_dir: the run's directory (made absolute: orbax needs absolute paths).
       keep: how many of the newest steps to keep (the best step is kept besides them).
+      best_metric: the validation metric (higher is better) that picks the best step; when
+        given, the best marker is recomputed from the saved steps (`recompute_best`).
     """
 
-    def __init__(self, model_dir: str | pathlib.Path, keep: int = 3) -> None:
+    def __init__(
+        self, model_dir: str | pathlib.Path, keep: int = 3, best_metric: str | None = None
+    ) -> None:
         if keep < 1:
             raise errors.UserError(f"keep_checkpoints must be >= 1, got {keep}")
         self.directory = pathlib.Path(model_dir).absolute() / CHECKPOINTS_SUBDIR
         self.keep = keep
+        self.best_metric = best_metric
         options = ocp.CheckpointManagerOptions(
             max_to_keep=None,  # Deletion is done here: the last K plus the best.
             create=True,
@@ -62,6 +93,8 @@ class CheckpointStore:
             enable_async_checkpointing=False,
         )
         self.manager = ocp.CheckpointManager(self.directory, options=options, item_names=ITEM_NAMES)
+        if best_metric is not None:
+            self.recompute_best(best_metric)
 
     # --- writing -------------------------------------------------------------------------
 
@@ -73,7 +106,19 @@ class CheckpointStore:
         data_state: Mapping[str, Any],
         meta: Mapping[str, Any],
     ) -> pathlib.Path:
-        """Writes step `step`, replacing an earlier copy of it (e.g. one that was damaged)."""
+        """Writes step `step`, replacing an earlier copy of it (e.g. one that was damaged).
+
+        The meta gets the content hashes of every item (checked by `restore_latest`).
+        """
+        meta = dict(meta)
+        meta.pop(model_checkpoints.META_CONTENT_HASHES, None)
+        if jax.process_count() == 1:  # across hosts no process sees every shard
+            meta[model_checkpoints.META_CONTENT_HASHES] = {
+                PARAMS_ITEM: model_checkpoints.tree_digest(params),
+                OPT_STATE_ITEM: model_checkpoints.tree_digest(opt_state),
+                DATA_STATE_ITEM: model_checkpoints.json_digest(dict(data_state)),
+                "meta": model_checkpoints.meta_digest(meta),
+            }
         if step in self.manager.all_steps():
             self.manager.delete(step)
         self.manager.save(
@@ -95,20 +140,70 @@ class CheckpointStore:
     def mark_best(self, step: int, metric: str, value: float) -> None:
         """Records `step` as the best so far (written atomically: temp file + rename)."""
         marker = self.directory / BEST_MARKER
-        tmp = marker.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"step": int(step), "metric": metric, "value": float(value)}))
-        tmp.replace(marker)
+        record = {"step": int(step), "metric": metric, "value": float(value)}
+        fileio.atomic_write_text(marker, json.dumps(record))
         self._prune()
+
+    def _step_meta(self, step: int) -> dict[str, Any] | None:
+        try:
+            restored = self.manager.restore(
+                step, args=ocp.args.Composite(**{META_ITEM: ocp.args.JsonRestore()})
+            )
+        except Exception:  # noqa: BLE001 - a damaged step is reported by restore_latest
+            return None
+        meta = restored[META_ITEM]
+        return dict(meta) if isinstance(meta, Mapping) else None
+
+    def recompute_best(self, metric: str) -> dict[str, Any] | None:
+        """Rewrites the best marker from the steps' saved validation summaries.
+
+        The best step is the one with the highest `metric` (the earliest on ties, as the
+        trainer marks only strict improvements). A kill after a step's save and before its
+        marker update, or a marker naming a step that is gone, is repaired here. Without
+        any validated step the marker is left as it is.
+
+        Returns:
+          The marker now in place (None when there is none).
+        """
+        best = None
+        for step in self.steps():
+            meta = self._step_meta(step)
+            summary = (meta or {}).get(VALIDATION_KEY)
+            value = summary.get(metric) if isinstance(summary, Mapping) else None
+            if isinstance(value, int | float) and math.isfinite(value):
+                if best is None or value > best["value"]:
+                    best = {"step": step, "metric": metric, "value": float(value)}
+        current = self.best()
+        if best is None:
+            return current
+        if current is None or (current.get("step"), current.get("value")) != (
+            best["step"],
+            best["value"],
+        ):
+            log.warning(
+                "best-checkpoint marker %s recomputed from the saved steps: step %d "
+                "(%s %.4f; the marker said %s)",
+                self.directory / BEST_MARKER,
+                best["step"],
+                metric,
+                best["value"],
+                current,
+            )
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fileio.atomic_write_text(self.directory / BEST_MARKER, json.dumps(best))
+        return best
 
     def best(self) -> dict[str, Any] | None:
         marker = self.directory / BEST_MARKER
         if not marker.exists():
             return None
         try:
-            return json.loads(marker.read_text())
-        except (OSError, ValueError) as e:
+            best = json.loads(marker.read_text())
+            int(best["step"]), float(best["value"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
             log.warning("ignoring unreadable %s: %s", marker, e)
             return None
+        return best
 
     def _prune(self) -> None:
         steps = sorted(self.manager.all_steps())
@@ -159,6 +254,21 @@ class CheckpointStore:
                         }
                     ),
                 )
+                meta = restored[META_ITEM]
+                if not isinstance(meta, Mapping):
+                    raise ValueError("meta is not an object")
+                meta = dict(meta)
+                check_data_state(step, restored[DATA_STATE_ITEM])
+                data_state = dict(restored[DATA_STATE_ITEM])
+                model_checkpoints.verify_content(
+                    self.step_dir(step),
+                    meta,
+                    {
+                        PARAMS_ITEM: restored[PARAMS_ITEM],
+                        OPT_STATE_ITEM: restored[OPT_STATE_ITEM],
+                        DATA_STATE_ITEM: data_state,
+                    },
+                )
             except Exception as e:  # noqa: BLE001 - any read failure means "skip this step"
                 reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 log.warning(
@@ -168,13 +278,7 @@ class CheckpointStore:
                 )
                 failures.append(f"{step} ({reason})")
                 continue
-            return (
-                step,
-                restored[PARAMS_ITEM],
-                restored[OPT_STATE_ITEM],
-                dict(restored[DATA_STATE_ITEM]),
-                dict(restored[META_ITEM]),
-            )
+            return step, restored[PARAMS_ITEM], restored[OPT_STATE_ITEM], data_state, meta
         if failures:
             raise errors.UserError(
                 f"no checkpoint under {self.directory} can be restored: {'; '.join(failures)}. "
@@ -189,13 +293,9 @@ class CheckpointStore:
         before restoring arrays whose structure depends on those settings.
         """
         for step in reversed(self.steps()):
-            try:
-                restored = self.manager.restore(
-                    step, args=ocp.args.Composite(**{META_ITEM: ocp.args.JsonRestore()})
-                )
-            except Exception:  # noqa: BLE001 - a damaged step is reported by restore_latest
-                continue
-            return dict(restored[META_ITEM])
+            meta = self._step_meta(step)
+            if meta is not None:
+                return meta
         return None
 
     def restore_params(self, step: int) -> tuple[Any, dict[str, Any]]:

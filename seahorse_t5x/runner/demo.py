@@ -214,6 +214,7 @@ def _run_demo(
         evaluation_dir,
         metric_name="demo_mt5_seahorse_all",
         input_length=settings.input_length,
+        batch_size=settings.batch_size,
         run_info={"title": "demo metric on the synthetic test split", "model_dir": str(model_dir)},
         log=None,
     )

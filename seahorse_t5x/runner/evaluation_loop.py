@@ -1,33 +1,28 @@
 """P(yes) on SeqIO score tasks, the paper's measures per question, and the files
 `evaluate` writes.
 
-The score is the scorer's: one decoder step from the start id 0, softmax over the logits of
-the `1` and `0` tokens. Examples are sorted into length buckets (powers of two up to the
-input length) so that short inputs are not padded to the longest one, and each bucket's
-batch is padded to a fixed row count, so only a handful of shapes are compiled.
+The scores come from the one inference path (`seahorse_t5x.inference.engine`, as `score`
+and the trainer's validation): one decoder step from the start id 0, softmax over the
+logits of the two answer tokens, length-bucketed batches on the device mesh.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import pathlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
 from seahorse_t5x import constants, errors
 from seahorse_t5x.evaluation import scorefiles, stats
-from seahorse_t5x.runner import partitioning
+from seahorse_t5x.inference import engine as engine_lib
 
 # Metadata carried from the task's examples into the score file.
 PASSTHROUGH_FIELDS = ("gem_id", "language", "dataset", "system")
-MIN_BUCKET = 32
 
 
 @dataclasses.dataclass
@@ -101,63 +96,6 @@ def load_task_examples(
         if question is None and "question" in ex:
             question = int(ex["question"])
     return TaskExamples(task_name, question, tokens, np.asarray(labels), metadata)
-
-
-def make_p_yes_fn(model, yes_id: int, no_id: int) -> Callable:
-    """`fn(params, encoder_input_tokens) -> P(yes)` for a batch (jit-compiled)."""
-
-    @jax.jit
-    def p_yes(params, encoder_input_tokens):
-        decoder_input = jnp.zeros((encoder_input_tokens.shape[0], 1), jnp.int32)
-        logits = model.apply({"params": params}, encoder_input_tokens, decoder_input)
-        pair = logits[:, 0, :][:, jnp.array([yes_id, no_id])]
-        return jax.nn.softmax(pair.astype(jnp.float32), axis=-1)[:, 0]
-
-    return p_yes
-
-
-def _bucket_length(length: int, max_length: int) -> int:
-    bucket = max(MIN_BUCKET, 1 << max(0, math.ceil(math.log2(max(length, 1)))))
-    return min(bucket, max_length)
-
-
-def score_examples(
-    p_yes_fn: Callable,
-    params: Any,
-    tokens: Sequence[np.ndarray],
-    mesh: Mesh,
-    batch_size: int,
-    input_length: int,
-) -> np.ndarray:
-    """P(yes) per example, in the input order.
-
-    Args:
-      p_yes_fn: from `make_p_yes_fn`.
-      params: the (sharded) parameters.
-      tokens: each example's encoder tokens (unpadded, at most `input_length`).
-      mesh: batches are split over its `data` axis.
-      batch_size: rows per batch; rounded up to a multiple of the `data` axis.
-      input_length: the longest bucket.
-    """
-    data_size = mesh.shape[partitioning.DATA_AXIS]
-    rows = max(data_size, -(-batch_size // data_size) * data_size)
-    scores = np.full(len(tokens), np.nan, dtype=np.float64)
-    buckets: dict[int, list[int]] = {}
-    for index, example in enumerate(tokens):
-        buckets.setdefault(_bucket_length(len(example), input_length), []).append(index)
-    for length in sorted(buckets):
-        indices = buckets[length]
-        for start in range(0, len(indices), rows):
-            chunk = indices[start : start + rows]
-            batch = np.zeros((rows, length), dtype=np.int32)
-            for row, index in enumerate(chunk):
-                example = tokens[index][:length]
-                batch[row, : len(example)] = example
-            # Padding rows (all zeros) are scored too and thrown away.
-            placed = partitioning.global_batch({"tokens": batch}, mesh)["tokens"]
-            result = np.asarray(jax.device_get(p_yes_fn(params, placed)))
-            scores[chunk] = result[: len(chunk)]
-    return scores
 
 
 def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
@@ -276,34 +214,38 @@ def evaluate_params(
     split: str,
     output_dir: str | pathlib.Path,
     metric_name: str,
-    batch_size: int = 32,
+    batch_size: int = 8,
     input_length: int = constants.DEFAULT_INPUT_LENGTH,
     max_examples: int | None = None,
     mesh: Mesh | None = None,
     run_info: Mapping[str, Any] | None = None,
     log=print,
+    label_ids: tuple[int, int] | None = None,
+    param_dtype: str = "float32",
 ) -> dict[str, dict]:
     """Scores `task_names` with the model and writes score files, metrics.json, metrics.md.
+
+    Args:
+      batch_size: rows per batch at `input_length` (shorter buckets get more rows).
+      label_ids: the (yes, no) answer token ids (default: `1` and `0` in the vocabulary).
+      params: a parameter tree in memory, or already placed by `engine.Placer` on `mesh`.
 
     Returns:
       Per task: `stats.binary_metrics` output plus `question` and `majority_baseline`.
     """
     from seahorse_t5x import vocab
-    from seahorse_t5x.model import mt5
 
-    mesh = mesh or partitioning.create_mesh()
-    boxed = mt5.abstract_params(model_config)
-    shardings = partitioning.params_shardings(boxed, mesh)
-    params = jax.device_put(params, shardings)
-    yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary())
-    p_yes = make_p_yes_fn(mt5.MT5(model_config), yes_id, no_id)
+    if label_ids is None:
+        label_ids = vocab.label_token_ids(vocab.get_vocabulary())
+    engine = engine_lib.Engine(model_config, label_ids, mesh, input_length, batch_size)
+    params = engine.placer(param_dtype).place_tree(params)
     results: dict[str, dict] = {}
     rows: dict[str, list[dict]] = {}
     for task_name in expand_task_names(task_names):
         examples = load_task_examples(task_name, split, input_length, max_examples)
         if not examples.tokens:
             raise errors.UserError(f"task {task_name} has no examples in split {split!r}")
-        scores = score_examples(p_yes, params, examples.tokens, mesh, batch_size, input_length)
+        scores = engine.p_yes(params, examples.tokens)
         result = question_metrics(examples.labels, scores)
         result["question"] = examples.question
         results[task_name] = result

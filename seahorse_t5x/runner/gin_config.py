@@ -2,15 +2,23 @@
 
 Gin files are looked up in the given search paths, then the current directory, then the
 project's `gin/` folder (so `include 'local/train.gin'` works from anywhere in a checkout).
+
+A macro that is set (in a file, by `--gin.NAME=...` or a binding) but that no binding reads
+is an error naming it and the closest macro that is read: a typo in a macro name would
+otherwise be ignored silently.
 """
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import logging
 import pathlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import gin
+import gin.config
 
 from seahorse_t5x import errors
 
@@ -62,26 +70,125 @@ def _required_macro(message: str) -> str | None:
     return match.group(1) if match else None
 
 
+class _QuietLookups(logging.Filter):
+    """Drops gin's `Path not found: F` log lines: gin's package-resource reader logs one
+    for every relative file (and include) it tries before the search paths find it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Path not found:")
+
+
+@contextlib.contextmanager
+def _quiet_lookups() -> Iterator[None]:
+    quiet = _QuietLookups()
+    root = logging.getLogger()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+
+
+def _macro_references(value: object) -> Iterator[str]:
+    """Names of the macros (`%NAME`) a bound value refers to, at any depth."""
+    if isinstance(value, gin.config.ConfigurableReference):
+        selector = value.scoped_selector
+        if selector.endswith("/gin.macro") or selector.endswith("/macro"):
+            yield selector.rsplit("/", 1)[0]
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _macro_references(item)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            yield from _macro_references(item)
+
+
+def unread_macros() -> list[str]:
+    """Macros bound in gin's current configuration that no binding refers to."""
+    # gin keeps its bindings in `_CONFIG`: {(scope, selector): {parameter: value}}.
+    config = gin.config._CONFIG  # noqa: SLF001 - gin has no public view of its bindings
+    defined = {scope for scope, selector in config if selector in ("gin.macro", "macro")}
+    read = {
+        name
+        for bindings in config.values()
+        for value in bindings.values()
+        for name in _macro_references(value)
+    }
+    return sorted(defined - read)
+
+
+def _read_macros() -> list[str]:
+    config = gin.config._CONFIG  # noqa: SLF001 - see unread_macros
+    return sorted(
+        {
+            name
+            for bindings in config.values()
+            for value in bindings.values()
+            for name in _macro_references(value)
+        }
+    )
+
+
+def check_macros_read(flag_macros: Sequence[str] = MACROS) -> None:
+    """Raises UserError for the first macro that is set but that nothing reads.
+
+    Args:
+      flag_macros: the macros `--gin.NAME=...` sets, named as flags in the message.
+    """
+    unread = unread_macros()
+    if not unread:
+        return
+    name = unread[0]
+    candidates = [m for m in _read_macros() if m != name]
+    closest = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    hint = f"; did you mean {closest[0]}?" if closest else ""
+    how = f"--gin.{name}" if name in flag_macros else f"gin macro {name}"
+    more = f" (and {len(unread) - 1} more: {', '.join(unread[1:])})" if len(unread) > 1 else ""
+    raise errors.UserError(f"{how} is set but no gin binding reads %{name}{more}{hint}")
+
+
+def closest_macro(name: str) -> str | None:
+    """The macro in `MACROS` closest to `name` (for a mistyped `--gin.NAME` flag), or None."""
+    found = difflib.get_close_matches(name, MACROS, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
 def parse(
     gin_files: Sequence[str],
     bindings: Sequence[str] = (),
     search_paths: Sequence[str] = (),
     finalize: bool = True,
+    check_macros: bool = True,
 ) -> None:
     """Parses `gin_files` and `bindings` into gin's global configuration.
 
+    Args:
+      gin_files: gin files, looked up in `search_paths`, the current folder and `gin/`.
+      bindings: extra bindings (`NAME = value`), applied after the files.
+      search_paths: folders to look gin files and includes up in.
+      finalize: lock the configuration afterwards.
+      check_macros: refuse a macro that no binding reads (`check_macros_read`).
+
     Raises:
-      UserError: for a missing file, a syntax error, an unknown configurable, or a
-        required macro left unset (naming the flag that sets it).
+      UserError: for a missing file, a syntax error, an unknown configurable, a macro
+        that nothing reads (naming the closest one that is read), or a required macro left
+        unset (naming the flag that sets it).
     """
     if not gin_files:
         raise errors.UserError("give at least one --gin_file (e.g. gin/local/train.gin)")
     for path in [*search_paths, ".", str(project_gin_dir())]:
         gin.add_config_file_search_path(path)
     try:
-        gin.parse_config_files_and_bindings(list(gin_files), list(bindings), finalize_config=False)
+        with _quiet_lookups():
+            gin.parse_config_files_and_bindings(
+                list(gin_files), list(bindings), finalize_config=False
+            )
+        if check_macros:
+            check_macros_read()
         if finalize:
             gin.finalize()
+    except errors.UserError:
+        raise
     except OSError as e:
         raise errors.UserError(f"gin: {e}") from None
     except ValueError as e:
@@ -93,5 +200,5 @@ def parse(
         raise errors.UserError(f"gin: {str(e).splitlines()[0]}") from None
     except Exception as e:  # gin's parser raises SyntaxError and its own error types
         if type(e).__module__.startswith("gin") or isinstance(e, SyntaxError):
-            raise errors.UserError(f"gin: {e}") from None
+            raise errors.UserError(f"gin: {' '.join(str(e).split())}") from None
         raise

@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from seahorse_t5x import errors, vocab
+from seahorse_t5x import errors, partitioning, vocab
+from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.model.configs import MT5Config
 from seahorse_t5x.runner import (
@@ -35,7 +36,6 @@ from seahorse_t5x.runner import (
     input_pipeline,
     metric_logging,
     optimizers,
-    partitioning,
 )
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,8 @@ class TrainConfig:
         mixture's tasks') `_score` variants; () = no validation.
       validation_split: split the validation reads.
       validation_max_examples: cap per validation task (None = all).
-      eval_batch_size: rows per validation batch.
+      eval_batch_size: rows per validation batch at the input length (shorter length
+        buckets get more rows).
       best_metric: `roc_auc` or `pearson`, averaged over the validation tasks.
       z_loss: T5X's auxiliary `z_loss * log(Z)^2` term (keeps logits from drifting).
       log_period: print and log the training numbers every this many steps.
@@ -348,7 +349,9 @@ class Trainer:
         )
         replicated = partitioning.replicated(mesh)
 
-        store = checkpointing.CheckpointStore(self.model_dir, keep=cfg.keep_checkpoints)
+        store = checkpointing.CheckpointStore(
+            self.model_dir, keep=cfg.keep_checkpoints, best_metric=cfg.best_metric
+        )
         data_config = input_pipeline.DataConfig(
             mixture_or_task_name=cfg.mixture_or_task_name,
             task_feature_lengths=cfg.task_feature_lengths,
@@ -433,6 +436,8 @@ class Trainer:
             "model_config": model_config.to_dict(),
             "vocabulary": vocab.vocabulary_path(),
             "mixture_or_task_name": cfg.mixture_or_task_name,
+            # `score` and `evaluate` default to the lengths the model was trained with.
+            "task_feature_lengths": dict(cfg.task_feature_lengths),
             "optimizer": optimizer_settings,
         }
         final_loss = None
@@ -642,8 +647,15 @@ class _Validator:
             )
             for name in task_names
         ]
-        yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary())
-        self.p_yes = evaluation_loop.make_p_yes_fn(model, yes_id, no_id)
+        # The one inference path, as `score` and `evaluate`; the parameters are the training
+        # state's, already sharded on the same mesh with the same rules.
+        self.engine = engine_lib.Engine(
+            model.config,
+            vocab.label_token_ids(vocab.get_vocabulary()),
+            trainer.mesh,
+            self.input_length,
+            cfg.eval_batch_size,
+        )
         self.writer = (
             metric_logging.create_writer(trainer.model_dir, "validation")
             if trainer.is_main_host
@@ -651,19 +663,11 @@ class _Validator:
         )
 
     def run(self, params: Any, step: int) -> tuple[dict[str, dict], dict[str, float]]:
-        cfg = self.trainer.config
         started = time.perf_counter()
         results: dict[str, dict] = {}
         scalars: dict[str, float] = {}
         for examples in self.examples:
-            scores = evaluation_loop.score_examples(
-                self.p_yes,
-                params,
-                examples.tokens,
-                self.trainer.mesh,
-                cfg.eval_batch_size,
-                self.input_length,
-            )
+            scores = self.engine.p_yes(params, examples.tokens)
             result = evaluation_loop.question_metrics(examples.labels, scores)
             result["question"] = examples.question
             results[examples.task_name] = result

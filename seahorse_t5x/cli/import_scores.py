@@ -1,0 +1,173 @@
+"""`seahorse-t5x import-scores`: an external metric's output, or METAL's own LLM scores,
+as per-example score files for `report`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+HELP = "turn an external metric's per-item scores (or METAL's LLM scores) into score files"
+EXAMPLE = (
+    "seahorse-t5x import-scores --scores tigerscore.json --metric tigerscore "
+    "--benchmark seahorse --data_dir prepared --split test --key article,summary "
+    "--output scores/tigerscore.seahorse.jsonl"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from seahorse_t5x.evaluation import import_scores
+
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--scores",
+        metavar="FILE",
+        help="the metric's output: .json (a list of objects, e.g. TIGERScore's results with "
+        "their inputs, or an object keyed by gem_id), .jsonl, .csv or .tsv",
+    )
+    source.add_argument(
+        "--metal_llm",
+        metavar="METAL_dataset.json",
+        help="write METAL's LLM_Scores_Simple/Detailed (GPT-4, GPT-3.5-Turbo, PaLM2) as one "
+        "score file per evaluator and prompt style into --output",
+    )
+    source.add_argument(
+        "--t5x_infer",
+        nargs="+",
+        metavar="FILE",
+        help="t5x/infer.py score-mode output of an ICE task (all its shard files); with "
+        "--task, --data_dir and --split",
+    )
+    parser.add_argument("--task", help="with --t5x_infer: the ICE task inferred")
+    parser.add_argument(
+        "--output",
+        required=True,
+        help="score file to write (JSON Lines); with --metal_llm a folder",
+    )
+    parser.add_argument("--metric", help="metric name the rows carry (with --scores)")
+    parser.add_argument(
+        "--benchmark",
+        default="seahorse",
+        choices=import_scores.BENCHMARKS,
+        help="whose labels the scores are joined to (default seahorse)",
+    )
+    parser.add_argument(
+        "--key",
+        default="gem_id,system",
+        help="comma-separated join fields from gem_id, system, article, summary "
+        "(default gem_id,system; external files may also name them id, model, "
+        "input_context/source/premise/document, hypo_output/hypothesis/generated_text)",
+    )
+    parser.add_argument("--score_field", default="score", help="the score's field (default score)")
+    parser.add_argument(
+        "--lower_is_better", action="store_true", help="negate the scores (e.g. error counts)"
+    )
+    parser.add_argument("--data_dir", help="seahorse: the `prepare` output folder")
+    parser.add_argument("--split", default="test", help="seahorse: the split (default test)")
+    parser.add_argument(
+        "--questions", default="1,2,3,4,5,6", help="seahorse: questions to label (default all)"
+    )
+    parser.add_argument(
+        "--benchmark_path",
+        help="metal: METAL_dataset.json; mface: the CSV; true: the folder of CSVs "
+        "(default: SEAHORSE_METAL_PATH, SEAHORSE_MFACE_PATH, SEAHORSE_TRUE_DIR)",
+    )
+    parser.add_argument(
+        "--xlsum_articles", help="metal: XL-Sum test articles (JSON Lines), to join on article"
+    )
+
+
+def _questions(text: str) -> tuple[int, ...]:
+    from seahorse_t5x import constants, errors
+
+    try:
+        questions = tuple(int(q) for q in text.split(",") if q.strip())
+    except ValueError:
+        questions = ()
+    if not questions or any(q not in constants.QUESTIONS for q in questions):
+        raise errors.UserError(f"--questions must list numbers 1..6, got {text!r}")
+    return questions
+
+
+def _write_json(path: pathlib.Path, value: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _metal_llm(args: argparse.Namespace) -> int:
+    from seahorse_t5x.evaluation import benchmarks, scorefiles
+
+    result = benchmarks.read_metal_llm_scores(args.metal_llm)
+    out = pathlib.Path(args.output)
+    by_metric: dict[str, list[dict]] = {}
+    for row in result.examples:
+        by_metric.setdefault(row["metric"], []).append(row)
+    for metric, rows in sorted(by_metric.items()):
+        path = out / f"{metric}.metal.jsonl"
+        scorefiles.write_score_file(path, rows)
+        print(f"{path}: {len(rows)} rows")
+    if result.dropped:
+        print(result.summary(), file=sys.stderr)
+    print(
+        f"import-scores: {len(result.examples)} METAL LLM scores in {len(by_metric)} files in "
+        f"{out} ({len(result.dropped)} dropped)"
+    )
+    return 0
+
+
+def _t5x_infer(args: argparse.Namespace) -> int:
+    from seahorse_t5x import errors
+    from seahorse_t5x.evaluation import import_scores, scorefiles
+
+    if not args.task or not args.data_dir:
+        raise errors.UserError("--t5x_infer needs --task (the ICE task) and --data_dir")
+    rows, counts = import_scores.ice_infer_rows(
+        args.t5x_infer, args.task, args.data_dir, args.split, args.metric.strip()
+    )
+    written = scorefiles.write_score_file(args.output, rows)
+    if counts["non_finite_scores"]:
+        print(
+            f"warning: {counts['non_finite_scores']} scores were NaN or infinite; written as "
+            "null (the report counts and drops them)",
+            file=sys.stderr,
+        )
+    print(f"import-scores: wrote {written} scores for {args.task} ({args.split}) to {args.output}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from seahorse_t5x import errors
+    from seahorse_t5x.evaluation import import_scores, scorefiles
+
+    if args.metal_llm:
+        return _metal_llm(args)
+    if not args.metric or not args.metric.strip():
+        raise errors.UserError("--metric must name the imported metric (e.g. tigerscore)")
+    if args.t5x_infer:
+        return _t5x_infer(args)
+    key = import_scores.parse_key(args.key)
+    items, dropped = import_scores.benchmark_items(
+        args.benchmark,
+        data_dir=args.data_dir,
+        split=args.split,
+        questions=_questions(args.questions),
+        path=args.benchmark_path,
+        xlsum_articles=args.xlsum_articles,
+    )
+    external = import_scores.read_external_scores(args.scores, key, args.score_field)
+    rows, report = import_scores.join_scores(
+        external, items, key, args.metric.strip(), args.benchmark, negate=args.lower_is_better
+    )
+    report.benchmark_dropped = len(dropped)
+    output = pathlib.Path(args.output)
+    written = scorefiles.write_score_file(output, rows)
+    report_path = output.with_name(output.name.removesuffix(".jsonl") + ".join.json")
+    _write_json(report_path, {"scores": str(args.scores), "key": list(key), **report.to_dict()})
+    print(report.summary())
+    for kind, shown in report.examples.items():
+        print(f"  {kind}: {'; '.join(shown)}")
+    print(f"import-scores: wrote {written} rows to {output} (join report: {report_path})")
+    return 0

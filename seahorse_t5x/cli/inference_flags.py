@@ -1,0 +1,95 @@
+"""Flags `score` and `evaluate` share: the device mesh, the weights' dtype, the compile cache."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+
+ENV_COMPILATION_CACHE = "SEAHORSE_COMPILATION_CACHE"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mesh",
+        default=None,
+        metavar="data=N,model=M",
+        help="device mesh: batches split N ways, parameters M ways (default: every device on data)",
+    )
+    parser.add_argument(
+        "--param_dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="dtype the weights are kept in on the devices (bfloat16 halves their memory)",
+    )
+    parser.add_argument(
+        "--label_words",
+        default=None,
+        metavar="YES,NO",
+        help="the answers compared at the first decoder step, yes first (default 1,0, as the "
+        "SEAHORSE metrics answer; e.g. Yes,No for Flan-T5 or mT0); each word's first piece "
+        "in the vocabulary is scored",
+    )
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--compilation_cache",
+        default=None,
+        metavar="DIR",
+        help=f"keep compiled programs in DIR (default: ${ENV_COMPILATION_CACHE}, else "
+        "~/.cache/seahorse-t5x/jax): a later run with the same shapes skips compiling",
+    )
+    cache.add_argument(
+        "--no_compilation_cache", action="store_true", help="compile every run afresh"
+    )
+
+
+def mesh_shape(args: argparse.Namespace) -> tuple[int, int] | None:
+    """(data, model) from --mesh, checked before anything heavy is imported; None: default."""
+    if not args.mesh:
+        return None
+    from seahorse_t5x import plan
+
+    return plan.parse_mesh(args.mesh)
+
+
+def create_mesh(shape: tuple[int, int] | None):
+    """The mesh for `mesh_shape(args)`: every device on `data` when None."""
+    from seahorse_t5x import partitioning
+
+    if shape is None:
+        return partitioning.create_mesh()
+    data, model = shape
+    return partitioning.create_mesh(
+        partitioning.MeshConfig(model_parallel=model, data_parallel=data)
+    )
+
+
+def default_compilation_cache() -> pathlib.Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "seahorse-t5x" / "jax"
+
+
+def compilation_cache_dir(args: argparse.Namespace) -> pathlib.Path | None:
+    """--compilation_cache, else $SEAHORSE_COMPILATION_CACHE, else the user's cache folder;
+    None with --no_compilation_cache."""
+    if args.no_compilation_cache:
+        return None
+    chosen = args.compilation_cache or os.environ.get(ENV_COMPILATION_CACHE)
+    return pathlib.Path(chosen) if chosen else default_compilation_cache()
+
+
+def enable_compilation_cache(args: argparse.Namespace) -> None:
+    directory = compilation_cache_dir(args)
+    if directory is not None:
+        from seahorse_t5x.inference import engine
+
+        engine.enable_compilation_cache(directory)
+
+
+def label_words(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(yes word, no word) from --label_words, checked; None when not given."""
+    if not args.label_words:
+        return None
+    from seahorse_t5x import vocab
+
+    return vocab.parse_answer_words(args.label_words)

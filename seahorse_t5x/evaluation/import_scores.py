@@ -1,0 +1,461 @@
+"""External metrics' per-example output -> score files, joined with a benchmark's labels.
+
+Any metric that writes one score per item (TIGERScore's JSON results, a CSV or JSON Lines
+file from any scorer) becomes a per-example score file for `report`, so it sits in the same
+tables, with the same intervals and paired tests, as the learnt metrics.
+
+The join is by a key the user names (`gem_id`, `gem_id,system`, `article,summary`, ...).
+Nothing is guessed: an external row without a usable key or score is counted as invalid,
+an external key given twice is counted as duplicated and none of its rows is used, an
+external key that no benchmark item has is counted as unmatched, a key that several items of
+one question share is counted as ambiguous, and a benchmark item without a score is counted
+as unscored. `JoinReport` holds the counts and the first few keys of each kind.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import dataclasses
+import json
+import math
+import pathlib
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+
+from seahorse_t5x import constants, errors, ice, t5x_scores
+from seahorse_t5x.evaluation import baselines, benchmarks, scorefiles
+
+KEY_FIELDS: tuple[str, ...] = ("gem_id", "system", "article", "summary")
+# Names the external files may use for the key fields (TIGERScore's inputs are
+# `input_context` and `hypo_output`).
+KEY_ALIASES: dict[str, tuple[str, ...]] = {
+    "gem_id": ("gem_id", "id"),
+    "system": ("system", "model"),
+    "article": ("article", "input_context", "source", "premise", "document"),
+    "summary": ("summary", "hypo_output", "hypothesis", "generated_text"),
+}
+BENCHMARKS: tuple[str, ...] = ("seahorse", "metal", "mface", "true")
+# How many example keys a report keeps per problem.
+EXAMPLES_KEPT = 5
+
+
+def normalize_key_value(field: str, value: object) -> str | None:
+    """The comparable form of a key value: texts NFC with whitespace collapsed, ids stripped
+    (and a GEM- prefix dropped); None for a missing or empty value."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    text = unicodedata.normalize("NFC", str(value))
+    text = " ".join(text.split())
+    if field == "gem_id":
+        text = text.removeprefix("GEM-")
+    return text or None
+
+
+def parse_key(text: str) -> tuple[str, ...]:
+    """`"gem_id,system"` -> ("gem_id", "system").
+
+    Raises:
+      UserError: an empty key, a repeated field or one not in `KEY_FIELDS`.
+    """
+    fields = tuple(f.strip() for f in text.split(",") if f.strip())
+    if not fields or len(set(fields)) != len(fields) or any(f not in KEY_FIELDS for f in fields):
+        raise errors.UserError(
+            f"--key must be comma-separated fields from {', '.join(KEY_FIELDS)}, got {text!r}"
+        )
+    return fields
+
+
+# ----------------------------------------------------------------------------- external rows
+
+
+def _external_records(path: pathlib.Path) -> Iterator[tuple[int | None, dict]]:
+    """(line or position, record) for each item of a JSON, JSON Lines, CSV or TSV file."""
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",")
+            for row in reader:
+                yield reader.line_num, row
+        return
+    if suffix == ".jsonl":
+        yield from scorefiles.iter_jsonl(path)
+        return
+    if suffix != ".json":
+        raise errors.UserError(
+            f"{path}: expected a .json (list of objects, or an object keyed by id), .jsonl, "
+            ".csv or .tsv file"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as e:
+        raise errors.DataError(str(path), e.lineno, None, f"not JSON: {e.msg}") from None
+    if isinstance(data, list):
+        # JSON arrays have no useful line numbers: items are located by 1-based position.
+        yield from enumerate(data, start=1)
+    elif isinstance(data, dict):
+        for key, record in data.items():
+            if isinstance(record, dict):
+                record = {"gem_id": key, **record}
+            yield None, record
+    else:
+        raise errors.DataError(str(path), None, None, "expected a JSON list or object")
+
+
+def _field(record: Mapping, field: str) -> object:
+    for name in KEY_ALIASES[field]:
+        if name in record:
+            return record[name]
+    return None
+
+
+def _score_value(value: object) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+@dataclasses.dataclass
+class ExternalScores:
+    """The usable rows of an external file: key -> [(where, score)], and its invalid rows."""
+
+    path: str
+    by_key: dict[tuple[str, ...], list[tuple[str, float]]]
+    invalid: list[errors.DataError]
+    rows: int
+
+
+def read_external_scores(
+    path: str | pathlib.Path, key: Sequence[str], score_field: str = "score"
+) -> ExternalScores:
+    """Reads an external metric's file into scores keyed by `key`.
+
+    Raises:
+      UserError: the file is missing or of an unknown kind.
+    """
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise errors.UserError(f"scores file not found: {p}")
+    by_key: dict[tuple[str, ...], list[tuple[str, float]]] = collections.defaultdict(list)
+    invalid: list[errors.DataError] = []
+    rows = 0
+    for where, record in _external_records(p):
+        rows += 1
+        location = f"{p}:{where}" if where is not None else str(p)
+        if not isinstance(record, Mapping):
+            invalid.append(errors.DataError(str(p), where, None, "expected an object"))
+            continue
+        values = tuple(normalize_key_value(f, _field(record, f)) for f in key)
+        missing = [f for f, v in zip(key, values, strict=True) if v is None]
+        if missing:
+            names = "/".join(KEY_ALIASES[missing[0]])
+            invalid.append(errors.DataError(str(p), where, missing[0], f"no key value ({names})"))
+            continue
+        score = _score_value(record.get(score_field))
+        if score is None:
+            invalid.append(
+                errors.DataError(
+                    str(p),
+                    where,
+                    score_field,
+                    f"expected a finite number, got {record.get(score_field)!r}",
+                )
+            )
+            continue
+        by_key[values].append((location, score))
+    return ExternalScores(str(p), dict(by_key), invalid, rows)
+
+
+# ----------------------------------------------------------------------------- benchmark items
+
+
+def _item(example: Mapping, question: object, label: object) -> dict:
+    item = {
+        "question": question,
+        "label": label,
+        "article": example.get("article", example.get("premise")),
+        "summary": example.get("summary", example.get("hypothesis")),
+    }
+    for name in benchmarks.METADATA_FIELDS:
+        if example.get(name) is not None:
+            item[name] = example[name]
+    if "label_binary" in example:
+        item["label_binary"] = example["label_binary"]
+    return item
+
+
+def seahorse_items(
+    data_dir: str | pathlib.Path, split: str, questions: Sequence[int] = constants.QUESTIONS
+) -> list[dict]:
+    """One item per (row of `{data_dir}/{split}.jsonl`, question it has a label for)."""
+    rows = baselines.read_split_file(pathlib.Path(data_dir) / f"{split}.jsonl")
+    return [
+        _item(row, q, int(row[f"q{q}"]))
+        for q in questions
+        for row in rows
+        if row.get(f"q{q}") is not None
+    ]
+
+
+def benchmark_items(
+    benchmark: str,
+    *,
+    data_dir: str | None = None,
+    split: str = "test",
+    questions: Sequence[int] = constants.QUESTIONS,
+    path: str | None = None,
+    xlsum_articles: str | None = None,
+) -> tuple[list[dict], list[errors.DataError]]:
+    """The labelled items of `benchmark` that external scores are joined to.
+
+    Args:
+      benchmark: `seahorse` (prepared split file), `metal`, `mface` or `true`.
+      data_dir, split, questions: for `seahorse`.
+      path: METAL_dataset.json, the mFACE CSV or the TRUE folder (None: their environment
+        variables, see `evaluation.benchmarks`).
+      xlsum_articles: METAL only, when the key needs `article`.
+
+    Returns:
+      (items, rows the benchmark's reader dropped).
+    """
+    if benchmark == "seahorse":
+        if data_dir is None:
+            raise errors.UserError("--data_dir (the `prepare` output) is needed for seahorse")
+        return seahorse_items(data_dir, split, questions), []
+    results: list[benchmarks.ReadResult] = []
+    if benchmark == "metal":
+        articles = benchmarks.read_xlsum_articles(xlsum_articles) if xlsum_articles else None
+        for metric in benchmarks.METAL_METRICS:
+            if articles is None:
+                results.append(benchmarks.read_metal_labels(path, metric))
+            else:
+                results.append(benchmarks.read_metal(path, metric, articles))
+    elif benchmark == "mface":
+        for dimension in benchmarks.MFACE_DIMENSIONS:
+            results.append(benchmarks.read_mface(path, dimension))
+    elif benchmark == "true":
+        for dataset in benchmarks.TRUE_DATASETS:
+            if benchmarks.true_file(dataset, path).is_file():
+                results.append(benchmarks.read_true(dataset, path))
+        if not results:
+            raise errors.UserError(f"no TRUE CSV found in {path or benchmarks.true_dir()}")
+    else:
+        raise errors.UserError(f"--benchmark must be one of {', '.join(BENCHMARKS)}")
+    items = [_item(e, e["question"], e["label"]) for r in results for e in r.examples]
+    return items, [d for r in results for d in r.dropped]
+
+
+# ----------------------------------------------------------------------------- the join
+
+
+@dataclasses.dataclass
+class JoinReport:
+    """What the join did, counted; `examples` holds a few keys (or rows) of each problem."""
+
+    external_rows: int = 0
+    invalid_rows: int = 0
+    duplicated_keys: int = 0
+    duplicated_rows: int = 0
+    unmatched_rows: int = 0
+    benchmark_items: int = 0
+    benchmark_dropped: int = 0
+    ambiguous_items: int = 0
+    unscored_items: int = 0
+    matched_items: int = 0
+    examples: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def note(self, kind: str, text: str) -> None:
+        kept = self.examples.setdefault(kind, [])
+        if len(kept) < EXAMPLES_KEPT:
+            kept.append(text)
+
+    def summary(self) -> str:
+        """One line with every count."""
+        return (
+            f"{self.matched_items} of {self.benchmark_items} benchmark items scored; external "
+            f"rows: {self.external_rows} read, {self.invalid_rows} invalid, "
+            f"{self.duplicated_rows} in {self.duplicated_keys} duplicated keys, "
+            f"{self.unmatched_rows} unmatched; benchmark items: {self.ambiguous_items} "
+            f"ambiguous, {self.unscored_items} unscored, {self.benchmark_dropped} dropped by "
+            "the benchmark reader"
+        )
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _show(key: tuple[str, ...]) -> str:
+    return " | ".join(v if len(v) <= 60 else v[:57] + "..." for v in key)
+
+
+def join_scores(
+    external: ExternalScores,
+    items: Sequence[Mapping],
+    key: Sequence[str],
+    metric: str,
+    benchmark: str,
+    negate: bool = False,
+) -> tuple[list[dict], JoinReport]:
+    """Score-file rows for the benchmark items whose key has exactly one external score.
+
+    Args:
+      external: from `read_external_scores` with the same `key`.
+      items: from `benchmark_items`.
+      key: the join fields.
+      metric: the rows' `metric`.
+      benchmark: the rows' `benchmark`.
+      negate: the metric's lower values are better (rows get `-score`).
+
+    Returns:
+      (rows in the items' order, the report).
+
+    Raises:
+      UserError: the benchmark items lack a key field (e.g. `article` without articles), or
+        nothing matched.
+    """
+    report = JoinReport(external_rows=external.rows, invalid_rows=len(external.invalid))
+    for problem in external.invalid:
+        report.note("invalid", str(problem))
+    usable: dict[tuple[str, ...], float] = {}
+    for k, found in external.by_key.items():
+        if len(found) > 1:
+            report.duplicated_keys += 1
+            report.duplicated_rows += len(found)
+            report.note("duplicated", f"{_show(k)} at {', '.join(w for w, _ in found[:3])}")
+        else:
+            usable[k] = found[0][1]
+
+    report.benchmark_items = len(items)
+    by_question: dict[tuple[object, tuple[str, ...]], list[int]] = collections.defaultdict(list)
+    item_keys: list[tuple[str, ...]] = []
+    for index, item in enumerate(items):
+        values = tuple(normalize_key_value(f, item.get(f)) for f in key)
+        if any(v is None for v in values):
+            missing = [f for f, v in zip(key, values, strict=True) if v is None][0]
+            raise errors.UserError(
+                f"{benchmark} items have no {missing!r} to join on"
+                + (" (give --xlsum_articles for METAL's articles)" if missing == "article" else "")
+            )
+        item_keys.append(values)
+        by_question[(item["question"], values)].append(index)
+    benchmark_keys = set(item_keys)
+
+    # A duplicated key is counted as duplicated only, whether or not it would match.
+    for k in usable:
+        if k not in benchmark_keys:
+            report.unmatched_rows += 1
+            report.note("unmatched", _show(k))
+
+    rows: list[dict] = []
+    for index, item in enumerate(items):
+        k = item_keys[index]
+        if len(by_question[(item["question"], k)]) > 1:
+            report.ambiguous_items += 1
+            report.note("ambiguous", f"question {item['question']}: {_show(k)}")
+            continue
+        if k not in usable:
+            report.unscored_items += 1
+            report.note("unscored", f"question {item['question']}: {_show(k)}")
+            continue
+        score = -usable[k] if negate else usable[k]
+        row = {
+            "metric": metric,
+            "benchmark": benchmark,
+            "question": item["question"],
+            "label": item["label"],
+            "score": score,
+        }
+        for name in (*benchmarks.METADATA_FIELDS, "label_binary"):
+            if name in item:
+                row[name] = item[name]
+        rows.append(row)
+    report.matched_items = len(rows)
+    if not rows:
+        raise errors.UserError(
+            f"no {benchmark} item matched a score of {external.path} on key "
+            f"{','.join(key)}: {report.summary()}"
+        )
+    return rows, report
+
+
+# ----------------------------------------------------------------------------- T5X ICE output
+
+_ICE_TASK = re.compile(
+    r"^ice_q(?P<question>[1-6])_k\d+_(uniform|stratified)(?:\.(?P<lang>[a-z]{2}))?$"
+)
+
+
+def _normalized_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def ice_infer_rows(
+    infer_paths: Sequence[str], task: str, data_dir: str, split: str, metric: str
+) -> tuple[list[dict], dict[str, int]]:
+    """T5X score-mode output of an ICE task -> score rows, joined with the split file.
+
+    The ICE tasks read the rows of `{data_dir}/{split}.jsonl` labelled for their question in
+    file order, as the SEAHORSE score tasks do, so record k is row k; every record's prompt
+    must end with that row's `Summary: ... Answer:` (else the order is not the split file's
+    and nothing is written). The score is T5X's log P(yes word, EOS), kept as `log_p_yes`.
+
+    Raises:
+      UserError / DataError: an unknown task name, a count mismatch, or a record whose
+        prompt is not its row's.
+    """
+    match = _ICE_TASK.match(task)
+    if not match:
+        raise errors.UserError(
+            f"--task must be an ICE task like ice_q4_k4_stratified or ice_q4_k2_uniform.de, "
+            f"got {task!r}"
+        )
+    question, language = int(match["question"]), match["lang"]
+    records = t5x_scores.read_infer_output(infer_paths)
+    rows = t5x_scores.labelled_rows(data_dir, split, question, language)
+    if len(records) != len(rows):
+        raise errors.UserError(
+            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
+            f"{len(rows)} rows for {task}: was it inferred with this task, split and data folder?"
+        )
+    out: list[dict] = []
+    non_finite = 0
+    for (path, number, record), row in zip(records, rows, strict=True):
+        text = (record.get("inputs") or {}).get("inputs_pretokenized")
+        if text is not None:
+            tail = _normalized_text(ice.demonstration_rest(row["summary"], None))
+            if not _normalized_text(text).endswith(tail):
+                raise errors.DataError(
+                    path,
+                    number,
+                    "inputs.inputs_pretokenized",
+                    f"does not end with the summary of row {len(out) + 1} of {split}.jsonl "
+                    f"for {task} (gem_id {row.get('gem_id')!r}): not the same order",
+                )
+        score = float(record["score"])
+        if not math.isfinite(score):
+            non_finite += 1
+            score = math.nan
+        result = {
+            "metric": metric,
+            "benchmark": "seahorse",
+            "question": question,
+            "label": int(row[f"q{question}"]),
+            "score": score,
+            "log_p_yes": score,
+        }
+        for name in benchmarks.METADATA_FIELDS:
+            if name in row:
+                result[name] = row[name]
+        result["task"] = task
+        result["split"] = split
+        out.append(result)
+    return out, {"examples": len(out), "non_finite_scores": non_finite}

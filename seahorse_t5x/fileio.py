@@ -1,0 +1,251 @@
+"""Reading and writing files the same way in every command.
+
+Three rules hold for every file this package reads or writes:
+
+- A text input is UTF-8; a leading byte-order mark (as spreadsheet exports write) is not
+  text and is dropped; bytes that are not UTF-8 are reported as `file:line`
+  (`open_text_input`).
+- An output is written under a temporary name in its own folder and renamed into place
+  only once it is complete, so a failed run (full disk, kill, bad input found late) never
+  leaves a truncated or empty file under the final name (`atomic_writer`,
+  `atomic_write_text`).
+- An output path is checked before long work starts: a file where a folder is expected (or
+  the reverse), a parent that is a file, or a read-only location is a one-line error
+  (`check_output_path`).
+
+Every failure is an `errors.UserError` (or `errors.DataError`) naming the path.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from typing import IO, Literal
+
+from seahorse_t5x import errors
+
+__all__ = [
+    "TextInput",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "atomic_writer",
+    "check_output_path",
+    "open_text_input",
+]
+
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def _reason(e: OSError) -> str:
+    return e.strerror or str(e)
+
+
+class TextInput:
+    """A UTF-8 text file read line by line, with line numbers for error messages.
+
+    Lines keep their line endings (as with `open(..., newline="")`, which is what the
+    `csv` module wants); `json.loads` ignores them. Iterate over it, or call `readline()` /
+    `read()`. `line_number` is the 1-based number of the last line returned.
+
+    Attributes:
+      path: the file, as given.
+      line_number: 1-based number of the last line returned (0 before the first).
+      invalid_lines: with `invalid="replace"`, the numbers of the lines that were not
+        UTF-8 (their bad bytes are returned as U+FFFD), for the caller to drop and count.
+    """
+
+    def __init__(self, path: str | os.PathLike, invalid: Literal["raise", "replace"] = "raise"):
+        if invalid not in ("raise", "replace"):
+            raise ValueError(f"invalid must be 'raise' or 'replace', not {invalid!r}")
+        self.path = os.fspath(path)
+        self.line_number = 0
+        self.invalid_lines: list[int] = []
+        self._invalid = invalid
+        if os.path.isdir(self.path):
+            raise errors.UserError(f"cannot read {self.path}: it is a folder; expected a file")
+        try:
+            self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()/__exit__
+        except OSError as e:
+            raise errors.UserError(f"cannot read {self.path}: {_reason(e)}") from e
+
+    def readline(self) -> str:
+        """The next line with its line ending, or "" at the end of the file."""
+        try:
+            raw = self._file.readline()
+        except OSError as e:
+            raise errors.UserError(f"cannot read {self.path}: {_reason(e)}") from e
+        if not raw:
+            return ""
+        self.line_number += 1
+        if self.line_number == 1:
+            if raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            elif raw.startswith(_UTF16_BOMS):
+                raise errors.DataError(
+                    self.path, 1, None, "the file is UTF-16 (byte-order mark); expected UTF-8"
+                )
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if self._invalid == "raise":
+                raise errors.DataError(
+                    self.path,
+                    self.line_number,
+                    None,
+                    f"invalid UTF-8 (byte 0x{raw[e.start]:02x} at byte {e.start + 1} of the "
+                    "line); expected UTF-8 text",
+                ) from None
+            self.invalid_lines.append(self.line_number)
+            return raw.decode("utf-8", errors="replace")
+
+    def read(self) -> str:
+        """The rest of the file as one string."""
+        return "".join(iter(self.readline, ""))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.readline, "")
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> TextInput:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def open_text_input(
+    path: str | os.PathLike, invalid: Literal["raise", "replace"] = "raise"
+) -> TextInput:
+    """Opens a UTF-8 text input (JSON Lines, CSV, TSV, plain text).
+
+    Args:
+      path: the file.
+      invalid: "raise" turns bytes that are not UTF-8 into a `DataError` with the file and
+        line; "replace" decodes them as U+FFFD and records the line in `invalid_lines`
+        (for readers that drop and count bad rows).
+
+    Returns:
+      A `TextInput` (a context manager, iterable over lines).
+
+    Raises:
+      UserError: the file is missing, a folder, or unreadable.
+      DataError: (on reading) a line is not UTF-8, or the file is UTF-16.
+    """
+    return TextInput(path, invalid=invalid)
+
+
+@contextlib.contextmanager
+def atomic_writer(
+    path: str | os.PathLike,
+    mode: Literal["w", "wb"] = "w",
+    encoding: str | None = "utf-8",
+    newline: str | None = None,
+) -> Iterator[IO]:
+    """Opens `path` for writing so that it appears only once complete.
+
+    Writes to a temporary file in the same folder (`.NAME.<random>.tmp`), flushes it to
+    disk, and renames it to `path` when the `with` block ends without an exception. On any
+    exception the temporary file is removed and `path` is left as it was. Missing parent
+    folders are created.
+
+    Args:
+      path: the final file name.
+      mode: "w" (text) or "wb" (bytes).
+      encoding: text encoding (ignored for "wb").
+      newline: as for `open` (ignored for "wb").
+
+    Yields:
+      The open temporary file.
+
+    Raises:
+      UserError: the file cannot be written (a folder at `path`, read-only location, full
+        disk, ...), naming `path`.
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', not {mode!r}")
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
+    try:
+        if os.path.isdir(path):
+            raise IsADirectoryError(21, "it is a folder; expected a file")
+        os.makedirs(directory, exist_ok=True)
+        # 0o666 before the umask: the same permissions a plain open() would give.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as e:
+        raise errors.UserError(f"cannot write {path}: {_reason(e)}") from e
+    try:
+        if mode == "wb":
+            f = os.fdopen(fd, "wb")
+        else:
+            f = os.fdopen(fd, "w", encoding=encoding, newline=newline)
+        with f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        if isinstance(e, OSError):
+            raise errors.UserError(f"cannot write {path}: {_reason(e)}") from e
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
+    """Writes `text` to `path` atomically (see `atomic_writer`)."""
+    with atomic_writer(path, "w", encoding=encoding) as f:
+        f.write(text)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Writes `data` to `path` atomically (see `atomic_writer`)."""
+    with atomic_writer(path, "wb") as f:
+        f.write(data)
+
+
+def check_output_path(
+    path: str | os.PathLike, kind: Literal["file", "directory"], flag: str | None = None
+) -> None:
+    """Checks, before long work starts, that `path` can be written as a `kind`.
+
+    Refuses a folder where a file is expected and a file where a folder is expected, a
+    parent that is a file, and a location where no file can be created (read-only file
+    system, no permission), by creating and removing a probe file. Creates nothing that
+    stays. A full disk can only be found when writing; `atomic_writer` reports it.
+
+    Args:
+      path: the output file or folder.
+      kind: "file" or "directory".
+      flag: the command-line flag that gave `path`, named in the message when given.
+
+    Raises:
+      UserError: naming the path (and flag) and what is wrong.
+    """
+    if kind not in ("file", "directory"):
+        raise ValueError(f"kind must be 'file' or 'directory', not {kind!r}")
+    path = os.fspath(path)
+    named = f"{flag} {path}" if flag else path
+    if os.path.exists(path):
+        if kind == "file" and os.path.isdir(path):
+            raise errors.UserError(f"{named} is a folder; expected a file name")
+        if kind == "directory" and not os.path.isdir(path):
+            raise errors.UserError(f"{named} is a file; expected a folder")
+    # The nearest folder that exists is where files (or the missing folders) get created.
+    existing = path if kind == "directory" else os.path.dirname(os.path.abspath(path))
+    existing = os.path.abspath(existing)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise errors.UserError(f"cannot create {named}: {existing} is a file, not a folder")
+    probe = os.path.join(existing, f".seahorse-write-check.{secrets.token_hex(4)}.tmp")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.remove(probe)
+    except OSError as e:
+        raise errors.UserError(f"cannot write {named}: {_reason(e)} ({existing})") from e

@@ -1,0 +1,431 @@
+"""The inference engine: P(yes) at the first decoder step, batched by length, on a mesh.
+
+- One decoder step: the encoder runs once, the decoder only for the start token.
+- Two logits: only the answer columns (`1` and `0` by default) of `logits_dense` are
+  multiplied, not the 250,112-wide vocabulary projection.
+- Length buckets: examples are sorted by length and batched so that each batch is padded to
+  one of a few fixed lengths, with rows chosen to keep tokens per batch about constant; jit
+  compiles one program per (rows, length) shape, not per batch.
+- A `data x model` mesh: parameters are sharded by their logical axes with the runner's
+  rules (`seahorse_t5x.partitioning`), batches are split over `data`. Every process builds
+  the same batch plan and hands the devices it owns their slice of each batch, so on a
+  multi-host slice each process scores its share of the rows; the label logits come back
+  replicated, so every process holds all scores in input order.
+- Parameters are placed tensor by tensor (`Placer`): each device reads only its shard of a
+  (memory-mapped) checkpoint tensor, in the parameter dtype, so an XXL model never needs a
+  full float32 copy on the host.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import functools
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+from seahorse_t5x import constants, errors, partitioning
+from seahorse_t5x.model import mt5
+from seahorse_t5x.model.configs import MT5Config
+
+# Bucket lengths: ~1.4x apart, so padding wastes at most ~30% (usually far less).
+_BASE_BUCKETS = (32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
+# Powers of two: half the shapes to compile, up to 50% padding.
+_POWER_OF_TWO_BUCKETS = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+# Row cap for short buckets: past it, CPU/accelerator throughput no longer grows.
+MAX_ROWS_PER_BATCH = 256
+PARAM_DTYPES = ("float32", "bfloat16")
+
+
+def bucket_lengths(max_input_length: int, ladder: str = "1.4") -> tuple[int, ...]:
+    """The padded lengths batches use: a ladder below the maximum, then the maximum.
+
+    Args:
+      ladder: `1.4` (lengths ~1.4x apart: less padding) or `2` (powers of two: fewer shapes).
+    """
+    base = {"1.4": _BASE_BUCKETS, "2": _POWER_OF_TWO_BUCKETS}.get(ladder)
+    if base is None:
+        raise errors.UserError(f"bucket ladder must be 1.4 or 2, got {ladder!r}")
+    return tuple(b for b in base if b < max_input_length) + (max_input_length,)
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """Indices of the examples in one padded batch; rows past `len(indices)` are padding."""
+
+    indices: np.ndarray
+    length: int
+    rows: int
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def plan_batches(
+    lengths: Sequence[int],
+    buckets: Sequence[int],
+    tokens_per_batch: int,
+    row_multiple: int = 1,
+) -> list[Batch]:
+    """Groups examples into padded batches of a few fixed shapes.
+
+    Examples are taken longest first; each batch is padded to the bucket of its longest
+    example and holds `tokens_per_batch // bucket` rows (at least 1, at most
+    MAX_ROWS_PER_BATCH, rounded up to a multiple of `row_multiple`: the mesh's `data` axis),
+    so a bucket always has the same shape. Only the last batch may be smaller: its rows are
+    rounded up to a power of two (one more shape at most, instead of up to a whole batch of
+    empty rows).
+
+    Raises:
+      UserError: when an example is longer than the largest bucket.
+    """
+    order = np.argsort(-np.asarray(lengths, np.int64), kind="stable")
+    batches = []
+    start = 0
+    while start < len(order):
+        longest = int(lengths[order[start]])
+        at = bisect.bisect_left(buckets, longest)
+        if at == len(buckets):
+            raise errors.UserError(
+                f"input of {longest} tokens exceeds the largest bucket {buckets[-1]}"
+            )
+        length = int(buckets[at])
+        rows = max(1, min(MAX_ROWS_PER_BATCH, tokens_per_batch // length))
+        remaining = len(order) - start
+        if remaining < rows:
+            rows = min(rows, 1 << (remaining - 1).bit_length())
+        rows = _round_up(rows, row_multiple)
+        indices = order[start : start + rows]
+        batches.append(Batch(indices=indices, length=length, rows=rows))
+        start += len(indices)
+    return batches
+
+
+def p_yes_from_label_logits(logits: np.ndarray) -> np.ndarray:
+    """softmax over (yes, no) -> P(yes), computed stably in float64."""
+    logits = np.asarray(logits, np.float64)
+    return 1.0 / (1.0 + np.exp(logits[:, 1] - logits[:, 0]))
+
+
+def label_logits(
+    config: MT5Config, label_ids: tuple[int, int], params: Any, tokens: jax.Array
+) -> jax.Array:
+    """Logits [b, 2] (float32) of the two answer tokens at the first decoder step."""
+    model = mt5.MT5(config)
+    variables = {"params": params}
+    encoded = model.apply(variables, tokens, method=mt5.MT5.encode)
+    start = jnp.full((tokens.shape[0], 1), constants.DECODER_START_ID, jnp.int32)
+    hidden = model.apply(
+        variables, encoded, tokens, start, return_hidden=True, method=mt5.MT5.decode
+    )
+    dtype = jnp.dtype(config.dtype)
+    # Only the answer columns of the output projection: [embed, 2].
+    columns = jnp.asarray(label_ids, jnp.int32)
+    kernel = jnp.take(params["decoder"]["logits_dense"]["kernel"], columns, axis=1)
+    return jnp.dot(hidden[:, 0].astype(dtype), kernel.astype(dtype)).astype(jnp.float32)
+
+
+def packed_label_logits(
+    config: MT5Config,
+    label_ids: tuple[int, int],
+    params: Any,
+    tokens: jax.Array,
+    segment_ids: jax.Array,
+    decoder_segment_ids: jax.Array,
+) -> jax.Array:
+    """Logits [rows, segments, 2] for rows that each hold several inputs (packing).
+
+    Input k of a row holds segment id k (1, 2, ...) on its tokens; the decoder gets one start
+    token per input, with the same segment id, so each decoder position attends only to its
+    own input (and to itself): the same logits as scoring the inputs one by one. Relative
+    attention sees only distances within a segment, which packing preserves.
+    """
+    model = mt5.MT5(config)
+    variables = {"params": params}
+    encoded = model.apply(variables, tokens, segment_ids, method=mt5.MT5.encode)
+    start = jnp.full(decoder_segment_ids.shape, constants.DECODER_START_ID, jnp.int32)
+    hidden = model.apply(
+        variables,
+        encoded,
+        tokens,
+        start,
+        segment_ids,
+        decoder_segment_ids,
+        return_hidden=True,
+        method=mt5.MT5.decode,
+    )
+    dtype = jnp.dtype(config.dtype)
+    columns = jnp.asarray(label_ids, jnp.int32)
+    kernel = jnp.take(params["decoder"]["logits_dense"]["kernel"], columns, axis=1)
+    return jnp.einsum("rse,ec->rsc", hidden.astype(dtype), kernel.astype(dtype)).astype(jnp.float32)
+
+
+@functools.cache
+def _compiled_packed_label_logits(config: MT5Config, label_ids: tuple[int, int], mesh: Mesh):
+    return jax.jit(
+        functools.partial(packed_label_logits, config, label_ids),
+        out_shardings=partitioning.replicated(mesh),
+    )
+
+
+def pack_rows(lengths: Sequence[int], row_length: int, max_segments: int) -> list[list[int]]:
+    """Best-fit decreasing: example indices per row, each row's lengths summing to at most
+    `row_length` and holding at most `max_segments` examples.
+
+    >>> pack_rows([5, 3, 4, 2], row_length=8, max_segments=4)
+    [[0, 1], [2, 3]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    rows: list[list[int]] = []
+    room: list[tuple[int, int]] = []  # (space left, row) of rows that can take more
+    for index in order:
+        length = lengths[index]
+        if length > row_length:
+            raise errors.UserError(f"input of {length} tokens exceeds the row length {row_length}")
+        at = bisect.bisect_left(room, (length, -1))
+        if at < len(room):
+            left, row = room.pop(at)
+        else:
+            left, row = row_length, len(rows)
+            rows.append([])
+        rows[row].append(index)
+        left -= length
+        if left > 0 and len(rows[row]) < max_segments:
+            bisect.insort(room, (left, row))
+    return rows
+
+
+@functools.cache
+def _compiled_label_logits(config: MT5Config, label_ids: tuple[int, int], mesh: Mesh):
+    # Cached per (model, answer ids, mesh): scorers, `evaluate` and validation of the same
+    # model share compiled programs. The logits come back replicated: every process holds
+    # every row, in any mesh.
+    return jax.jit(
+        functools.partial(label_logits, config, label_ids),
+        out_shardings=partitioning.replicated(mesh),
+    )
+
+
+class Placer:
+    """Puts parameters on the mesh, sharded by their logical axes, one tensor at a time.
+
+    `placer(name, array)` is the hook `model.checkpoints.load_checkpoint(place=...)` calls
+    for each flat `a/b/c` parameter as it is read: every device receives only its shard,
+    converted to `param_dtype`, read from the (possibly memory-mapped) host array.
+    """
+
+    def __init__(self, config: MT5Config, mesh: Mesh, param_dtype: str = "float32") -> None:
+        if param_dtype not in PARAM_DTYPES:
+            raise errors.UserError(
+                f"param_dtype must be one of {PARAM_DTYPES}, got {param_dtype!r} "
+                "(float16 overflows in mT5)"
+            )
+        self.dtype = jnp.dtype(param_dtype)
+        shardings = partitioning.params_shardings(mt5.abstract_params(config), mesh)
+        self.shardings = flax.traverse_util.flatten_dict(shardings, sep="/")
+
+    def __call__(self, name: str, array: Any) -> jax.Array:
+        sharding = self.shardings[name]
+        if isinstance(array, jax.Array):
+            return jax.device_put(array.astype(self.dtype), sharding)
+        dtype = self.dtype
+        return jax.make_array_from_callback(
+            tuple(array.shape), sharding, lambda index: np.asarray(array[index], dtype=dtype)
+        )
+
+    def place_tree(self, params: Any) -> Any:
+        """The whole (unboxed or boxed) tree placed: for parameters already in memory."""
+        flat = flax.traverse_util.flatten_dict(mt5.unbox(params), sep="/")
+        placed = {name: self(name, value) for name, value in flat.items()}
+        return flax.traverse_util.unflatten_dict(placed, sep="/")
+
+
+def bytes_per_device(config: MT5Config, mesh_shape: Mapping[str, int], param_dtype: str) -> int:
+    """Parameter bytes one device holds on a mesh of that shape (no devices needed).
+
+    A dimension is split over a mesh axis only when the axis divides it, as on a real mesh.
+    """
+    boxed = mt5.abstract_params(config)
+    specs = flax.traverse_util.flatten_dict(mt5.logical_axes(boxed), sep="/")
+    shapes = flax.traverse_util.flatten_dict(mt5.unbox(boxed), sep="/")
+    rules = dict(partitioning.LOGICAL_AXIS_RULES)
+    itemsize = jnp.dtype(param_dtype).itemsize
+    total = 0
+    for name, leaf in shapes.items():
+        elements = 1
+        for dim, axis in zip(leaf.shape, tuple(specs[name]), strict=True):
+            mesh_axis = rules.get(axis)
+            size = mesh_shape.get(mesh_axis, 1) if mesh_axis else 1
+            elements *= dim // size if dim % size == 0 else dim
+        total += elements * itemsize
+    return total
+
+
+class Engine:
+    """P(yes) of one model for token inputs, batched by length on a device mesh.
+
+    Args:
+      config: the model config (its `dtype` is the compute dtype).
+      label_ids: token ids of the (yes, no) answers at the first decoder step.
+      mesh: the device mesh (default: every device on `data`).
+      max_input_length: the longest bucket (inputs must not exceed it).
+      batch_size: rows per batch at `max_input_length`; shorter buckets get more rows (same
+        tokens), rounded up to a multiple of the mesh's `data` axis.
+      ladder: the bucket lengths (`bucket_lengths`).
+      packing: pack several inputs into each `max_input_length` row with segment ids (as
+        training does) instead of bucketing: one compiled shape, little padding, but
+        attention spans the whole row.
+    """
+
+    def __init__(
+        self,
+        config: MT5Config,
+        label_ids: tuple[int, int],
+        mesh: Mesh | None = None,
+        max_input_length: int = constants.DEFAULT_INPUT_LENGTH,
+        batch_size: int = 1,
+        ladder: str = "1.4",
+        packing: bool = False,
+    ) -> None:
+        if max_input_length < 2:
+            raise errors.UserError(f"max_input_length must be at least 2, got {max_input_length}")
+        if batch_size < 1:
+            raise errors.UserError(f"batch_size must be at least 1, got {batch_size}")
+        yes_id, no_id = (int(i) for i in label_ids)
+        if yes_id == no_id:
+            raise errors.UserError(f"the two answers share token id {yes_id}")
+        for token_id in (yes_id, no_id):
+            if not 0 <= token_id < config.vocab_size:
+                raise errors.UserError(
+                    f"answer token id {token_id} is outside the model's {config.vocab_size} ids"
+                )
+        self.config = config
+        self.label_ids = (yes_id, no_id)
+        self.mesh = mesh or partitioning.create_mesh()
+        self.max_input_length = max_input_length
+        self.tokens_per_batch = batch_size * max_input_length
+        self.buckets = bucket_lengths(max_input_length, ladder)
+        self.data_size = int(self.mesh.shape[partitioning.DATA_AXIS])
+        self._batch_sharding = partitioning.batch_sharding(self.mesh)
+        self._fn = _compiled_label_logits(config, self.label_ids, self.mesh)
+        self.packing = packing
+        self.rows_per_batch = _round_up(batch_size, self.data_size)
+        # Inputs per packed row: enough for rows of short inputs; the decoder's cost is small.
+        self.max_segments = max(1, min(max_input_length // 16, 128))
+        self._packed_fn = _compiled_packed_label_logits(config, self.label_ids, self.mesh)
+
+    def placer(self, param_dtype: str = "float32") -> Placer:
+        return Placer(self.config, self.mesh, param_dtype)
+
+    def plan(self, lengths: Sequence[int], bucketed: bool = True) -> list[Batch]:
+        buckets = self.buckets if bucketed else (self.max_input_length,)
+        return plan_batches(lengths, buckets, self.tokens_per_batch, self.data_size)
+
+    def shapes(self, lengths: Sequence[int]) -> list[tuple[int, int]]:
+        """The (rows, length) shapes scoring inputs of these lengths compiles."""
+        return sorted({(b.rows, b.length) for b in self.plan(lengths)})
+
+    def _device_batch(self, array: np.ndarray) -> jax.Array:
+        # Each process hands its devices their slices; on one host that is every slice.
+        return jax.make_array_from_callback(
+            array.shape, self._batch_sharding, lambda index: array[index]
+        )
+
+    def label_logits(
+        self,
+        params: Any,
+        tokens: Sequence[np.ndarray],
+        progress: Callable[[int], None] | None = None,
+        bucketed: bool = True,
+    ) -> np.ndarray:
+        """Logits [n, 2] of the (yes, no) answers, in input order.
+
+        Args:
+          params: parameters placed on this engine's mesh (`Placer`).
+          tokens: one int array per example (EOS included), each within max_input_length.
+          progress: called with the number of examples finished after each batch.
+          bucketed: False pads every batch to max_input_length (for comparison only).
+        """
+        if self.packing and bucketed:
+            return self._packed_label_logits(params, tokens, progress)
+        lengths = [len(t) for t in tokens]
+        logits = np.zeros((len(tokens), 2), np.float32)
+        for batch in self.plan(lengths, bucketed):
+            array = np.full((batch.rows, batch.length), constants.PAD_ID, np.int32)
+            for row, index in enumerate(batch.indices):
+                array[row, : lengths[index]] = tokens[index]
+            out = self._fn(params, self._device_batch(array))
+            logits[batch.indices] = np.asarray(out.addressable_data(0))[: len(batch.indices)]
+            if progress is not None:
+                progress(len(batch.indices))
+        return logits
+
+    def _packed_label_logits(self, params, tokens, progress) -> np.ndarray:
+        lengths = [len(t) for t in tokens]
+        rows = pack_rows(lengths, self.max_input_length, self.max_segments)
+        logits = np.zeros((len(tokens), 2), np.float32)
+        for start in range(0, len(rows), self.rows_per_batch):
+            chunk = rows[start : start + self.rows_per_batch]
+            count = self.rows_per_batch
+            if len(chunk) < count:  # the last batch: rows rounded up to a power of two
+                count = _round_up(min(count, 1 << (len(chunk) - 1).bit_length()), self.data_size)
+            shape = (count, self.max_input_length)
+            array = np.full(shape, constants.PAD_ID, np.int32)
+            segments = np.zeros(shape, np.int32)
+            decoder_segments = np.zeros((count, self.max_segments), np.int32)
+            for row, members in enumerate(chunk):
+                offset = 0
+                for k, index in enumerate(members, start=1):
+                    array[row, offset : offset + lengths[index]] = tokens[index]
+                    segments[row, offset : offset + lengths[index]] = k
+                    offset += lengths[index]
+                decoder_segments[row, : len(members)] = np.arange(1, len(members) + 1)
+            out = self._packed_fn(
+                params,
+                self._device_batch(array),
+                self._device_batch(segments),
+                self._device_batch(decoder_segments),
+            )
+            out = np.asarray(out.addressable_data(0))
+            for row, members in enumerate(chunk):
+                logits[members] = out[row, : len(members)]
+            if progress is not None:
+                progress(sum(len(m) for m in chunk))
+        return logits
+
+    def p_yes(
+        self,
+        params: Any,
+        tokens: Sequence[np.ndarray],
+        progress: Callable[[int], None] | None = None,
+        bucketed: bool = True,
+    ) -> np.ndarray:
+        """P(yes) (float64): softmax over the two answer logits, in input order."""
+        if not len(tokens):
+            return np.zeros((0,), np.float64)
+        return p_yes_from_label_logits(self.label_logits(params, tokens, progress, bucketed))
+
+
+def enable_compilation_cache(directory: str | os.PathLike) -> None:
+    """Keeps compiled programs on disk, so a later run with the same shapes skips compiling.
+
+    (JAX's persistent compilation cache; the environment variable
+    `JAX_COMPILATION_CACHE_DIR` does the same.)
+    """
+    jax.config.update("jax_compilation_cache_dir", os.fspath(directory))
+    # Every scoring program is worth keeping, however fast it compiled.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    try:  # JAX sets its cache up once per process: make it see the directory set above.
+        from jax._src import compilation_cache
+
+        compilation_cache.reset_cache()
+    except (ImportError, AttributeError):
+        pass

@@ -1,0 +1,189 @@
+"""`Scorer`: P(yes) of one metric for (article, summary) pairs, from a checkpoint or params.
+
+    scorer = Scorer("seahorse-large-q4/", vocab="mc4.250000.100extra.model")
+    p_yes = scorer.score(articles, summaries)
+
+Scores come back in input order as float64. The inputs are cut exactly like the SeqIO tasks
+(`inputs`); batches run through the `engine` on a device mesh.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jax.sharding import Mesh
+
+from seahorse_t5x import constants, errors
+from seahorse_t5x import vocab as vocab_lib
+from seahorse_t5x.inference import engine as engine_lib
+from seahorse_t5x.inference import inputs
+from seahorse_t5x.model import checkpoints
+from seahorse_t5x.model.configs import MT5Config
+
+log = logging.getLogger(__name__)
+
+COMPUTE_DTYPES = ("float32", "bfloat16")
+# Keys of the runner's checkpoint meta this module reads (written by runner/trainer.py).
+META_TASK_FEATURE_LENGTHS = "task_feature_lengths"
+META_VOCABULARY = "vocabulary"
+
+
+def _checkpoint_sentencepiece(checkpoint: Any) -> str | None:
+    """The `spiece.model` HF checkpoints ship beside their weights, if there is one."""
+    if isinstance(checkpoint, tuple):
+        return None
+    candidate = os.path.join(os.fspath(checkpoint), "spiece.model")
+    return candidate if os.path.isfile(candidate) else None
+
+
+def resolve_vocabulary(vocab: Any, checkpoint: Any = None, trained_with: str | None = None):
+    """The vocabulary to score with, in one order everywhere: an explicit vocabulary (object,
+    `.model` path or `demo`), else `SEAHORSE_VOCAB`, else the vocabulary a runner checkpoint
+    records, else the `spiece.model` an HF checkpoint ships, else mT5's.
+    """
+    if vocab is not None and not isinstance(vocab, str | os.PathLike):
+        return vocab
+    if vocab is None and not os.environ.get(constants.ENV_VOCAB):
+        vocab = trained_with or _checkpoint_sentencepiece(checkpoint)
+    return vocab_lib.get_vocabulary(None if vocab is None else str(vocab))
+
+
+def check_vocabulary_fits(vocab, config: MT5Config) -> None:
+    if vocab.vocab_size > config.vocab_size:
+        raise errors.UserError(
+            f"the vocabulary has {vocab.vocab_size} ids but the model only "
+            f"{config.vocab_size}: use the vocabulary the model was trained with"
+        )
+
+
+def input_length_for(meta: dict[str, Any], requested: int | None, checkpoint: Any) -> int:
+    """The input length to score with: the one asked for (with a warning when the checkpoint
+    was trained with another), else the checkpoint's training length, else 2048."""
+    trained = (meta.get(META_TASK_FEATURE_LENGTHS) or {}).get("inputs")
+    if requested is None:
+        return int(trained or constants.DEFAULT_INPUT_LENGTH)
+    if trained and int(trained) != requested:
+        log.warning(
+            "%s was trained with inputs of %d tokens; scoring with %d",
+            checkpoint,
+            int(trained),
+            requested,
+        )
+    return requested
+
+
+def warn_on_vocabulary_mismatch(meta: dict[str, Any], checkpoint: Any, vocab: Any = None) -> None:
+    """Warns when the vocabulary in use is not the one the checkpoint records."""
+    trained = meta.get(META_VOCABULARY)
+    if not trained:
+        return
+    used = getattr(vocab, "sentencepiece_model_file", None) or vocab_lib.vocabulary_path()
+    if os.path.abspath(str(used)) != os.path.abspath(str(trained)):
+        log.warning("%s was trained with the vocabulary %s; using %s", checkpoint, trained, used)
+
+
+class Scorer:
+    """P(yes) of one mT5 metric for (article, summary) pairs.
+
+    Args:
+      checkpoint: a checkpoint path (any format `model.checkpoints.load_checkpoint` reads)
+        or an already loaded `(MT5Config, params)` pair.
+      vocab: a SentencePiece vocabulary, a `.model` path, `demo`, or None for the default
+        (`resolve_vocabulary`).
+      max_input_length: input length in tokens (EOS included). None: the length a runner
+        checkpoint was trained with, else 2048 as in the paper.
+      batch_size: rows per batch at `max_input_length`; shorter buckets get more rows
+        (same number of tokens).
+      dtype: compute dtype, `float32` or `bfloat16` (float16 overflows in mT5).
+      truncation: `keep_summary` (default: cut the article, keep the summary) or `right`.
+      mesh: the device mesh (default: every local device on `data`).
+      param_dtype: dtype the weights are kept in on the devices (`bfloat16` halves them).
+      label_ids: token ids of the (yes, no) answers (default: those of `1` and `0`).
+      label_words: the (yes, no) answer words instead of ids: each word's first piece in the
+        vocabulary (e.g. `("Yes", "No")` for Flan-T5 or mT0).
+      packing: pack several inputs into each row with segment ids instead of bucketing by
+        length (`engine.Engine`).
+
+    Raises:
+      UserError: for a bad checkpoint, vocabulary, dtype, truncation or length.
+    """
+
+    def __init__(
+        self,
+        checkpoint: str | os.PathLike | tuple[MT5Config, Any],
+        vocab: Any = None,
+        max_input_length: int | None = None,
+        batch_size: int = 1,
+        dtype: str = "float32",
+        truncation: str = constants.TRUNCATION_KEEP_SUMMARY,
+        mesh: Mesh | None = None,
+        param_dtype: str = "float32",
+        label_ids: tuple[int, int] | None = None,
+        packing: bool = False,
+        label_words: Sequence[str] | None = None,
+    ) -> None:
+        if dtype not in COMPUTE_DTYPES:
+            raise errors.UserError(
+                f"dtype must be float32 or bfloat16, got {dtype!r} (float16 overflows in mT5)"
+            )
+        inputs.check_truncation(truncation)
+        meta = {} if isinstance(checkpoint, tuple) else checkpoints.load_meta(checkpoint)
+        max_input_length = input_length_for(meta, max_input_length, checkpoint)
+        self.vocab = resolve_vocabulary(vocab, checkpoint, meta.get(META_VOCABULARY))
+        warn_on_vocabulary_mismatch(meta, checkpoint, self.vocab)
+        if label_ids is None and label_words is not None:
+            label_ids = vocab_lib.answer_token_ids(self.vocab, label_words)
+        if label_ids is None:
+            label_ids = vocab_lib.label_token_ids(self.vocab)
+
+        def placement(config: MT5Config) -> engine_lib.Placer:
+            # Called once the checkpoint's config is read, before any weight is.
+            check_vocabulary_fits(self.vocab, config)
+            self.engine = engine_lib.Engine(
+                config, label_ids, mesh, max_input_length, batch_size, packing=packing
+            )
+            return self.engine.placer(param_dtype)
+
+        if isinstance(checkpoint, tuple):
+            config, params = checkpoint
+            config = config.replace(dtype=dtype)
+            self.params = placement(config).place_tree(params)
+        else:
+            config, self.params = checkpoints.load_checkpoint(checkpoint, dtype, placement)
+        self.config = config
+        self.yes_id, self.no_id = self.engine.label_ids
+        self.max_input_length = max_input_length
+        self.truncation = truncation
+        self.checkpoint_meta = meta
+
+    def encode(
+        self, articles: Sequence[str], summaries: Sequence[str], question: int | None = None
+    ) -> inputs.EncodedInputs:
+        """Token ids of the model inputs, truncated like the SeqIO tasks."""
+        return inputs.encode_pairs(
+            self.vocab, articles, summaries, self.max_input_length, self.truncation, question
+        )
+
+    def score_tokens(
+        self,
+        tokens: Sequence[np.ndarray],
+        progress: Callable[[int], None] | None = None,
+        bucketed: bool = True,
+    ) -> np.ndarray:
+        """P(yes) for encoded inputs (EOS included, within max_input_length), input order."""
+        return self.engine.p_yes(self.params, tokens, progress, bucketed)
+
+    def score(
+        self,
+        articles: Sequence[str],
+        summaries: Sequence[str],
+        question: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        """P(yes) = softmax over the answer logits at the first decoder step, input order."""
+        encoded = self.encode(articles, summaries, question)
+        return self.score_tokens(encoded.tokens, progress)

@@ -1,0 +1,90 @@
+"""Tests for the shared file helpers: BOM-tolerant UTF-8 input, atomic output, path checks."""
+
+import errno
+import os
+
+import pytest
+
+from seahorse_t5x import errors, fileio
+
+
+def test_text_input_drops_bom_and_keeps_line_endings(tmp_path):
+    path = tmp_path / "a.tsv"
+    path.write_bytes(b"\xef\xbb\xbfgem_id\tx\r\nid-1\t\xc3\xa9\n")
+    with fileio.open_text_input(path) as f:
+        lines = list(f)
+        assert f.line_number == 2
+    assert lines == ["gem_id\tx\r\n", "id-1\t\u00e9\n"]
+
+
+def test_text_input_invalid_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": "\xff"}\n')
+    with pytest.raises(errors.DataError) as e, fileio.open_text_input(path) as f:
+        f.read()
+    assert (e.value.path, e.value.line) == (str(path), 2)
+    assert "invalid UTF-8 (byte 0xff at byte 8 of the line)" in str(e.value)
+
+
+def test_text_input_replace_records_invalid_lines(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"ok\nb\xe9d\nok\n\x80\n")
+    with fileio.open_text_input(path, invalid="replace") as f:
+        lines = f.read().splitlines()
+        assert f.invalid_lines == [2, 4]
+    assert lines == ["ok", "b\ufffdd", "ok", "\ufffd"]
+
+
+def test_text_input_utf16_and_missing_and_folder(tmp_path):
+    path = tmp_path / "u16.csv"
+    path.write_bytes("a,b\n".encode("utf-16"))
+    with pytest.raises(errors.DataError, match="UTF-16"), fileio.open_text_input(path) as f:
+        f.read()
+    with pytest.raises(errors.UserError, match="No such file"):
+        fileio.open_text_input(tmp_path / "missing.tsv")
+    with pytest.raises(errors.UserError, match="is a folder"):
+        fileio.open_text_input(tmp_path)
+
+
+def test_atomic_writer_publishes_only_complete_files(tmp_path):
+    path = tmp_path / "sub" / "out.json"
+    fileio.atomic_write_text(path, "first\n")
+    assert path.read_text() == "first\n"
+    with pytest.raises(RuntimeError), fileio.atomic_writer(path) as f:
+        f.write("half")
+        raise RuntimeError("stopped")
+    assert path.read_text() == "first\n"
+    assert sorted(os.listdir(path.parent)) == ["out.json"]  # temporary file removed
+
+
+def test_atomic_writer_full_disk_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    path = tmp_path / "report.json"
+    with pytest.raises(errors.UserError) as e:
+        fileio.atomic_write_text(path, "{}")
+    assert str(e.value) == f"cannot write {path}: No space left on device"
+    assert os.listdir(tmp_path) == []
+
+
+def test_atomic_writer_folder_at_path(tmp_path):
+    (tmp_path / "out").mkdir()
+    with pytest.raises(errors.UserError, match="is a folder"):
+        fileio.atomic_write_bytes(tmp_path / "out", b"x")
+
+
+def test_check_output_path(tmp_path):
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    fileio.check_output_path(tmp_path / "new" / "deeper", "directory")
+    fileio.check_output_path(a_file, "file")
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(errors.UserError, match=r"^--output_dir .*/f is a file; expected a folder"):
+        fileio.check_output_path(a_file, "directory", flag="--output_dir")
+    with pytest.raises(errors.UserError, match="is a folder; expected a file name"):
+        fileio.check_output_path(tmp_path, "file")
+    with pytest.raises(errors.UserError, match="is a file, not a folder"):
+        fileio.check_output_path(a_file / "out.jsonl", "file")
+    assert sorted(os.listdir(tmp_path)) == ["f"]

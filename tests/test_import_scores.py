@@ -1,0 +1,293 @@
+"""External metrics and METAL's LLM scores -> score files -> `report`, with checked joins."""
+
+from __future__ import annotations
+
+import collections
+import csv
+import json
+import pathlib
+
+import numpy as np
+import pytest
+from scipy import stats as sp_stats
+from sklearn.metrics import roc_auc_score
+
+from seahorse_t5x import cli, errors
+from seahorse_t5x.evaluation import benchmarks, import_scores, report, scorefiles
+
+TESTDATA = pathlib.Path(__file__).parent / "testdata" / "import_scores"
+PREPARED = TESTDATA / "prepared"
+TIGERSCORE = TESTDATA / "tigerscore.json"
+METAL = TESTDATA / "metal_llm.json"
+
+
+def _split_rows() -> list[dict]:
+    return [json.loads(x) for x in (PREPARED / "test.jsonl").read_text().splitlines()]
+
+
+def _tiger_results() -> list[dict]:
+    return json.loads(TIGERSCORE.read_text())
+
+
+def _report(tmp_path, paths) -> dict:
+    settings = report.ReportSettings(by=("language",), n_resamples=50, plots=False)
+    return report.write_report(tmp_path / "report", score_paths=paths, settings=settings)
+
+
+def _entry(result: dict, metric: str, question: str) -> dict:
+    (entry,) = [
+        r
+        for r in result["scores"]["results"]
+        if r["metric"] == metric and r["question"] == question
+    ]
+    return entry
+
+
+# --------------------------------------------------------------------------- TIGERScore
+
+
+def test_tigerscore_json_joins_on_article_and_summary(tmp_path, capsys):
+    out = tmp_path / "scores" / "tigerscore.seahorse.jsonl"
+    code = cli.main(
+        [
+            "import-scores",
+            "--scores",
+            str(TIGERSCORE),
+            "--metric",
+            "tigerscore",
+            "--benchmark",
+            "seahorse",
+            "--data_dir",
+            str(PREPARED),
+            "--split",
+            "test",
+            "--key",
+            "article,summary",
+            "--output",
+            str(out),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    join = json.loads((tmp_path / "scores" / "tigerscore.seahorse.join.json").read_text())
+    # The fixture: 19 summaries + a repeated result + one of another article = 21 results;
+    # result 4 has no score (TIGERScore could not parse its output).
+    assert join["external_rows"] == 21
+    assert join["invalid_rows"] == 1
+    assert join["duplicated_keys"] == 1 and join["duplicated_rows"] == 2
+    assert join["unmatched_rows"] == 1
+    rows = _split_rows()
+    labelled = sum(r[f"q{q}"] is not None for r in rows for q in range(1, 7))
+    assert join["benchmark_items"] == labelled == 109
+    # Split rows 3 (no score) and 6 (scored twice) stay unscored: 6 questions each.
+    assert join["unscored_items"] == 12 and join["ambiguous_items"] == 0
+    assert join["matched_items"] == labelled - 12
+    assert "1 unmatched" in printed and "2 in 1 duplicated keys" in printed
+    assert join["examples"]["unmatched"] == [
+        "An article that is not in the split. | " + _tiger_results()[0]["hypo_output"]
+    ]
+
+    # Into the report: the same ROC-AUC and Pearson as sklearn/scipy on the joined pairs.
+    result = _report(tmp_path, [out])
+    results = _tiger_results()
+    labels, scores = [], []
+    for index, row in enumerate(rows):
+        if index in (3, 6) or row["q4"] is None:
+            continue
+        (match,) = [
+            r
+            for r in results[:19]
+            if r["input_context"] == row["article"] and r["hypo_output"] == row["summary"]
+        ]
+        labels.append(row["q4"])
+        scores.append(match["score"])
+    entry = _entry(result, "tigerscore", "4")
+    assert entry["n"] == len(labels) == 16
+    assert entry["roc_auc"] == pytest.approx(roc_auc_score(labels, scores))
+    assert entry["pearson"] == pytest.approx(sp_stats.pearsonr(labels, scores).statistic)
+    assert entry["ci"]["roc_auc"]["n_resamples"] == 50
+    table5 = next(t for t in result["tables"] if t["name"] == "table5")
+    assert [r[0] for r in table5["rows"]] == ["tigerscore"]
+
+
+def test_gem_id_alone_is_ambiguous_for_seahorse_and_nothing_is_guessed(tmp_path):
+    path = tmp_path / "metric.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["gem_id", "system", "errors"])
+        for row in _split_rows():
+            writer.writerow([row["gem_id"], row["system"], len(row["summary"])])
+    external = import_scores.read_external_scores(path, ("gem_id",), "errors")
+    items = import_scores.seahorse_items(PREPARED, "test")
+    # Every gem_id of the fixture has 2 or 3 systems: every external key is duplicated.
+    with pytest.raises(errors.UserError, match="no seahorse item matched"):
+        import_scores.join_scores(external, items, ("gem_id",), "m", "seahorse")
+
+    key = ("gem_id", "system")
+    external = import_scores.read_external_scores(path, key, "errors")
+    rows, join = import_scores.join_scores(external, items, key, "m", "seahorse", negate=True)
+    assert join.matched_items == len(items) == 109 and join.invalid_rows == 0
+    lengths = {(r["gem_id"], r["system"]): len(r["summary"]) for r in _split_rows()}
+    assert all(r["score"] == -lengths[(r["gem_id"], r["system"])] for r in rows)
+    assert collections.Counter(r["question"] for r in rows)[1] == 19
+
+    # Benchmark items sharing a key within one question are ambiguous, not picked from.
+    doubled = items + [dict(items[0])]
+    rows, join = import_scores.join_scores(external, doubled, key, "m", "seahorse")
+    assert join.ambiguous_items == 2 and join.matched_items == 108
+
+
+def test_jsonl_keyed_by_id_with_gem_prefix_and_bad_rows(tmp_path):
+    rows = _split_rows()
+    path = tmp_path / "m.jsonl"
+    lines = [
+        {"id": f"GEM-{rows[0]['gem_id']}", "model": rows[0]["system"], "value": "0.25"},
+        {"id": rows[1]["gem_id"], "model": rows[1]["system"], "value": "n/a"},
+        {"model": rows[2]["system"], "value": 1},
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    external = import_scores.read_external_scores(path, ("gem_id", "system"), "value")
+    assert list(external.by_key) == [(rows[0]["gem_id"], rows[0]["system"])]
+    assert [(e.line, e.field) for e in external.invalid] == [(2, "value"), (3, "gem_id")]
+
+
+def test_user_mistakes_are_one_line_errors(tmp_path, capsys):
+    base = ["import-scores", "--scores", str(TIGERSCORE), "--output", str(tmp_path / "x.jsonl")]
+    assert cli.main([*base, "--metric", "t", "--key", "gem_id,title"]) == 2
+    assert "--key must be comma-separated fields" in capsys.readouterr().err
+    assert cli.main([*base, "--key", "gem_id"]) == 2
+    assert "--metric must name" in capsys.readouterr().err
+    assert cli.main([*base, "--metric", "t", "--benchmark", "seahorse"]) == 2
+    assert "--data_dir" in capsys.readouterr().err
+    with pytest.raises(errors.UserError, match="scores file not found"):
+        import_scores.read_external_scores(tmp_path / "absent.json", ("gem_id",))
+    (tmp_path / "s.txt").write_text("x")
+    with pytest.raises(errors.UserError, match="expected a .json"):
+        import_scores.read_external_scores(tmp_path / "s.txt", ("gem_id",))
+
+
+# --------------------------------------------------------------------------- METAL LLM scores
+
+
+def _metal_expected(metric: str, evaluator: str, prompt: str) -> tuple[list, list]:
+    """Human and LLM values straight from the JSON, scaled and flipped as documented."""
+    top, worse = benchmarks.METAL_METRICS[metric]
+    field = {"simple": "LLM_Scores_Simple", "detailed": "LLM_Scores_Detailed"}[prompt]
+    words = {"Good": 2, "Medium": 1, "Bad": 0}
+    labels, scores = [], []
+    for record in json.loads(METAL.read_text()).values():
+        raw = record[field][metric]["scores"][evaluator]
+        raw = words.get(raw, raw)
+        if not isinstance(raw, int) or not 0 <= raw <= top:
+            continue
+        human = np.mean(list(record["Human_Scores"][metric].values())) / top
+        labels.append(1 - human if worse else human)
+        scores.append(1 - raw / top if worse else raw / top)
+    return labels, scores
+
+
+def test_metal_llm_scores_become_score_files_and_reach_the_report(tmp_path, capsys):
+    out = tmp_path / "metal_scores"
+    assert cli.main(["import-scores", "--metal_llm", str(METAL), "--output", str(out)]) == 0
+    printed = capsys.readouterr()
+    files = sorted(p.name for p in out.glob("*.jsonl"))
+    assert files == [
+        f"metal_{e}_{p}.metal.jsonl"
+        for e in ("gpt_35_turbo", "gpt_4", "palm2")
+        for p in ("detailed", "simple")
+    ]
+    # 12 records x 5 metrics x 2 prompts x 3 evaluators, less a missing and an
+    # out-of-range LLM score (a word score, "Medium", is read as 1).
+    frame = scorefiles.read_score_files([out])
+    assert len(frame) == 12 * 5 * 2 * 3 - 2
+    assert "358 METAL LLM scores in 6 files" in printed.out
+    assert "2 dropped" in printed.err
+    assert set(frame["benchmark"]) == {"metal"}
+    assert set(frame["language"]) == {"en", "hi"}
+
+    result = _report(tmp_path, [out])
+    for metric, evaluator, prompt in (
+        ("task_quality", "gpt-4", "simple"),
+        ("task_quality", "PaLM2", "simple"),
+        ("hallucinations", "PaLM2", "detailed"),
+        ("output_content_quality", "gpt-35-turbo", "simple"),
+    ):
+        labels, scores = _metal_expected(metric, evaluator, prompt)
+        name = benchmarks.metal_llm_metric_name(evaluator, prompt)
+        entry = _entry(result, name, metric)
+        assert entry["n"] == len(labels)
+        assert entry["pearson"] == pytest.approx(sp_stats.pearsonr(labels, scores).statistic)
+        assert entry["spearman"] == pytest.approx(sp_stats.spearmanr(labels, scores).statistic)
+    assert _entry(result, "metal_palm2_detailed", "hallucinations")["n"] == 11
+    # The paired comparison uses the items both evaluators scored.
+    pairs = [
+        c
+        for c in result["scores"]["significance"]
+        if c["question"] == "task_quality"
+        and {c["metric_a"], c["metric_b"]} == {"metal_gpt_4_simple", "metal_palm2_simple"}
+    ]
+    assert len(pairs) == 1 and pairs[0]["n_items"] == 12
+    assert pairs[0]["paired_by"] == ["gem_id", "system"]
+    assert any(t["name"] == "metal_table" for t in result["tables"])
+
+
+def test_metal_labels_join_external_scores_by_record_id(tmp_path):
+    data = json.loads(METAL.read_text())
+    path = tmp_path / "ext.json"
+    path.write_text(json.dumps({key: {"score": i / 10} for i, key in enumerate(data)}))
+    items, dropped = import_scores.benchmark_items("metal", path=str(METAL))
+    assert dropped == [] and len(items) == 12 * 5
+    external = import_scores.read_external_scores(path, ("gem_id",))
+    rows, join = import_scores.join_scores(external, items, ("gem_id",), "ext", "metal")
+    assert join.matched_items == 60 and join.unmatched_rows == 0
+    first = next(r for r in rows if r["question"] == "hallucinations")
+    record = data[first["gem_id"]]
+    mean = np.mean(list(record["Human_Scores"]["hallucinations"].values()))
+    assert first["label"] == pytest.approx(1 - mean)
+    assert first["system"] == f"gpt4_{record['Type'].lower()}"
+    with pytest.raises(errors.UserError, match="give --xlsum_articles"):
+        import_scores.join_scores(external, items, ("article",), "ext", "metal")
+
+
+def test_read_metal_is_unchanged_by_the_llm_reader():
+    articles = benchmarks.read_xlsum_articles(
+        pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "xlsum_articles.jsonl"
+    )
+    fixture = pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "metal.json"
+    result = benchmarks.read_metal(fixture, "hallucinations", articles)
+    labels = benchmarks.read_metal_labels(fixture, "hallucinations")
+    assert [e["gem_id"] for e in result.examples] == [
+        e["gem_id"] for e in labels.examples if e["xlsum_id"] in articles
+    ]
+    assert all("premise" in e for e in result.examples)
+
+
+def test_true_items_join_on_grounding_and_generated_text(tmp_path):
+    true_dir = pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "true"
+    items, dropped = import_scores.benchmark_items("true", path=str(true_dir))
+    expected = [
+        e
+        for d in benchmarks.TRUE_DATASETS
+        if benchmarks.true_file(d, true_dir).is_file()
+        for e in benchmarks.read_true(d, true_dir).examples
+    ]
+    assert len(items) == len(expected) > 0
+    # TRUE's own column names: grounding (article) and generated_text (summary).
+    path = tmp_path / "true_scores.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["premise", "generated_text", "score"])
+        for i, e in enumerate(expected):
+            writer.writerow([e["premise"], e["hypothesis"], i])
+    key = ("article", "summary")
+    rows, join = import_scores.join_scores(
+        import_scores.read_external_scores(path, key), items, key, "m", "true"
+    )
+    counts = collections.Counter((e["premise"], e["hypothesis"]) for e in expected)
+    unique = [i for i, e in enumerate(expected) if counts[(e["premise"], e["hypothesis"])] == 1]
+    assert join.matched_items == len(unique) and join.unmatched_rows == 0
+    assert join.ambiguous_items == len(expected) - len(unique)
+    assert [r["score"] for r in rows] == [float(i) for i in unique]
+    assert [r["label"] for r in rows] == [expected[i]["label"] for i in unique]
+    assert [r["dataset"] for r in rows] == [expected[i]["dataset"] for i in unique]
+    assert all(r["question"] == benchmarks.TRUE_QUESTION for r in rows)

@@ -1,0 +1,442 @@
+"""The one inference path: the same P(yes) from `score`, `evaluate` and training validation;
+the same scores on every mesh; streaming output that a killed run resumes row for row;
+output-path mistakes caught before scoring; checkpoints that say how they were trained."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import types
+
+import jax
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+from sklearn.metrics import roc_auc_score
+
+TESTS = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))
+
+import runner_fixtures  # noqa: E402
+
+from seahorse_t5x import cli, errors, partitioning, vocab  # noqa: E402
+from seahorse_t5x.cli import inference_flags  # noqa: E402
+from seahorse_t5x.cli import score as score_cli  # noqa: E402
+from seahorse_t5x.inference import engine, inputs  # noqa: E402
+from seahorse_t5x.inference import scorer as scorer_lib  # noqa: E402
+from seahorse_t5x.model import configs, mt5  # noqa: E402
+from seahorse_t5x.runner import checkpointing, trainer  # noqa: E402
+
+INPUT_LENGTH = 64
+WORDS = (
+    "the council approved a new budget after long debate rain flooded streets in old town "
+    "team won regional cup scientists found frog species near river forest prices rose"
+).split()
+
+
+def _rows(count: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(count):
+        article = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 60))) + "."
+        summary = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 12))) + "."
+        label = rng.randint(0, 1)
+        rows.append(
+            {
+                "gem_id": f"xsum-test-{i}",
+                "language": "en",
+                "dataset": "xsum",
+                "system": "t5_base",
+                "summary": summary,
+                "article": article,
+                **{f"q{q}": label for q in range(1, 7)},
+            }
+        )
+    return rows
+
+
+def _write_jsonl(path: pathlib.Path, rows: list) -> None:
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows),
+        encoding="utf-8",
+    )
+
+
+def _read_jsonl(path: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A runner MODEL_DIR (tiny random model, meta as `train` writes it) + a prepared split."""
+    root = tmp_path_factory.mktemp("inference")
+    config = configs.get_config("tiny", dropout_rate=0.0)
+    params = jax.device_get(mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(5))))
+    model_dir = root / "run"
+    store = checkpointing.CheckpointStore(model_dir, keep=1)
+    store.save(
+        3,
+        params,
+        {"count": np.zeros((), np.int32)},
+        {"step": 3, "batches_consumed": 3},
+        {
+            "model_config": config.to_dict(),
+            "step": 3,
+            "vocabulary": vocab.demo_vocab_path(),
+            "task_feature_lengths": {"inputs": INPUT_LENGTH, "targets": 4},
+        },
+    )
+    store.close()
+    data_dir = root / "prepared"
+    data_dir.mkdir()
+    rows = _rows(24, seed=1)
+    for split in ("train", "validation", "test"):
+        _write_jsonl(data_dir / f"{split}.jsonl", rows)
+    return types.SimpleNamespace(
+        model_dir=model_dir, config=config, params=params, data_dir=data_dir, rows=rows
+    )
+
+
+@pytest.fixture
+def seahorse_env(trained, monkeypatch):
+    monkeypatch.setenv("SEAHORSE_DATA_DIR", str(trained.data_dir))
+    monkeypatch.setenv("SEAHORSE_VOCAB", "demo")
+    monkeypatch.setenv("SEAHORSE_COMPILATION_CACHE", runner_fixtures.compilation_cache_dir())
+    import seahorse_t5x.tasks  # noqa: F401
+
+
+def _score(args: list[str]) -> int:
+    return cli.main(["score", *args])
+
+
+def test_score_evaluate_and_validation_give_the_same_p_yes(trained, seahorse_env, tmp_path):
+    pairs = tmp_path / "pairs.jsonl"
+    _write_jsonl(pairs, [{"article": r["article"], "summary": r["summary"]} for r in trained.rows])
+    out = tmp_path / "scored.jsonl"
+    assert _score(["--checkpoint", str(trained.model_dir), "--input", str(pairs)] + [
+        "--output", str(out), "--batch_size", "4", "--chunk_size", "10"
+    ]) == 0  # fmt: skip
+    by_score = np.array([r["score"] for r in _read_jsonl(out)])
+
+    eval_dir = tmp_path / "eval"
+    assert cli.main(["evaluate", "--checkpoint", str(trained.model_dir)] + [
+        "--tasks", "seahorse_q4_score", "--split", "test", "--output_dir", str(eval_dir),
+        "--batch_size", "4"
+    ]) == 0  # fmt: skip
+    evaluated = _read_jsonl(eval_dir / "scores" / "seahorse_q4_score.jsonl")
+    assert [r["gem_id"] for r in evaluated] == [r["gem_id"] for r in trained.rows]
+    by_evaluate = np.array([r["score"] for r in evaluated])
+
+    # Validation as the trainer runs it, on the same mesh and parameters.
+    cfg = types.SimpleNamespace(
+        task_feature_lengths={"inputs": INPUT_LENGTH, "targets": 4},
+        validation_split="test",
+        validation_max_examples=None,
+        eval_batch_size=4,
+    )
+    host = types.SimpleNamespace(
+        config=cfg,
+        mesh=partitioning.create_mesh(),
+        model_dir=tmp_path / "validation",
+        is_main_host=False,
+        _say=lambda message: None,
+    )
+    validator = trainer._Validator(host, mt5.MT5(trained.config), ["seahorse_q4_score"])
+    placed = validator.engine.placer().place_tree(trained.params)
+    by_validation = validator.engine.p_yes(placed, validator.examples[0].tokens)
+    results, _ = validator.run(placed, step=3)
+
+    assert len(by_score) == len(by_evaluate) == len(by_validation) == 24
+    assert 0.01 < by_score.std()  # the random model's scores differ between rows
+    np.testing.assert_allclose(by_evaluate, by_score, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(by_validation, by_score, rtol=0, atol=1e-6)
+    labels = np.array([r["q4"] for r in trained.rows])
+    result = results["seahorse_q4_score"]
+    assert result["roc_auc"] == pytest.approx(roc_auc_score(labels, by_score), abs=1e-9)
+    assert result["pearson"] == pytest.approx(scipy_stats.pearsonr(labels, by_score)[0], abs=1e-6)
+
+
+def test_checkpoint_meta_sets_the_input_length_and_a_mismatch_warns(trained, caplog):
+    scorer = scorer_lib.Scorer(trained.model_dir)  # vocabulary from the checkpoint's meta
+    assert scorer.max_input_length == INPUT_LENGTH
+    assert scorer.vocab.sentencepiece_model_file == vocab.demo_vocab_path()
+    with caplog.at_level(logging.WARNING):
+        other = scorer_lib.Scorer(trained.model_dir, vocab="demo", max_input_length=48)
+    assert other.max_input_length == 48
+    assert f"trained with inputs of {INPUT_LENGTH} tokens; scoring with 48" in caplog.text
+
+
+def test_resume_point_keeps_whole_chunks_and_cuts_the_rest(tmp_path):
+    output = tmp_path / "out.jsonl"
+    settings = {"chunk_size": 3, "input": "x"}
+    partial = tmp_path / "out.jsonl.partial"
+    lines = [json.dumps({"row": i, "score": 0.5}) + "\n" for i in range(7)]
+    partial.write_text("".join(lines) + '{"row": 7, "sc', encoding="utf-8")
+    (tmp_path / "out.jsonl.partial.run.json").write_text(json.dumps(settings))
+    assert score_cli.resume_point(output, settings) == 6
+    assert partial.read_text(encoding="utf-8") == "".join(lines[:6])
+    with pytest.raises(errors.UserError, match="other settings \\(chunk_size\\)"):
+        score_cli.resume_point(output, {"chunk_size": 4, "input": "x"})
+
+
+def test_output_path_mistakes_are_caught_before_the_model_loads(tmp_path, capsys):
+    pairs = tmp_path / "pairs.jsonl"
+    _write_jsonl(pairs, [{"article": "A cat sat.", "summary": "A cat."}])
+    missing_checkpoint = str(tmp_path / "no_such_checkpoint")
+    (tmp_path / "a_dir").mkdir()
+    (tmp_path / "exists.jsonl").write_text("old\n")
+    (tmp_path / "file").write_text("")
+    (tmp_path / "left.jsonl.partial").write_text("")
+    cases = {
+        "a_dir": "is a folder; expected a file name",
+        "exists.jsonl": "exists; pass --overwrite",
+        "file/out.jsonl": "is a file, not a folder",
+        "left.jsonl": "interrupted run left",
+    }
+    for output, message in cases.items():
+        code = _score(["--checkpoint", missing_checkpoint, "--input", str(pairs)] + [
+            "--output", str(tmp_path / output), "--no_compilation_cache"
+        ])  # fmt: skip
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and "Traceback" not in err, (output, err)
+        assert len(err.strip().splitlines()) == 1
+    assert (tmp_path / "exists.jsonl").read_text() == "old\n"
+    # A good output path gets as far as the checkpoint, and leaves nothing behind.
+    code = _score(["--checkpoint", missing_checkpoint, "--input", str(pairs)] + [
+        "--output", str(tmp_path / "new.jsonl"), "--no_compilation_cache"
+    ])  # fmt: skip
+    assert code == 2 and "checkpoint not found" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("new")) == []
+
+
+def test_max_input_length_without_room_for_the_summary_is_an_error(trained, tmp_path, capsys):
+    pairs = tmp_path / "pairs.jsonl"
+    _write_jsonl(pairs, [{"article": "A cat sat.", "summary": "A cat."}])
+    # The markers `premise:` and `hypothesis:` and EOS: one token each in the demo vocabulary.
+    too_short = inputs.min_input_length(vocab.get_vocabulary("demo"), ["x"]) - 1
+    assert too_short == 3
+    code = _score(["--checkpoint", str(trained.model_dir), "--input", str(pairs)] + [
+        "--output", str(tmp_path / "out.jsonl"), "--max_input_length", str(too_short),
+        "--vocab", "demo",
+        "--no_compilation_cache"
+    ])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "leaves no room for the summary" in err
+    assert not (tmp_path / "out.jsonl").exists()
+    assert not (tmp_path / "out.jsonl.partial").exists()
+
+
+def test_compilation_cache_is_on_by_default_in_the_user_cache(monkeypatch, tmp_path):
+    parser = cli.build_parser("score")
+
+    def cache_for(*extra):
+        args = parser.parse_args(
+            ["score", "--checkpoint", "c", "--input", "i", "--output", "o"] + list(extra)
+        )
+        return inference_flags.compilation_cache_dir(args)
+
+    monkeypatch.delenv("SEAHORSE_COMPILATION_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_for() == tmp_path / "xdg" / "seahorse-t5x" / "jax"
+    monkeypatch.setenv("SEAHORSE_COMPILATION_CACHE", str(tmp_path / "env"))
+    assert cache_for() == tmp_path / "env"
+    assert cache_for("--compilation_cache", str(tmp_path / "flag")) == tmp_path / "flag"
+    assert cache_for("--no_compilation_cache") is None
+
+
+def test_parameter_bytes_per_device_split_over_the_model_axis():
+    config = configs.get_config("xxl")
+    total = mt5.param_count(mt5.abstract_params(config))
+    assert 12.5e9 < total < 13.5e9  # mT5-XXL: 13B parameters
+    full = engine.bytes_per_device(config, {"data": 1, "model": 1}, "float32")
+    assert full == 4 * total
+    split = engine.bytes_per_device(config, {"data": 2, "model": 8}, "bfloat16")
+    # Everything but the layer norms and relative-position tables (replicated) is split.
+    assert 2 * total / 8 < split < 1.001 * 2 * total / 8
+
+
+def test_plan_batches_rows_are_a_multiple_of_the_data_axis():
+    lengths = [5, 64, 33, 31, 47, 49, 12, 64, 2]
+    batches = engine.plan_batches(lengths, engine.bucket_lengths(64), 128, row_multiple=4)
+    assert [(b.rows, b.length) for b in batches] == [(4, 64), (4, 48), (4, 32)]
+    assert sorted(np.concatenate([b.indices for b in batches]).tolist()) == list(range(9))
+
+
+_MESH_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    sys.path.insert(0, {tests!r})
+    import jax, numpy as np
+    from seahorse_t5x import partitioning, vocab
+    from seahorse_t5x.inference import scorer as scorer_lib
+    from seahorse_t5x.model import configs, mt5
+    from mt5_fixtures import save_hf_tiny
+
+    save_hf_tiny({tmp!r}, "safetensors", seed=4)
+    words = "the council approved a new budget after long debate rain flooded streets".split()
+    rng = np.random.default_rng(0)
+    articles = [" ".join(rng.choice(words, size=4 * k)) for k in range(1, 13)]
+    summaries = [" ".join(rng.choice(words, size=4)) for _ in range(12)]
+    out = {{"devices": jax.device_count(), "runs": {{}}}}
+    for data, model in ((1, 1), (8, 1), (4, 2), (2, 4)):
+        mesh = partitioning.create_mesh(
+            partitioning.MeshConfig(model_parallel=model, data_parallel=data))
+        for dtype in ("float32", "bfloat16"):
+            scorer = scorer_lib.Scorer({tmp!r}, vocab="demo", max_input_length=64,
+                                       batch_size=2, mesh=mesh, param_dtype=dtype)
+            wi = scorer.params["encoder"]["layers_0"]["mlp"]["wi_0"]["kernel"]
+            logits = scorer.engine.label_logits(
+                scorer.params, scorer.encode(articles, summaries).tokens)
+            out["runs"][f"{{data}}x{{model}}_{{dtype}}"] = {{
+                "scores": scorer.score(articles, summaries).tolist(),
+                "log_odds": (logits[:, 0] - logits[:, 1]).tolist(),
+                "wi_spec": [str(a) for a in wi.sharding.spec],
+                "wi_dtype": str(wi.dtype),
+                "wi_shard": list(wi.addressable_shards[0].data.shape),
+            }}
+    print("RESULT " + json.dumps(out))
+    """
+)
+
+
+def test_every_mesh_gives_the_same_scores(tmp_path):
+    result = runner_fixtures.run_on_simulated_devices(
+        _MESH_SCRIPT.format(tests=str(TESTS), tmp=str(tmp_path / "hf")), tmp_path / "meshes.py"
+    )
+    assert result["devices"] == 8
+    runs = result["runs"]
+    base = np.asarray(runs["1x1_float32"]["scores"])
+    base_odds = np.asarray(runs["1x1_float32"]["log_odds"])
+    assert len(base) == 12 and len(set(np.round(base_odds, 4))) == 12  # every row differs
+    for mesh in ("8x1", "4x2", "2x4"):
+        np.testing.assert_allclose(runs[f"{mesh}_float32"]["scores"], base, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(runs[f"{mesh}_float32"]["log_odds"], base_odds, atol=1e-4)
+        bf16 = np.asarray(runs[f"{mesh}_bfloat16"]["log_odds"])
+        assert np.all(np.abs(bf16 - base_odds) <= 0.05 * np.abs(base_odds) + 0.05), mesh
+    # The tiny model's mlp (64 wide) is split over `model`; weights kept in bfloat16.
+    assert runs["2x4_float32"]["wi_spec"] == ["None", "model"]
+    assert runs["2x4_float32"]["wi_shard"][1] == runs["1x1_float32"]["wi_shard"][1] // 4
+    assert runs["4x2_bfloat16"]["wi_dtype"] == "bfloat16"
+    assert runs["1x1_float32"]["wi_dtype"] == "float32"
+
+
+def _score_process(trained, pairs, out, *extra) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.update(
+        JAX_PLATFORMS="cpu",
+        SEAHORSE_COMPILATION_CACHE=runner_fixtures.compilation_cache_dir(),
+        TF_CPP_MIN_LOG_LEVEL="3",
+    )
+    command = [sys.executable, "-m", "seahorse_t5x.cli", "score", "--checkpoint"]
+    command += [str(trained.model_dir), "--input", str(pairs), "--output", str(out)]
+    command += ["--chunk_size", "8", "--batch_size", "1", *extra]
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def _lines(path: pathlib.Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def test_killed_score_resumes_to_the_uninterrupted_output(trained, tmp_path):
+    rows = _rows(400, seed=7)
+    pairs = tmp_path / "pairs.jsonl"
+    _write_jsonl(pairs, [{"id": i, "article": r["article"], "summary": r["summary"]}
+                         for i, r in enumerate(rows)])  # fmt: skip
+    reference = tmp_path / "reference.jsonl"
+    done = _score_process(trained, pairs, reference)
+    assert done.wait(timeout=600) == 0, done.stderr.read()[-2000:]
+
+    out = tmp_path / "resumed.jsonl"
+    partial = tmp_path / "resumed.jsonl.partial"
+    rng = random.Random(0)
+    kills = 0
+    for attempt in range(6):
+        # SIGKILL once the run has written a random number of rows (a random point of it).
+        target = rng.randint(1, 360)
+        process = _score_process(trained, pairs, out, *(["--resume"] if attempt else []))
+        while process.poll() is None and _lines(partial) < target:
+            time.sleep(0.002)
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            kills += 1
+            assert not out.exists()
+        if out.exists():
+            break
+    if not out.exists():
+        finish = _score_process(trained, pairs, out, "--resume")
+        assert finish.wait(timeout=600) == 0, finish.stderr.read()[-2000:]
+    assert kills >= 2
+    resumed, expected = _read_jsonl(out), _read_jsonl(reference)
+    assert [r["id"] for r in resumed] == list(range(400))  # none lost, none twice
+    assert resumed == expected  # row for row, scores bit for bit
+    assert not partial.exists() and not (tmp_path / "resumed.jsonl.partial.run.json").exists()
+
+
+def test_inputs_keep_the_summary_and_the_minimum_length(trained):
+    demo = vocab.get_vocabulary("demo")
+    summaries = ["a budget was approved", "rain"]
+    need = inputs.min_input_length(demo, summaries)
+    encoded = inputs.encode_pairs(demo, ["long article " * 50] * 2, summaries, need)
+    assert not encoded.summary_truncated.any()
+    assert inputs.encode_pairs(demo, ["x"], summaries[:1], need - 1).summary_truncated.all()
+
+
+def test_packed_rows_give_the_bucketed_scores(trained):
+    demo = vocab.get_vocabulary("demo")
+    rows = _rows(40, seed=3)
+    tokens = inputs.encode_pairs(
+        demo, [r["article"] for r in rows], [r["summary"] for r in rows], INPUT_LENGTH
+    ).tokens
+    bucketed = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2)
+    packed = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2, packing=True)
+    params = bucketed.placer().place_tree(trained.params)
+    packing = engine.pack_rows([len(t) for t in tokens], INPUT_LENGTH, packed.max_segments)
+    assert sorted(i for row in packing for i in row) == list(range(40))
+    assert max(len(row) for row in packing) > 1  # some rows hold several inputs
+    assert all(sum(len(tokens[i]) for i in row) <= INPUT_LENGTH for row in packing)
+    np.testing.assert_allclose(
+        packed.label_logits(params, tokens), bucketed.label_logits(params, tokens), atol=1e-4
+    )
+    np.testing.assert_allclose(
+        packed.p_yes(params, tokens), bucketed.p_yes(params, tokens), rtol=0, atol=1e-6
+    )
+
+
+def test_score_input_with_a_bom_and_bad_utf8_rows(trained, tmp_path, capsys):
+    good = {"article": "A cat sat on the mat.", "summary": "A cat sat."}
+    raw = b"\xef\xbb\xbf" + json.dumps(good).encode() + b"\n"
+    raw += b'{"article": "caf\xe9", "summary": "x"}\n' + json.dumps(good).encode() + b"\n"
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_bytes(raw)
+    base = ["--checkpoint", str(trained.model_dir), "--input", str(pairs), "--vocab", "demo"]
+    base += ["--no_compilation_cache"]
+    assert _score(base + ["--output", str(tmp_path / "a.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "1 bad rows (line 2: not valid UTF-8)" in err and "Traceback" not in err
+    assert _score(base + ["--output", str(tmp_path / "b.jsonl"), "--skip_bad_rows"]) == 0
+    written = _read_jsonl(tmp_path / "b.jsonl")
+    assert [w["score"] is None for w in written] == [False, True, False]
+    assert written[1] == {"line": 2, "score": None, "error": "not valid UTF-8"}
+    assert written[0]["score"] == written[2]["score"]  # the BOM is not part of the row
+    csv_path = tmp_path / "pairs.csv"
+    csv_path.write_bytes(b"\xef\xbb\xbfarticle,summary\nA cat sat on the mat.,A cat sat.\n")
+    assert (
+        _score(base[:3] + [str(csv_path)] + base[4:] + ["--output", str(tmp_path / "c.jsonl")]) == 0
+    )
+    assert _read_jsonl(tmp_path / "c.jsonl")[0]["score"] == pytest.approx(
+        written[0]["score"], abs=1e-6
+    )
