@@ -6,7 +6,8 @@ from setuptools import find_packages, setup
 
 ROOT = pathlib.Path(__file__).parent
 
-# Versions checked to install and work together on Python 3.11 (CPU).
+# Versions checked to install and work together on Python 3.11 (CPU); they resolve on
+# 3.11, 3.12 and 3.13 (scripts/check_python_versions.py, docs/tpu.md).
 INSTALL_REQUIRES = [
     "jax==0.10.2",
     "jaxlib==0.10.2",
@@ -25,7 +26,8 @@ INSTALL_REQUIRES = [
     "scipy==1.17.1",
     "scikit-learn==1.9.1",
     "pandas==3.1.1",
-    "pyarrow==26.0.1",
+    # The newest pyarrow that apache-beam (the `beam` extra) accepts.
+    "pyarrow==25.0.1",
     "matplotlib==3.11.2",
     "tqdm==4.70.1",
     # Reads every safetensors checkpoint (its parser validates header, dtypes and offsets).
@@ -37,6 +39,9 @@ HF_REQUIRES = [
     "torch==2.13.0",
     "transformers==5.23.0",
 ]
+# SeqIO's cache job (scripts/cache_tasks.sh) runs on Apache Beam; its DirectRunner caches
+# the SEAHORSE tasks on one machine; [tfrecord] brings the CRC the cache files need.
+BEAM_REQUIRES = ["apache-beam[tfrecord]==2.77.0"]
 TEST_REQUIRES = HF_REQUIRES + [
     "pytest==9.2.0",
     "hypothesis==6.170.15",
@@ -53,7 +58,7 @@ setup(
     long_description=(ROOT / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
-    python_requires=">=3.11,<3.12",
+    python_requires=">=3.11,<3.14",
     packages=find_packages(include=["seahorse_t5x", "seahorse_t5x.*"]) + ["seahorse_t5x.tasks"],
     # The task registrations live in the top-level tasks/ folder but are importable only
     # as seahorse_t5x.tasks: one canonical module path for SeqIO's registry.
@@ -61,6 +66,11 @@ setup(
     package_data={"seahorse_t5x": ["assets/*", "assets/**/*"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
-    extras_require={"hf": HF_REQUIRES, "bench": HF_REQUIRES, "test": TEST_REQUIRES},
+    extras_require={
+        "hf": HF_REQUIRES,
+        "bench": HF_REQUIRES,
+        "test": TEST_REQUIRES,
+        "beam": BEAM_REQUIRES,
+    },
     entry_points={"console_scripts": ["seahorse-t5x=seahorse_t5x.cli:main"]},
 )

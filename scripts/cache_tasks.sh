@@ -6,6 +6,9 @@
 # cache serves every input length. docs/tpu.md shows where this fits in a run.
 set -euo pipefail
 
+# quote_arg, quote_command
+source "$(dirname "${BASH_SOURCE[0]}")/lib/shell_quote.sh"
+
 usage() {
   cat <<'EOF'
 Usage: scripts/cache_tasks.sh --tasks T1,T2,... --output_cache_dir DIR [options]
@@ -31,7 +34,9 @@ Options:
   --overwrite             replace an existing cache of these tasks
   --dry-run               print the command instead of running it
 
-Needs Apache Beam: python3 -m pip install 'apache-beam[gcp]'.
+Needs Apache Beam: python3 -m pip install -e ".[beam]" then python3 -m pip install
+protobuf==7.36.2 (sentencepiece's generated code needs protobuf >= 7.36.1; Beam declares
+protobuf < 7 but runs with it); for Dataflow also 'apache-beam[gcp]==2.77.0'.
 Dataflow workers do not see this shell's environment, so SEAHORSE_DATA_DIR cannot reach
 them: cache the SEAHORSE tasks (about 100,000 examples) with the DirectRunner, and use
 Dataflow for the large TFDS-backed NLI tasks.
@@ -49,15 +54,6 @@ die() {
   echo "cache_tasks.sh: error: $*" >&2
   echo "Run scripts/cache_tasks.sh --help for usage." >&2
   exit 2
-}
-
-quote_arg() {
-  if [[ "$1" =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
-    printf '%s' "$1"
-  else
-    local squote="'"
-    printf "'%s'" "${1//${squote}/${squote}\\\\${squote}${squote}}"
-  fi
 }
 
 need_value() {
@@ -136,12 +132,15 @@ if [[ "${OVERWRITE}" == 1 ]]; then
 fi
 cmd+=(--alsologtostderr)
 
+if [[ "${DRY_RUN}" == 0 ]]; then
+  python3 -c 'import apache_beam' 2>/dev/null ||
+    die "needs Apache Beam: python3 -m pip install -e \".[beam]\" (in this repository)"
+  python3 -c 'from sentencepiece import sentencepiece_model_pb2' 2>/dev/null ||
+    die "sentencepiece needs protobuf >= 7.36.1 (installing Beam downgrades it): python3 -m pip install protobuf==7.36.2"
+fi
+
 if [[ "${DRY_RUN}" == 1 ]]; then
-  line=""
-  for arg in "${env_vars[@]+"${env_vars[@]}"}" "${cmd[@]}"; do
-    line+="$(quote_arg "${arg}") "
-  done
-  echo "${line% }"
+  quote_command "${env_vars[@]+"${env_vars[@]}"}" "${cmd[@]}"
 else
   env "${env_vars[@]+"${env_vars[@]}"}" "${cmd[@]}"
 fi

@@ -4,6 +4,9 @@
 # docs/tpu.md walks through a whole run.
 set -euo pipefail
 
+# quote_arg, quote_command
+source "$(dirname "${BASH_SOURCE[0]}")/lib/shell_quote.sh"
+
 usage() {
   cat <<'EOF'
 Usage: scripts/launch_tpu.sh [--dry-run] ACTION --name NAME --zone ZONE [options]
@@ -32,6 +35,9 @@ setup:
   --repo URL             git URL of this project (default: this checkout's origin)
   --ref REF              commit or branch to install (default: this checkout's HEAD commit)
   --t5x_ref REF          T5X commit or branch (default: main)
+  --python VERSION       Python for the hosts' environment, e.g. 3.12 (default: any of
+                         3.11, 3.12, 3.13, the versions this package supports; one the
+                         image lacks is downloaded by uv)
 
 train:
   --experiment NAME      gin/experiments/NAME.gin, e.g. seahorse_q4_xxl (required)
@@ -67,24 +73,10 @@ die() {
   exit 2
 }
 
-# One argument as the shell reads it back: bare when safe, else in single quotes.
-quote_arg() {
-  if [[ "$1" =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
-    printf '%s' "$1"
-  else
-    local squote="'"
-    printf "'%s'" "${1//${squote}/${squote}\\${squote}${squote}}"
-  fi
-}
-
 # Prints (dry run) or runs a command; the printed form is shell-quoted, so it can be pasted.
 run() {
   if [[ "${DRY_RUN}" == 1 ]]; then
-    local arg line=""
-    for arg in "$@"; do
-      line+="$(quote_arg "${arg}") "
-    done
-    echo "${line% }"
+    quote_command "$@"
   else
     "$@"
   fi
@@ -101,6 +93,10 @@ SPOT=0
 REPO=""
 REF=""
 T5X_REF="main"
+# The Python versions setup.py's python_requires allows; uv picks one the host has or
+# downloads a standalone build (tpu-ubuntu2204-base ships Python 3.10, too old for jax).
+SUPPORTED_PYTHON=">=3.11,<3.14"
+PYTHON_REQUEST="${SUPPORTED_PYTHON}"
 EXPERIMENT=""
 MODEL_DIR=""
 DATA_DIR=""
@@ -133,6 +129,10 @@ while [[ $# -gt 0 ]]; do
     --repo) need_value "$@"; REPO="$2"; shift 2 ;;
     --ref) need_value "$@"; REF="$2"; shift 2 ;;
     --t5x_ref) need_value "$@"; T5X_REF="$2"; shift 2 ;;
+    --python)
+      need_value "$@"
+      [[ "$2" =~ ^3\.(11|12|13)$ ]] || die "--python must be 3.11, 3.12 or 3.13, got: $2"
+      PYTHON_REQUEST="$2"; shift 2 ;;
     --experiment) need_value "$@"; EXPERIMENT="$2"; shift 2 ;;
     --model_dir) need_value "$@"; MODEL_DIR="$2"; shift 2 ;;
     --data_dir) need_value "$@"; DATA_DIR="$2"; shift 2 ;;
@@ -163,6 +163,9 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Where the hosts keep the two checkouts (relative to the login user's home).
 REMOTE_PROJECT="seahorse-t5x"
 REMOTE_T5X="t5x"
+# The hosts' virtual environment, and its interpreter, which every action runs.
+REMOTE_VENV="seahorse-venv"
+PY="~/${REMOTE_VENV}/bin/python"
 
 # Runs one shell command line on every host of the slice.
 on_all_hosts() {
@@ -223,19 +226,22 @@ case "${ACTION}" in
     # their dependencies, which would pull flax/optax/seqio from git HEAD; its remaining
     # dependencies are named explicitly; jax[tpu] at the pinned jax version adds libtpu.
     remote="set -euo pipefail
-python3 -m pip install --upgrade pip
+python3 -m pip install --user --quiet uv || python3 -m pip install --user --quiet --break-system-packages uv
+~/.local/bin/uv venv --seed --allow-existing --python $(quote_arg "${PYTHON_REQUEST}") ~/${REMOTE_VENV}
+${PY} -c 'import platform; print(platform.node(), \"uses Python\", platform.python_version())'
+${PY} -m pip install --upgrade pip
 if [ ! -d ~/${REMOTE_PROJECT} ]; then git clone $(printf %q "${REPO}") ~/${REMOTE_PROJECT}; fi
 git -C ~/${REMOTE_PROJECT} fetch --all --quiet
 git -C ~/${REMOTE_PROJECT} checkout --quiet $(printf %q "${REF}")
-python3 -m pip install -e ~/${REMOTE_PROJECT}
+${PY} -m pip install -e ~/${REMOTE_PROJECT}
 if [ ! -d ~/${REMOTE_T5X} ]; then git clone https://github.com/google-research/t5x ~/${REMOTE_T5X}; fi
 git -C ~/${REMOTE_T5X} fetch --all --quiet
 git -C ~/${REMOTE_T5X} checkout --quiet $(printf %q "${T5X_REF}")
-python3 -m pip install --no-deps -e ~/${REMOTE_T5X}
-python3 -m pip install --no-deps git+https://github.com/google/airio git+https://github.com/google-research/jestimator
-python3 -m pip install fiddle jaxtyping cached_property chex grain portpicker tensorboard
-python3 -m pip install \"jax[tpu]==\$(python3 -c 'import jax; print(jax.__version__)')\"
-python3 -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index(), jax.device_count(), \"devices\")'"
+${PY} -m pip install --no-deps -e ~/${REMOTE_T5X}
+${PY} -m pip install --no-deps git+https://github.com/google/airio git+https://github.com/google-research/jestimator
+${PY} -m pip install fiddle jaxtyping cached_property chex grain portpicker tensorboard
+${PY} -m pip install \"jax[tpu]==\$(${PY} -c 'import jax; print(jax.__version__)')\"
+${PY} -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index(), jax.device_count(), \"devices\")'"
     on_all_hosts "${remote}"
     ;;
 
@@ -256,7 +262,7 @@ python3 -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index()
       flags+=" $(gin_string SEAHORSE_DATA_DIR "${DATA_DIR}")"
     fi
     flags+="$(extra_gin_flags)"
-    on_all_hosts "cd ~/${REMOTE_PROJECT} && $(env_prefix)python3 -m t5x.train ${flags} --alsologtostderr"
+    on_all_hosts "cd ~/${REMOTE_PROJECT} && $(env_prefix)${PY} -m t5x.train ${flags} --alsologtostderr"
     ;;
 
   eval | infer)
@@ -285,7 +291,7 @@ python3 -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index()
       flags+=" --gin.SEAHORSE_DATA_DIR=None"
     fi
     flags+="$(extra_gin_flags)"
-    on_all_hosts "cd ~/${REMOTE_PROJECT} && $(env_prefix)python3 -m ${module} ${flags} --alsologtostderr"
+    on_all_hosts "cd ~/${REMOTE_PROJECT} && $(env_prefix)${PY} -m ${module} ${flags} --alsologtostderr"
     ;;
 
   delete)

@@ -15,7 +15,7 @@ from gin import config_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GIN_DIR = ROOT / "gin"
-T5X_GIN_DIRS = ("models", "runs", "experiments")
+T5X_GIN_DIRS = ("models", "runs", "experiments", "smoke")
 SIZES = ("small", "base", "large", "xl", "xxl")
 
 REQUIRED = "gin.REQUIRED"
@@ -145,6 +145,31 @@ T5X_CONFIGURABLES: dict[str, tuple[str, ...]] = {
         "metric_name_to_monitor",
         "metric_mode",
         "keep_checkpoints_without_metrics",
+    ),
+    "t5x.models.EncoderDecoderModel": (
+        "module",
+        "input_vocabulary",
+        "output_vocabulary",
+        "optimizer_def",
+        "decode_fn",
+        "feature_converter_cls",
+        "label_smoothing",
+        "z_loss",
+        "loss_normalizing_factor",
+        "default_decoder_params",
+    ),
+    "t5x.examples.t5.network.T5Config": (
+        "vocab_size",
+        "dtype",
+        "emb_dim",
+        "num_heads",
+        "num_encoder_layers",
+        "num_decoder_layers",
+        "head_dim",
+        "mlp_dim",
+        "mlp_activations",
+        "dropout_rate",
+        "logits_via_embedding",
     ),
     "seqio.SentencePieceVocabulary": (
         "sentencepiece_model_file",

@@ -1,6 +1,7 @@
 """Every gin file under gin/ parses with gin's parser; T5X's files are also checked against
-the T5X names in tests/gin_t5x_testing.py (T5X is not installable here). The local runner's
-files (gin/local, gin/test) are parsed with their configurables by the runner's tests."""
+the T5X names in tests/gin_t5x_testing.py (T5X is not installable here; gin/smoke is T5X's
+too). The local runner's files (gin/local, gin/test) are parsed with their configurables by
+the runner's tests."""
 
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ def _project_configurables() -> dict[str, tuple[str, ...]]:
         "seahorse_t5x.vocab.vocabulary_path": _function_parameters(
             t5x.ROOT / "seahorse_t5x" / "vocab.py", "vocabulary_path"
         ),
+        "seahorse_t5x.vocab.demo_vocab_path": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "vocab.py", "demo_vocab_path"
+        ),
+        # Referenced, not configured: a feature converter class T5X instantiates.
+        "seahorse_t5x.packing.FirstFitPackingConverter": (),
         "seahorse_t5x.tasks.seahorse.data_dir": _function_parameters(
             t5x.ROOT / "tasks" / "seahorse.py", "data_dir"
         ),

@@ -23,7 +23,10 @@ EXPERIMENTS = sorted(
     p for p in (t5x.GIN_DIR / "experiments").glob("*.gin") if not p.stem.startswith("ice_")
 )
 PRETRAINED_STEPS = 1_000_000
-TARGET_TOKENS = 2  # '1' or '0', then EOS
+SCORE_TARGET_TOKENS = 2  # '1' or '0', then EOS: the score tasks' length
+# Training target slots of the packed rows: 2 per example, so they bound the examples per
+# row; SEAHORSE inputs are hundreds of tokens, NLI pairs tens.
+TRAIN_TARGET_SLOTS = {"seahorse": 64, "xnli": 128, "nli": 128}
 
 
 def _size(path) -> str:
@@ -72,7 +75,13 @@ def test_experiment_sets_what_t5x_requires(path):
         assert still_required == {"MODEL_DIR"}
         assert resolved.macros["SEAHORSE_DATA_DIR"] is None
     macros = resolved.macros
-    assert macros["TASK_FEATURE_LENGTHS"] == {"inputs": 2048, "targets": TARGET_TOKENS}
+    family = path.stem.split("_")[0]
+    assert macros["TASK_FEATURE_LENGTHS"] == {
+        "inputs": 2048,
+        "targets": TRAIN_TARGET_SLOTS[family],
+    }
+    # Validation scores at the score tasks' lengths, whatever the training rows hold.
+    assert macros["EVAL_TASK_FEATURE_LENGTHS"] == {"inputs": 2048, "targets": SCORE_TARGET_TOKENS}
     assert macros["LOSS_NORMALIZING_FACTOR"] == 1024 * 229 == 234496
     assert macros["INITIAL_CHECKPOINT_PATH"] == (
         f"gs://t5-data/pretrained_models/t5x/mt5_{size}/checkpoint_{PRETRAINED_STEPS}"
@@ -136,7 +145,8 @@ def test_finetune_gin_selects_checkpoints_by_validation_metric():
         "EVAL_MIXTURE_OR_TASK_NAME",
     )
     assert t5x.is_macro(
-        b[("infer_eval", "t5x.utils.DatasetConfig", "task_feature_lengths")], "TASK_FEATURE_LENGTHS"
+        b[("infer_eval", "t5x.utils.DatasetConfig", "task_feature_lengths")],
+        "EVAL_TASK_FEATURE_LENGTHS",
     )
     assert t5x.is_macro(b[("", "t5x.utils.SaveCheckpointConfig", "keep")], "CHECKPOINTS_TO_KEEP")
     # Every checkpoint is written at an evaluation step, so each gets a metric.
@@ -147,10 +157,17 @@ def test_finetune_gin_selects_checkpoints_by_validation_metric():
     ):
         assert t5x.is_macro(b[("", manager, "metric_name_to_monitor")], "BEST_CHECKPOINT_METRIC")
         assert b[("", manager, "metric_mode")] == "max"
+        # The pre-training checkpoint written before the first step never gets a metric:
+        # with this False it is pruned instead of kept for good (the latest is always kept).
+        assert b[("", manager, "keep_checkpoints_without_metrics")] is False
     assert t5x.is_macro(
         b[("", "seahorse_t5x.tasks.seahorse.data_dir", "path")], "SEAHORSE_DATA_DIR"
     )
     assert "seahorse_t5x.tasks" in resolved.imports
+    # Training rows are packed first-fit-decreasing (SeqIO's packer, reordered windows).
+    converter = b[("", "t5x.models.EncoderDecoderModel", "feature_converter_cls")]
+    assert converter == ("@", "packing.FirstFitPackingConverter", False)
+    assert "seahorse_t5x.packing" in resolved.imports
 
 
 @pytest.mark.parametrize("size", t5x.SIZES)
@@ -192,9 +209,68 @@ def test_eval_and_infer_gins_score_at_training_lengths(name, t5x_gin, user_macro
     # DROPOUT_RATE (REQUIRED in the model gin) must be set by the run gin.
     assert still_required == user_macros | {"SEAHORSE_DATA_DIR"}
     assert resolved.macros["DROPOUT_RATE"] == 0.0
-    assert resolved.macros["TASK_FEATURE_LENGTHS"] == {"inputs": 2048, "targets": TARGET_TOKENS}
+    assert resolved.macros["TASK_FEATURE_LENGTHS"] == {
+        "inputs": 2048,
+        "targets": SCORE_TARGET_TOKENS,
+    }
+    # The same lengths as the validation during training.
+    finetune = t5x.resolve(t5x.GIN_DIR / "runs" / "finetune.gin").macros
+    assert finetune["EVAL_TASK_FEATURE_LENGTHS"] == resolved.macros["TASK_FEATURE_LENGTHS"]
     header = _header(t5x.GIN_DIR / "runs" / f"{name}.gin")
     assert _required_in_header(header) == still_required
     if name == "infer_score":
         mode = resolved.bindings[("", "__main__.infer", "mode")]
         assert mode == "score" and mode in t5x.T5X_INFER_MODES
+
+
+def test_smoke_gins_run_the_q4_experiment_with_a_tiny_network_on_the_demo_vocabulary():
+    import sentencepiece as spm
+
+    path = t5x.GIN_DIR / "smoke" / "train.gin"
+    resolved = t5x.resolve(path)
+    # The experiment gin as users run it, then the tiny network on top of it.
+    assert resolved.includes.index("gin/experiments/seahorse_q4_small.gin") < (
+        resolved.includes.index("gin/smoke/tiny.gin")
+    )
+    macros = resolved.macros
+    still_required = {m for m, v in macros.items() if t5x.is_macro(v, t5x.REQUIRED)}
+    assert (
+        still_required
+        == _required_in_header(_header(path))
+        == {
+            "MODEL_DIR",
+            "SEAHORSE_DATA_DIR",
+        }
+    )
+    assert macros["INITIAL_CHECKPOINT_PATH"] is None
+    assert macros["TRAIN_STEPS"] == 40 and macros["TRAIN_STEPS"] % macros["EVAL_PERIOD"] == 0
+    assert macros["MIXTURE_OR_TASK_NAME"] == "seahorse_q4"
+    # Model and tasks read one vocabulary: the demo one, computed once by the same function.
+    assert macros["VOCAB_PATH"] == ("@", "vocab.demo_vocab_path", True)
+    demo_size = spm.SentencePieceProcessor(model_file=vocab.demo_vocab_path()).vocab_size()
+    config = {k[2]: v for k, v in resolved.bindings.items() if k[1].endswith("T5Config")}
+    assert config["vocab_size"] % 128 == 0 and demo_size <= config["vocab_size"] < demo_size + 128
+    assert config["num_encoder_layers"] <= 2 and config["emb_dim"] <= 128
+    train_lengths, eval_lengths = (
+        macros["TASK_FEATURE_LENGTHS"],
+        macros["EVAL_TASK_FEATURE_LENGTHS"],
+    )
+    assert eval_lengths == {"inputs": train_lengths["inputs"], "targets": SCORE_TARGET_TOKENS}
+    assert train_lengths["targets"] > SCORE_TARGET_TOKENS
+    # eval and infer take the tiny gin after their run gin: the score lengths stay 2 targets.
+    for run in ("eval", "infer_score"):
+        scored = t5x.resolve(t5x.GIN_DIR / "models" / "mt5_small.gin")
+        t5x.resolve(t5x.GIN_DIR / "runs" / f"{run}.gin", scored)
+        t5x.resolve(t5x.GIN_DIR / "smoke" / "tiny.gin", scored)
+        assert scored.macros["TASK_FEATURE_LENGTHS"] == eval_lengths
+        assert scored.macros["VOCAB_PATH"] == macros["VOCAB_PATH"]
+    # docs/tpu.md shows the three commands with these gins.
+    docs = (t5x.ROOT / "docs" / "tpu.md").read_text(encoding="utf-8")
+    docs = docs.split("## Smoke-test on CPU before renting a pod")[1].split("\n## ")[0]
+    for module, gins in (
+        ("t5x.train", ["gin/smoke/train.gin"]),
+        ("t5x.eval", ["gin/models/mt5_small.gin", "gin/runs/eval.gin", "gin/smoke/tiny.gin"]),
+        ("t5x.infer", ["gin/models/mt5_small.gin", "gin/runs/infer_score.gin", "gin/smoke/tiny.gin"]),
+    ):  # fmt: skip
+        command = docs.split(f"python -m {module} ")[1].split("--alsologtostderr")[0]
+        assert re.findall(r"--gin_file=(\S+)", command) == gins

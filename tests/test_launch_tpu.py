@@ -79,7 +79,7 @@ def test_train_runs_t5x_train_with_the_experiment_gin_on_every_host():
     assert remote[:3] == ["cd", "~/seahorse-t5x", "&&"]
     train = remote[3:]
     assert train == [
-        "python3",
+        "~/seahorse-venv/bin/python",
         "-m",
         "t5x.train",
         "--gin_file=gin/experiments/seahorse_q4_xxl.gin",
@@ -119,7 +119,7 @@ def test_infer_and_eval_use_the_model_and_run_gins():
     common += ["--data_dir", "gs://b/prep"]
     infer = _remote_argv(_dry_run(LAUNCH, "infer", *common))
     assert infer[3:8] == [
-        "python3",
+        "~/seahorse-venv/bin/python",
         "-m",
         "t5x.infer",
         "--gin_file=gin/models/mt5_xxl.gin",
@@ -134,17 +134,42 @@ def test_infer_and_eval_use_the_model_and_run_gins():
     assert '--gin.EVAL_SPLIT="validation"' in evaluate
 
 
-def test_setup_installs_this_package_then_t5x_on_every_host():
-    argv = _dry_run(
-        LAUNCH, "setup", "--name", "sh", "--zone", "z", "--repo", "https://x/s.git", "--ref", "abc"
-    )
+def _setup_lines(*args: str) -> list[str]:
+    argv = _dry_run(LAUNCH, "setup", "--name", "sh", "--zone", "z", "--repo", "https://x/s.git",
+                    "--ref", "abc", *args)  # fmt: skip
     command = next(a for a in argv if a.startswith("--command=")).removeprefix("--command=")
-    lines = command.splitlines()
-    ours = lines.index("python3 -m pip install -e ~/seahorse-t5x")
-    theirs = lines.index("python3 -m pip install --no-deps -e ~/t5x")
+    return command.splitlines()
+
+
+def test_setup_installs_this_package_then_t5x_on_every_host():
+    lines = _setup_lines()
+    ours = lines.index("~/seahorse-venv/bin/python -m pip install -e ~/seahorse-t5x")
+    theirs = lines.index("~/seahorse-venv/bin/python -m pip install --no-deps -e ~/t5x")
     assert ours < theirs
     assert "git -C ~/seahorse-t5x checkout --quiet abc" in lines
-    assert any(line.startswith('python3 -m pip install "jax[tpu]==') for line in lines)
+    assert any(
+        line.startswith('~/seahorse-venv/bin/python -m pip install "jax[tpu]==') for line in lines
+    )
+
+
+def test_setup_builds_an_environment_with_a_supported_python_whatever_the_image_ships():
+    lines = _setup_lines()
+    # Every pip and python call after the environment exists goes through its interpreter.
+    venv = next(i for i, line in enumerate(lines) if " venv " in line)
+    assert shlex.split(lines[venv]) == [
+        "~/.local/bin/uv", "venv", "--seed", "--allow-existing", "--python", ">=3.11,<3.14",
+        "~/seahorse-venv",
+    ]  # fmt: skip
+    after = lines[venv + 1 :]
+    assert after and all(not line.startswith("python3") for line in after)
+    assert "uses Python" in after[0] and "platform.python_version()" in after[0]
+    # The range is setup.py's python_requires.
+    setup_py = (ROOT / "setup.py").read_text()
+    assert 'python_requires=">=3.11,<3.14"' in setup_py
+    pinned = shlex.split(_setup_lines("--python", "3.12")[venv])
+    assert pinned[pinned.index("--python") + 1] == "3.12"
+    old = _run(LAUNCH, "setup", "--name", "a", "--zone", "z", "--python", "3.10", "--dry-run")
+    assert old.returncode == 2 and "--python must be 3.11, 3.12 or 3.13" in old.stderr
 
 
 def test_user_mistakes_exit_2_with_a_message():
@@ -217,9 +242,48 @@ def test_env_assignments_reach_the_remote_command():
     remote = _remote_argv(argv)
     assert remote[3:7] == [
         "SEAHORSE_FEVER_NLI_DIR=gs://b/fever nli",
-        "python3",
+        "~/seahorse-venv/bin/python",
         "-m",
         "t5x.train",
     ]
     bad = _run(LAUNCH, "train", "--name", "a", "--zone", "z", "--env", "1X=y")
     assert bad.returncode == 2 and "--env needs NAME=VALUE" in bad.stderr
+
+
+def test_dry_run_lines_with_a_single_quote_parse_back_to_the_same_words(tmp_path):
+    data_dir = "/data/it's here"
+    line = _run(CACHE, "--dry-run", "--tasks", "seahorse_q4", "--data_dir", data_dir,
+                "--output_cache_dir", "/c/it's").stdout  # fmt: skip
+    # bash itself reads the printed line back (shlex agrees with it on these quotes).
+    echoed = subprocess.run(
+        ["bash", "-c", "printf '%s\\n' " + line.strip()], capture_output=True, text=True
+    )
+    assert echoed.returncode == 0, echoed.stderr
+    assert echoed.stdout.splitlines()[:2] == [f"SEAHORSE_DATA_DIR={data_dir}", "python3"]
+    assert "--output_cache_dir=/c/it's" in echoed.stdout.splitlines()
+    argv = _dry_run(LAUNCH, "train", "--name", "it's", "--zone", "z", "--experiment",
+                    "seahorse_q4_small", "--model_dir", "gs://b/it's", "--data_dir", "gs://b/p")  # fmt: skip
+    assert argv[5] == "it's"
+    assert '--gin.MODEL_DIR="gs://b/it\'s"' in _remote_argv(argv)
+    # Both scripts use the one helper.
+    for script in (LAUNCH, CACHE):
+        text = script.read_text()
+        assert "lib/shell_quote.sh" in text and "quote_arg() {" not in text
+
+
+def test_cache_tasks_names_the_install_fix_when_beam_or_protobuf_is_missing(tmp_path):
+    # A python3 that has no Apache Beam, then one whose protobuf sentencepiece refuses.
+    fake = tmp_path / "python3"
+    args = ["--tasks", "seahorse_q4", "--data_dir", "/d", "--output_cache_dir", "/c"]
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    for failing, message in (
+        ("apache_beam", 'needs Apache Beam: python3 -m pip install -e ".[beam]"'),
+        ("sentencepiece_model_pb2", "python3 -m pip install protobuf==7.36.2"),
+    ):
+        fake.write_text(f'#!/bin/bash\n[[ "$2" == *{failing}* ]] && exit 1\nexit 0\n')
+        fake.chmod(0o755)
+        result = subprocess.run(
+            ["bash", str(CACHE), *args], capture_output=True, text=True, cwd=ROOT, env=env
+        )
+        assert result.returncode == 2
+        assert message in result.stderr and "Traceback" not in result.stderr
