@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 from seahorse_t5x import articles, constants, errors, readers
 from seahorse_t5x.evaluation import benchmarks
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run, so a failure is reproducible in CI.
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 # Text without the separators of the formats (tabs and newlines end TSV fields and rows).
 _TEXT = st.text(
@@ -85,7 +91,8 @@ def _tsv_row(draw, number: int) -> bytes:
             line[:position] + draw(st.sampled_from([b"\xff", b"\xc3(", b"\x80"])) + line[position:]
         )
     elif kind == "garbage":
-        line = draw(st.binary(max_size=40)).replace(b"\n", b" ")
+        # Never a blank line (blank lines are not rows): a byte, then any bytes but line ends.
+        line = b"x" + draw(st.binary(max_size=40)).replace(b"\n", b" ").replace(b"\r", b" ")
     return line
 
 
