@@ -175,7 +175,14 @@ def main() -> None:
         )
         plans = [[engine_lib.Batch(np.asarray(r), args.max_input_length, 1) for r in rows]]
     else:
-        plans = [engine.plan([len(tokens[i]) for i in chunk]) for chunk in chunks]
+        # Batches with indices into `tokens` (each chunk is planned on its own).
+        plans = [
+            [
+                engine_lib.Batch(chunk[b.indices], b.length, b.rows)
+                for b in engine.plan([len(tokens[i]) for i in chunk])
+            ]
+            for chunk in chunks
+        ]
     shapes = sorted({(b.rows, b.length) for plan in plans for b in plan})
 
     padded_ours = sum(b.rows * b.length for plan in plans for b in plan)
