@@ -43,7 +43,6 @@ _TASK_PATTERN = re.compile(
     r"seahorse_(?P<all>all_)?q(?P<question>[1-6])_score(?:\.(?P<language>[a-z]{2}))?"
 )
 _SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
-_HYPOTHESIS_MARKER = "hypothesis:"
 
 
 def parse_task(task: str) -> tuple[int, str | None]:
@@ -202,8 +201,10 @@ def labelled_rows(data_dir: str, split: str, question: int, language: str | None
     return rows
 
 
-def _normalized(text: str) -> str:
-    return " ".join(text.split())
+def ends_with_text(text: str, tail: str) -> bool:
+    """Whether `text` ends with `tail`, whitespace runs counted as one space (how a T5X
+    infer output's `inputs_pretokenized` is checked against the row it is joined to)."""
+    return " ".join(text.split()).endswith(" ".join(tail.split()))
 
 
 def convert(
@@ -277,8 +278,7 @@ def convert(
                 path, number, "inputs.inputs_pretokenized", f"expected text, got {text!r}"
             )
         else:
-            expected_tail = _normalized(f"{_HYPOTHESIS_MARKER} {row['summary']}")
-            if not _normalized(text).endswith(expected_tail):
+            if not ends_with_text(text, f"{constants.HYPOTHESIS_MARKER} {row['summary']}"):
                 raise errors.DataError(
                     path,
                     number,

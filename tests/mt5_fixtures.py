@@ -39,9 +39,14 @@ def hf_tiny_model(seed: int = 0, vocab_size: int | None = None):
         pad_token_id=0,
         eos_token_id=1,
     )
-    model = transformers.MT5ForConditionalGeneration(hf_config).eval()
-    # HF's init leaves layer norms at 1 and some tensors tiny: perturb everything so a
-    # wrong mapping or transposition cannot hide.
+    return perturb(transformers.MT5ForConditionalGeneration(hf_config).eval())
+
+
+def perturb(model):
+    """HF's init leaves layer norms at 1 and some tensors tiny: perturb them so a wrong
+    mapping or transposition cannot hide. Returns the model."""
+    import torch
+
     with torch.no_grad():
         for name, param in model.named_parameters():
             if "layer_norm" in name:

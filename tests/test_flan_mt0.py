@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 import pytest
-from mt5_fixtures import flax_logits, hf_logits, padded_batch
+from mt5_fixtures import flax_logits, hf_logits, padded_batch, perturb
 
 from seahorse_t5x import errors
 from seahorse_t5x.model import checkpoints, configs
@@ -96,14 +96,7 @@ def _hf_model(family: str, vocab_size: int, seed: int):
         model = transformers.T5ForConditionalGeneration(transformers.T5Config(**common))
     else:
         model = transformers.MT5ForConditionalGeneration(transformers.MT5Config(**common))
-    model = model.eval()
-    with torch.no_grad():  # HF's init leaves norms at 1: perturb so no mapping can hide
-        for name, param in model.named_parameters():
-            if "layer_norm" in name:
-                param.copy_(1.0 + 0.2 * torch.randn_like(param))
-            elif "relative_attention_bias" in name:
-                param.copy_(torch.randn_like(param))
-    return model
+    return perturb(model.eval())
 
 
 def _publish_untied(directory, seed: int) -> None:

@@ -396,10 +396,6 @@ _ICE_TASK = re.compile(
 )
 
 
-def _normalized_text(text: str) -> str:
-    return " ".join(text.split())
-
-
 def ice_infer_rows(
     infer_paths: Sequence[str], task: str, data_dir: str, split: str, metric: str
 ) -> tuple[list[dict], dict[str, int]]:
@@ -433,8 +429,7 @@ def ice_infer_rows(
     for (path, number, record), row in zip(records, rows, strict=True):
         text = (record.get("inputs") or {}).get("inputs_pretokenized")
         if text is not None:
-            tail = _normalized_text(ice.demonstration_rest(row["summary"], None))
-            if not _normalized_text(text).endswith(tail):
+            if not t5x_scores.ends_with_text(text, ice.demonstration_rest(row["summary"], None)):
                 raise errors.DataError(
                     path,
                     number,
