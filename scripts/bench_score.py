@@ -151,7 +151,8 @@ def main() -> None:
         args.ladder,
         packing=args.packing,
     )
-    params = engine.placer().place_tree(params)
+    placer = engine.placer()
+    params = placer.stack_layers(placer.place_tree(params), consume=True)
     hf = HFScorer(hf_model, args.hf_batch_size)
     chunks = np.array_split(np.arange(len(tokens)), args.chunks)
 

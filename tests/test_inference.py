@@ -292,7 +292,7 @@ _MESH_SCRIPT = textwrap.dedent(
         for dtype in ("float32", "bfloat16"):
             scorer = scorer_lib.Scorer({tmp!r}, vocab="demo", max_input_length=64,
                                        batch_size=2, mesh=mesh, param_dtype=dtype)
-            wi = scorer.params["encoder"]["layers_0"]["mlp"]["wi_0"]["kernel"]
+            wi = scorer.params["encoder"]["layers"]["layer"]["mlp"]["wi_0"]["kernel"]
             logits = scorer.engine.label_logits(
                 scorer.params, scorer.encode(articles, summaries).tokens)
             out["runs"][f"{{data}}x{{model}}_{{dtype}}"] = {{
@@ -321,9 +321,11 @@ def test_every_mesh_gives_the_same_scores(tmp_path):
         np.testing.assert_allclose(runs[f"{mesh}_float32"]["log_odds"], base_odds, atol=1e-4)
         bf16 = np.asarray(runs[f"{mesh}_bfloat16"]["log_odds"])
         assert np.all(np.abs(bf16 - base_odds) <= 0.05 * np.abs(base_odds) + 0.05), mesh
-    # The tiny model's mlp (64 wide) is split over `model`; weights kept in bfloat16.
-    assert runs["2x4_float32"]["wi_spec"] == ["None", "model"]
-    assert runs["2x4_float32"]["wi_shard"][1] == runs["1x1_float32"]["wi_shard"][1] // 4
+    # The tiny model's mlp (64 wide) is split over `model`, the stacked layer axis is not;
+    # weights kept in bfloat16.
+    assert runs["2x4_float32"]["wi_spec"] == ["None", "None", "model"]
+    assert runs["2x4_float32"]["wi_shard"][0] == runs["1x1_float32"]["wi_shard"][0] == 2
+    assert runs["2x4_float32"]["wi_shard"][2] == runs["1x1_float32"]["wi_shard"][2] // 4
     assert runs["4x2_bfloat16"]["wi_dtype"] == "bfloat16"
     assert runs["1x1_float32"]["wi_dtype"] == "float32"
 

@@ -18,7 +18,8 @@ from mt5_fixtures import (
     padded_batch,
 )
 
-from seahorse_t5x import errors
+from seahorse_t5x import errors, partitioning
+from seahorse_t5x.inference import engine
 from seahorse_t5x.model import checkpoints, configs, mt5
 
 
@@ -55,6 +56,31 @@ def test_logits_match_hf_with_padding(hf_and_params, lengths):
     assert ours.shape == (ROWS, DEC_LEN, TINY.vocab_size)
     assert ours.dtype == np.float32
     np.testing.assert_allclose(ours, theirs, atol=1e-4, rtol=1e-4)
+
+
+def test_scanned_layers_give_hf_logits_from_stacked_parameters(hf_and_params):
+    model, params = hf_and_params
+    placer = engine.Placer(TINY, partitioning.create_mesh())
+    stacked = placer.stack_layers(placer.place_tree(params))
+    # The layout `init_params(scan_layers=True)` makes: same names, shapes and axes.
+    abstract = mt5.abstract_params(TINY, scan_layers=True)
+    shapes = flax.traverse_util.flatten_dict(mt5.unbox(abstract), sep="/")
+    flat = flax.traverse_util.flatten_dict(stacked, sep="/")
+    assert {k: v.shape for k, v in flat.items()} == {k: v.shape for k, v in shapes.items()}
+    axes = flax.traverse_util.flatten_dict(mt5.logical_axes(abstract), sep="/")
+    assert tuple(axes["encoder/layers/layer/mlp/wi_0/kernel"]) == ("layers", "embed", "mlp")
+    wo = flat["decoder/layers/layer/mlp/wo/kernel"]
+    assert wo.shape == (TINY.num_decoder_layers, TINY.mlp_dim, TINY.emb_dim)
+    np.testing.assert_array_equal(wo[1], params["decoder"]["layers_1"]["mlp"]["wo"]["kernel"])
+    assert mt5.is_scanned(stacked) and not mt5.is_scanned(params)
+
+    enc = padded_batch([40, 64, 9], TINY.vocab_size, seed=11)
+    dec = _decoder_inputs(ROWS, seed=3)
+    scanned = jax.jit(lambda p, e, d: mt5.MT5(TINY, scan_layers=True).apply({"params": p}, e, d))(
+        stacked, enc, dec
+    )
+    np.testing.assert_allclose(np.asarray(scanned), hf_logits(model, enc, dec), atol=1e-4)
+    np.testing.assert_allclose(np.asarray(scanned), _flax_logits(params, enc, dec), atol=1e-5)
 
 
 def test_bfloat16_compute_is_close_to_float32(hf_and_params):

@@ -78,10 +78,14 @@ def run(args: argparse.Namespace) -> int:
     input_length = scorer_lib.input_length_for(meta, args.input_length, checkpoint)
     scorer_lib.warn_on_vocabulary_mismatch(meta, checkpoint)
     mesh = inference_flags.create_mesh(mesh_shape)
-    model_config, params = checkpoints.load_checkpoint(
-        str(checkpoint),
-        placement=lambda config: engine_lib.Placer(config, mesh, args.param_dtype),
-    )
+    placers = []
+
+    def placement(config):
+        placers.append(engine_lib.Placer(config, mesh, args.param_dtype))
+        return placers[-1]
+
+    model_config, params = checkpoints.load_checkpoint(str(checkpoint), placement=placement)
+    params = placers[-1].stack_layers(params, consume=True)  # the engine's scanned layout
     task_names = evaluation_loop.expand_task_names(args.tasks.split(","))
     if words is None and all(n.startswith("ice_") for n in task_names):
         from seahorse_t5x import ice

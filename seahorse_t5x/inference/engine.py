@@ -14,6 +14,11 @@
 - Parameters are placed tensor by tensor (`Placer`): each device reads only its shard of a
   (memory-mapped) checkpoint tensor, in the parameter dtype, so an XXL model never needs a
   full float32 copy on the host.
+- Scanned layers: `Placer.stack_layers` stacks each kind of layer parameter on a leading
+  axis, and the program runs each stack's layers as one scan (`mt5.MT5(scan_layers=True)`):
+  tracing and compiling one layer per stack instead of all of them, so a new bucket shape
+  costs a fraction of the time. Per-layer trees (the trainer's) run unrolled, the same
+  numbers.
 """
 
 from __future__ import annotations
@@ -119,7 +124,7 @@ def label_logits(
     config: MT5Config, label_ids: tuple[int, int], params: Any, tokens: jax.Array
 ) -> jax.Array:
     """Logits [b, 2] (float32) of the two answer tokens at the first decoder step."""
-    model = mt5.MT5(config)
+    model = mt5.MT5(config, scan_layers=mt5.is_scanned(params))
     variables = {"params": params}
     encoded = model.apply(variables, tokens, method=mt5.MT5.encode)
     start = jnp.full((tokens.shape[0], 1), constants.DECODER_START_ID, jnp.int32)
@@ -148,7 +153,7 @@ def packed_label_logits(
     own input (and to itself): the same logits as scoring the inputs one by one. Relative
     attention sees only distances within a segment, which packing preserves.
     """
-    model = mt5.MT5(config)
+    model = mt5.MT5(config, scan_layers=mt5.is_scanned(params))
     variables = {"params": params}
     encoded = model.apply(variables, tokens, segment_ids, method=mt5.MT5.encode)
     start = jnp.full(decoder_segment_ids.shape, constants.DECODER_START_ID, jnp.int32)
@@ -214,12 +219,20 @@ def _compiled_label_logits(config: MT5Config, label_ids: tuple[int, int], mesh: 
     )
 
 
+@functools.cache
+def _stacker(sharding: jax.sharding.Sharding):
+    # One small program per (layer-parameter shape, sharding): a few per model.
+    return jax.jit(lambda *layers: jnp.stack(layers), out_shardings=sharding)
+
+
 class Placer:
     """Puts parameters on the mesh, sharded by their logical axes, one tensor at a time.
 
     `placer(name, array)` is the hook `model.checkpoints.load_checkpoint(place=...)` calls
     for each flat `a/b/c` parameter as it is read: every device receives only its shard,
     converted to `param_dtype`, read from the (possibly memory-mapped) host array.
+    `stack_layers` then turns the per-layer tree into the scanned layout the engine runs
+    fastest.
     """
 
     def __init__(self, config: MT5Config, mesh: Mesh, param_dtype: str = "float32") -> None:
@@ -229,8 +242,11 @@ class Placer:
                 "(float16 overflows in mT5)"
             )
         self.dtype = jnp.dtype(param_dtype)
-        shardings = partitioning.params_shardings(mt5.abstract_params(config), mesh)
-        self.shardings = flax.traverse_util.flatten_dict(shardings, sep="/")
+        # Flat names of both layouts (`encoder/layers_0/...` and `encoder/layers/layer/...`).
+        self.shardings = {
+            **_flat_shardings(config, mesh, scan_layers=False),
+            **_flat_shardings(config, mesh, scan_layers=True),
+        }
 
     def __call__(self, name: str, array: Any) -> jax.Array:
         sharding = self.shardings[name]
@@ -242,10 +258,42 @@ class Placer:
         )
 
     def place_tree(self, params: Any) -> Any:
-        """The whole (unboxed or boxed) tree placed: for parameters already in memory."""
+        """The whole (unboxed or boxed) tree placed, in either layout: for parameters already
+        in memory (arrays already placed this way are kept as they are)."""
         flat = flax.traverse_util.flatten_dict(mt5.unbox(params), sep="/")
         placed = {name: self(name, value) for name, value in flat.items()}
         return flax.traverse_util.unflatten_dict(placed, sep="/")
+
+    def stack_layers(self, params: Any, consume: bool = False) -> Any:
+        """The scanned layout of a per-layer tree placed by this placer.
+
+        Each kind of layer parameter (`encoder/layers_N/mlp/wi_0/kernel` for every N) becomes
+        one array with a leading layer axis, sharded like its layers. With `consume`, each
+        kind's per-layer arrays are deleted once stacked, so device memory peaks at the
+        parameters plus one kind, not twice the parameters.
+        """
+        flat = flax.traverse_util.flatten_dict(params, sep="/")
+        stacked: dict[str, Any] = {}
+        groups: dict[str, dict[int, jax.Array]] = {}
+        for name, value in flat.items():
+            layer = mt5.stacked_name(name)
+            if layer is None:
+                stacked[name] = value
+            else:
+                groups.setdefault(layer[0], {})[layer[1]] = value
+        for name, layers in groups.items():
+            arrays = [layers[i] for i in range(len(layers))]
+            stacked[name] = _stacker(self.shardings[name])(*arrays)
+            if consume:
+                for array in arrays:
+                    array.delete()
+        return flax.traverse_util.unflatten_dict(stacked, sep="/")
+
+
+def _flat_shardings(config: MT5Config, mesh: Mesh, scan_layers: bool) -> dict[str, Any]:
+    abstract = mt5.abstract_params(config, scan_layers=scan_layers)
+    shardings = partitioning.params_shardings(abstract, mesh)
+    return flax.traverse_util.flatten_dict(shardings, sep="/")
 
 
 def bytes_per_device(config: MT5Config, mesh_shape: Mapping[str, int], param_dtype: str) -> int:

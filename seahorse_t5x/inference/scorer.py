@@ -146,14 +146,17 @@ class Scorer:
             self.engine = engine_lib.Engine(
                 config, label_ids, mesh, max_input_length, batch_size, packing=packing
             )
-            return self.engine.placer(param_dtype)
+            self._placer = self.engine.placer(param_dtype)
+            return self._placer
 
         if isinstance(checkpoint, tuple):
             config, params = checkpoint
             config = config.replace(dtype=dtype)
-            self.params = placement(config).place_tree(params)
+            params = placement(config).place_tree(params)
         else:
-            config, self.params = checkpoints.load_checkpoint(checkpoint, dtype, placement)
+            config, params = checkpoints.load_checkpoint(checkpoint, dtype, placement)
+        # The scanned layout (one traced layer per stack); the per-layer arrays are ours.
+        self.params = self._placer.stack_layers(params, consume=True)
         self.config = config
         self.yes_id, self.no_id = self.engine.label_ids
         self.max_input_length = max_input_length

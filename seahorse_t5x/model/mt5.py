@@ -12,6 +12,7 @@ softmax and layer-norm statistics always float32, logits returned as float32.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import flax.linen as nn
@@ -30,6 +31,9 @@ _kernel_init = nn.initializers.variance_scaling(1.0, "fan_in", "truncated_normal
 _attention_init = nn.initializers.variance_scaling(1.0, "fan_in", "normal")
 _relpos_init = nn.initializers.variance_scaling(1.0, "fan_avg", "uniform")
 _embedding_init = nn.initializers.normal(stddev=1.0)
+# Module names of the scanned layout: `encoder/layers/layer/...`, layers stacked on axis 0.
+SCANNED_LAYERS = "layers"
+SCANNED_LAYER = "layer"
 
 
 def _compute_dtype(config: MT5Config) -> jnp.dtype:
@@ -170,10 +174,12 @@ class RelativePositionBiases(nn.Module):
             jnp.float32,
         )
         # Packed segments are contiguous, so arange distances equal within-segment distances.
-        query_pos = np.arange(query_len, dtype=np.int32)[:, None] + query_offset
-        key_pos = np.arange(key_len, dtype=np.int32)[None, :]
+        # Positions come from iota in the program, not numpy constants: XLA would otherwise
+        # constant-fold the [q, k] bucket arithmetic at compile time (~10 s at 2048 on CPU).
+        query_pos = jnp.arange(query_len, dtype=jnp.int32)[:, None] + query_offset
+        key_pos = jnp.arange(key_len, dtype=jnp.int32)[None, :]
         buckets = relative_position_bucket(
-            jnp.asarray(key_pos - query_pos),
+            key_pos - query_pos,
             self.bidirectional,
             cfg.relative_attention_num_buckets,
             cfg.relative_attention_max_distance,
@@ -269,8 +275,47 @@ class DecoderLayer(nn.Module):
         return x + drop(y, deterministic=not enable_dropout)
 
 
+class _ScannedEncoderLayer(nn.Module):
+    """One encoder layer as a `nn.scan` body: (carry, None) -> (carry, None)."""
+
+    config: MT5Config
+    enable_dropout: bool
+
+    @nn.compact
+    def __call__(self, x: Array, bias: Array) -> tuple[Array, None]:
+        return EncoderLayer(self.config, name=SCANNED_LAYER)(x, bias, self.enable_dropout), None
+
+
+class _ScannedDecoderLayer(nn.Module):
+    """One decoder layer as a `nn.scan` body."""
+
+    config: MT5Config
+    enable_dropout: bool
+
+    @nn.compact
+    def __call__(
+        self, x: Array, encoded: Array, self_bias: Array, cross_bias: Array
+    ) -> tuple[Array, None]:
+        layer = DecoderLayer(self.config, name=SCANNED_LAYER)
+        return layer(x, encoded, self_bias, cross_bias, self.enable_dropout), None
+
+
+def _scan(body: type[nn.Module], length: int, broadcast_args: int) -> type[nn.Module]:
+    """`body` applied `length` times with stacked parameters (leading `layers` axis)."""
+    return nn.scan(
+        body,
+        variable_axes={"params": 0},
+        split_rngs={"params": True, "dropout": True},
+        in_axes=(nn.broadcast,) * broadcast_args,
+        length=length,
+        # The stacked axis's logical name (`partitioning` leaves it unsharded).
+        metadata_params={nn.PARTITION_NAME: "layers"},
+    )
+
+
 class Encoder(nn.Module):
     config: MT5Config
+    scan_layers: bool = False
 
     @nn.compact
     def __call__(self, embedded: Array, mask: Array, enable_dropout: bool) -> Array:
@@ -279,14 +324,19 @@ class Encoder(nn.Module):
         bias = RelativePositionBiases(cfg, bidirectional=True, name="relpos_bias")(length, length)
         bias = bias + mask_to_bias(mask)
         x = nn.Dropout(cfg.dropout_rate)(embedded, deterministic=not enable_dropout)
-        for i in range(cfg.num_encoder_layers):
-            x = EncoderLayer(cfg, name=f"layers_{i}")(x, bias, enable_dropout)
+        if self.scan_layers:
+            scanned = _scan(_ScannedEncoderLayer, cfg.num_encoder_layers, 1)
+            x, _ = scanned(cfg, enable_dropout, name=SCANNED_LAYERS)(x, bias)
+        else:
+            for i in range(cfg.num_encoder_layers):
+                x = EncoderLayer(cfg, name=f"layers_{i}")(x, bias, enable_dropout)
         x = RmsNorm(cfg, name="encoder_norm")(x)
         return nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
 
 
 class Decoder(nn.Module):
     config: MT5Config
+    scan_layers: bool = False
 
     @nn.compact
     def __call__(
@@ -306,10 +356,16 @@ class Decoder(nn.Module):
         self_bias = self_bias + mask_to_bias(self_mask)
         cross_bias = mask_to_bias(cross_mask_)
         x = nn.Dropout(cfg.dropout_rate)(embedded, deterministic=not enable_dropout)
-        for i in range(cfg.num_decoder_layers):
-            x = DecoderLayer(cfg, name=f"layers_{i}")(
-                x, encoded, self_bias, cross_bias, enable_dropout
+        if self.scan_layers:
+            scanned = _scan(_ScannedDecoderLayer, cfg.num_decoder_layers, 3)
+            x, _ = scanned(cfg, enable_dropout, name=SCANNED_LAYERS)(
+                x, encoded, self_bias, cross_bias
             )
+        else:
+            for i in range(cfg.num_decoder_layers):
+                x = DecoderLayer(cfg, name=f"layers_{i}")(
+                    x, encoded, self_bias, cross_bias, enable_dropout
+                )
         x = RmsNorm(cfg, name="decoder_norm")(x)
         x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
         if return_hidden:
@@ -326,9 +382,15 @@ class MT5(nn.Module):
     padding) keep attention within an example; without them padding is `token == 0`.
     Positions are accepted for T5X feature compatibility; relative attention only needs
     distances, which packing (contiguous segments) preserves.
+
+    `scan_layers` runs each stack's layers as one `nn.scan` over parameters stacked on a
+    leading `layers` axis (`encoder/layers/layer/...`): the same numbers, but tracing and
+    compiling one layer instead of every layer (the inference engine's layout; checkpoints
+    keep T5X's per-layer names, and `inference.engine.Placer.stack_layers` converts).
     """
 
     config: MT5Config
+    scan_layers: bool = False
 
     def setup(self) -> None:
         cfg = self.config
@@ -340,8 +402,8 @@ class MT5(nn.Module):
             embedding_init=nn.with_logical_partitioning(_embedding_init, ("vocab", "embed")),
             name="token_embedder",
         )
-        self.encoder = Encoder(cfg, name="encoder")
-        self.decoder = Decoder(cfg, name="decoder")
+        self.encoder = Encoder(cfg, self.scan_layers, name="encoder")
+        self.decoder = Decoder(cfg, self.scan_layers, name="decoder")
 
     def encode(
         self,
@@ -408,36 +470,66 @@ def init_params(
     batch: int = 1,
     input_len: int = 8,
     target_len: int = 4,
+    scan_layers: bool = False,
 ) -> Any:
     """Randomly initialised parameters, boxed with their logical axis names.
 
     Use `unbox(params)` for plain arrays and `nn.get_partition_spec(params)` for the axes.
+    With `scan_layers`, the layout `stack_layers` makes (for `MT5(config, scan_layers=True)`).
     """
     encoder_tokens = jnp.ones((batch, input_len), jnp.int32)
     decoder_tokens = jnp.ones((batch, target_len), jnp.int32)
-    return _jitted_init(config)(rng, encoder_tokens, decoder_tokens)
+    return _jitted_init(config, scan_layers)(rng, encoder_tokens, decoder_tokens)
 
 
 @functools.cache
-def _jitted_init(config: MT5Config):
+def _jitted_init(config: MT5Config, scan_layers: bool = False):
     # Jitted and cached per config: op-by-op initialisation compiles every primitive
     # separately, and a fresh jit per call would recompile.
     def init(rng, encoder_tokens, decoder_tokens):
-        return MT5(config).init(rng, encoder_tokens, decoder_tokens)["params"]
+        model = MT5(config, scan_layers=scan_layers)
+        return model.init(rng, encoder_tokens, decoder_tokens)["params"]
 
     return jax.jit(init)
 
 
 def abstract_params(
-    config: MT5Config, batch: int = 1, input_len: int = 8, target_len: int = 4
+    config: MT5Config,
+    batch: int = 1,
+    input_len: int = 8,
+    target_len: int = 4,
+    scan_layers: bool = False,
 ) -> Any:
     """Shapes and dtypes of `init_params` (boxed `jax.ShapeDtypeStruct`s), without memory."""
     return jax.eval_shape(
         functools.partial(
-            init_params, config, batch=batch, input_len=input_len, target_len=target_len
+            init_params,
+            config,
+            batch=batch,
+            input_len=input_len,
+            target_len=target_len,
+            scan_layers=scan_layers,
         ),
         jax.random.PRNGKey(0),
     )
+
+
+# Per-layer names (`encoder/layers_3/mlp/wi_0/kernel`, T5X's layout) and their place in the
+# scanned layout (`encoder/layers/layer/mlp/wi_0/kernel`, layer 3 of a leading `layers` axis).
+_LAYER_NAME = re.compile(r"^(encoder|decoder)/layers_(\d+)/(.+)$")
+
+
+def stacked_name(name: str) -> tuple[str, int] | None:
+    """(scanned-layout name, layer index) of a flat per-layer parameter name, else None."""
+    match = _LAYER_NAME.match(name)
+    if match is None:
+        return None
+    return f"{match[1]}/{SCANNED_LAYERS}/{SCANNED_LAYER}/{match[3]}", int(match[2])
+
+
+def is_scanned(params: Any) -> bool:
+    """Whether a parameter tree has the scanned layout (stacked layers)."""
+    return SCANNED_LAYERS in params["encoder"]
 
 
 def unbox(params: Any) -> Any:

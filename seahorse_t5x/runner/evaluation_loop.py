@@ -20,6 +20,7 @@ from jax.sharding import Mesh
 from seahorse_t5x import constants, errors
 from seahorse_t5x.evaluation import scorefiles, stats
 from seahorse_t5x.inference import engine as engine_lib
+from seahorse_t5x.model import mt5
 
 # Metadata carried from the task's examples into the score file.
 PASSTHROUGH_FIELDS = ("gem_id", "language", "dataset", "system")
@@ -259,7 +260,10 @@ def evaluate_params(
     if label_ids is None:
         label_ids = vocab.label_token_ids(vocab.get_vocabulary())
     engine = engine_lib.Engine(model_config, label_ids, mesh, input_length, batch_size)
-    params = engine.placer(param_dtype).place_tree(params)
+    placer = engine.placer(param_dtype)
+    params = placer.place_tree(params)
+    if not mt5.is_scanned(params):  # a copy: the caller keeps its per-layer tree
+        params = placer.stack_layers(params)
     results: dict[str, dict] = {}
     rows: dict[str, list[dict]] = {}
     for task_name in expand_task_names(task_names):
