@@ -30,7 +30,7 @@ import runner_fixtures  # noqa: E402
 from seahorse_t5x import cli, errors, partitioning, vocab  # noqa: E402
 from seahorse_t5x.cli import inference_flags  # noqa: E402
 from seahorse_t5x.cli import score as score_cli  # noqa: E402
-from seahorse_t5x.inference import engine, inputs  # noqa: E402
+from seahorse_t5x.inference import engine, executables, inputs  # noqa: E402
 from seahorse_t5x.inference import scorer as scorer_lib  # noqa: E402
 from seahorse_t5x.model import configs, mt5  # noqa: E402
 from seahorse_t5x.runner import checkpointing, trainer  # noqa: E402
@@ -405,17 +405,66 @@ def test_packed_rows_give_the_bucketed_scores(trained):
     ).tokens
     bucketed = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2)
     packed = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2, packing=True)
-    params = bucketed.placer().place_tree(trained.params)
+    placer = bucketed.placer()
+    params = placer.place_tree(trained.params)
+    stacked = placer.stack_layers(params)  # packed rows run scanned, buckets unrolled here
     packing = engine.pack_rows([len(t) for t in tokens], INPUT_LENGTH, packed.max_segments)
     assert sorted(i for row in packing for i in row) == list(range(40))
     assert max(len(row) for row in packing) > 1  # some rows hold several inputs
     assert all(sum(len(tokens[i]) for i in row) <= INPUT_LENGTH for row in packing)
     np.testing.assert_allclose(
-        packed.label_logits(params, tokens), bucketed.label_logits(params, tokens), atol=1e-4
+        packed.label_logits(stacked, tokens), bucketed.label_logits(params, tokens), atol=1e-4
     )
     np.testing.assert_allclose(
-        packed.p_yes(params, tokens), bucketed.p_yes(params, tokens), rtol=0, atol=1e-6
+        packed.p_yes(stacked, tokens), bucketed.p_yes(params, tokens), rtol=0, atol=1e-6
     )
+
+
+def test_compiled_programs_load_from_disk_and_a_damaged_one_is_compiled_again(trained, tmp_path):
+    demo = vocab.get_vocabulary("demo")
+    rows = _rows(24, seed=5)
+    tokens = inputs.encode_pairs(
+        demo, [r["article"] for r in rows], [r["summary"] for r in rows], INPUT_LENGTH
+    ).tokens
+    programs = tmp_path / "programs"
+
+    def run(param_dtype="float32"):
+        executables.clear_memory()  # as a new process starts
+        scorer = engine.Engine(
+            trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2, program_cache_dir=programs
+        )
+        placer = scorer.placer(param_dtype)
+        params = placer.stack_layers(placer.place_tree(trained.params))
+        return scorer, scorer.label_logits(params, tokens)
+
+    first, expected = run()
+    shapes = first.shapes([len(t) for t in tokens])
+    assert len(shapes) >= 2
+    files = sorted(programs.glob("*.xla"))
+    assert len(files) == len(shapes) == first._executables.compiled_now
+    second, again = run()
+    assert (second._executables.loaded, second._executables.compiled_now) == (len(shapes), 0)
+    np.testing.assert_array_equal(again, expected)
+    files[0].write_bytes(files[0].read_bytes()[:100])  # a truncated file
+    third, once_more = run()
+    assert (third._executables.loaded, third._executables.compiled_now) == (len(shapes) - 1, 1)
+    np.testing.assert_array_equal(once_more, expected)
+    assert files[0].stat().st_size > 100  # rewritten
+    # Files that load but do not fit their arguments (swapped) are compiled again.
+    first_bytes, second_bytes = files[0].read_bytes(), files[1].read_bytes()
+    files[0].write_bytes(second_bytes)
+    files[1].write_bytes(first_bytes)
+    swapped, after_swap = run()
+    assert (swapped._executables.loaded, swapped._executables.compiled_now) == (
+        len(shapes) - 2,
+        2,
+    )
+    np.testing.assert_array_equal(after_swap, expected)
+    assert files[0].read_bytes() == first_bytes  # rewritten with the right program
+    # Weights in another dtype make other programs, never a stale one.
+    fourth, _ = run("bfloat16")
+    assert fourth._executables.compiled_now == len(shapes)
+    assert len(list(programs.glob("*.xla"))) == 2 * len(shapes)
 
 
 def test_score_input_with_a_bom_and_bad_utf8_rows(trained, tmp_path, capsys):

@@ -14,6 +14,8 @@
 - Parameters are placed tensor by tensor (`Placer`): each device reads only its shard of a
   (memory-mapped) checkpoint tensor, in the parameter dtype, so an XXL model never needs a
   full float32 copy on the host.
+- Compiled programs are kept on disk with the compilation cache (`executables`), keyed by
+  what makes them, so a second run neither traces nor compiles.
 - Scanned layers: `Placer.stack_layers` stacks each kind of layer parameter on a leading
   axis, and the program runs each stack's layers as one scan (`mt5.MT5(scan_layers=True)`):
   tracing and compiling one layer per stack instead of all of them, so a new bucket shape
@@ -37,6 +39,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from seahorse_t5x import constants, errors, partitioning
+from seahorse_t5x.inference import executables
 from seahorse_t5x.model import mt5
 from seahorse_t5x.model.configs import MT5Config
 
@@ -331,6 +334,8 @@ class Engine:
       packing: pack several inputs into each `max_input_length` row with segment ids (as
         training does) instead of bucketing: one compiled shape, little padding, but
         attention spans the whole row.
+      program_cache_dir: where compiled programs are kept (`executables`); default: beside
+        JAX's compilation cache when one is enabled, else in memory only.
     """
 
     def __init__(
@@ -342,6 +347,7 @@ class Engine:
         batch_size: int = 1,
         ladder: str = "1.4",
         packing: bool = False,
+        program_cache_dir: str | os.PathLike | None = None,
     ) -> None:
         if max_input_length < 2:
             raise errors.UserError(f"max_input_length must be at least 2, got {max_input_length}")
@@ -369,6 +375,19 @@ class Engine:
         # Inputs per packed row: enough for rows of short inputs; the decoder's cost is small.
         self.max_segments = max(1, min(max_input_length // 16, 128))
         self._packed_fn = _compiled_packed_label_logits(config, self.label_ids, self.mesh)
+        self._program_cache_dir = program_cache_dir
+        self._executables: executables.ExecutableCache | None = None
+
+    def _run(self, name: str, jitted: Callable, args: Sequence[Any]) -> jax.Array:
+        """`jitted(*args)` through its compiled program: from memory, the disk or compiled
+        now."""
+        if self._executables is None:  # the compilation cache may be set after __init__
+            directory = self._program_cache_dir
+            directory = executables.default_directory() if directory is None else directory
+            sources = (mt5.__file__, __file__, partitioning.__file__, constants.__file__)
+            self._executables = executables.ExecutableCache(directory, sources)
+        static = repr((self.config, self.label_ids))
+        return self._executables.run(name, static, jitted, args)
 
     def placer(self, param_dtype: str = "float32") -> Placer:
         return Placer(self.config, self.mesh, param_dtype)
@@ -410,7 +429,8 @@ class Engine:
             array = np.full((batch.rows, batch.length), constants.PAD_ID, np.int32)
             for row, index in enumerate(batch.indices):
                 array[row, : lengths[index]] = tokens[index]
-            out = self._fn(params, self._device_batch(array))
+            args = (params, self._device_batch(array))
+            out = self._run("label_logits", self._fn, args)
             logits[batch.indices] = np.asarray(out.addressable_data(0))[: len(batch.indices)]
             if progress is not None:
                 progress(len(batch.indices))
@@ -436,12 +456,13 @@ class Engine:
                     segments[row, offset : offset + lengths[index]] = k
                     offset += lengths[index]
                 decoder_segments[row, : len(members)] = np.arange(1, len(members) + 1)
-            out = self._packed_fn(
+            args = (
                 params,
                 self._device_batch(array),
                 self._device_batch(segments),
                 self._device_batch(decoder_segments),
             )
+            out = self._run("packed_label_logits", self._packed_fn, args)
             out = np.asarray(out.addressable_data(0))
             for row, members in enumerate(chunk):
                 logits[members] = out[row, : len(members)]

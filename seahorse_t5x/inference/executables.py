@@ -1,0 +1,184 @@
+"""Compiled scoring programs kept on disk, so a later run skips tracing as well as compiling.
+
+JAX's persistent compilation cache (`engine.enable_compilation_cache`) keys a program by its
+lowered HLO, so a new process still traces and lowers every shape before it finds the
+program on disk: for mT5-small on a CPU that is most of a second per shape, most of what a
+second run spends before scoring. This cache keys the *executable* by what the program is
+made of instead:
+
+- the program's name and static settings (model config, answer ids);
+- every argument's tree structure, shape, dtype and sharding;
+- the devices (platform, kind, ids) and the mesh;
+- the versions of jax, jaxlib and flax, `XLA_FLAGS`, and the source of the modules that
+  trace the program (a code change is a new key, never a stale program).
+
+A hit deserializes the executable: no tracing, no lowering, no compiling. A file that does
+not load (truncated, another build) is compiled again and rewritten. The files live beside
+JAX's cache (`<cache>/seahorse-executables/`), so `--no_compilation_cache` turns both off;
+with several processes (a pod slice) only JAX's cache is used.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import logging
+import os
+import pathlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+from jax.experimental import serialize_executable
+from jax.sharding import NamedSharding
+
+from seahorse_t5x import fileio
+
+SUBDIRECTORY = "seahorse-executables"
+_SUFFIX = ".xla"
+_PACKAGES = ("jax", "jaxlib", "flax")
+
+logger = logging.getLogger(__name__)
+# Compiled programs by key, shared by every cache in this process (as jit's caches are).
+_IN_MEMORY: dict[str, Any] = {}
+
+
+def clear_memory() -> None:
+    """Forgets the programs held in memory (the disk files stay): as a new process starts."""
+    _IN_MEMORY.clear()
+
+
+@functools.cache
+def _environment_fingerprint(sources: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for package in _PACKAGES:
+        digest.update(f"{package}={importlib.metadata.version(package)};".encode())
+    digest.update(os.environ.get("XLA_FLAGS", "").encode())
+    for source in sources:
+        digest.update(pathlib.Path(source).read_bytes())
+    return digest.hexdigest()
+
+
+def _describe_arguments(args: Sequence[Any]) -> str:
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    parts = [str(treedef)]
+    for leaf in leaves:
+        sharding = getattr(leaf, "sharding", None)
+        where = sharding.spec if isinstance(sharding, NamedSharding) else sharding
+        parts.append(f"{tuple(leaf.shape)}:{leaf.dtype}:{where}")
+    return "|".join(parts)
+
+
+def _describe_devices(args: Sequence[Any]) -> str:
+    meshes = {
+        (tuple(leaf.sharding.mesh.axis_names), leaf.sharding.mesh.device_ids.tobytes())
+        for leaf in jax.tree_util.tree_leaves(args)
+        if isinstance(getattr(leaf, "sharding", None), NamedSharding)
+    }
+    devices = [f"{d.platform}:{d.device_kind}:{d.id}" for d in jax.devices()]
+    return f"{sorted(meshes)}|{devices}"
+
+
+def default_directory() -> pathlib.Path | None:
+    """`<JAX's compilation cache>/seahorse-executables`, or None when that cache is off or
+    the run spans several processes."""
+    cache = jax.config.jax_compilation_cache_dir
+    if not cache or jax.process_count() > 1:
+        return None
+    return pathlib.Path(cache) / SUBDIRECTORY
+
+
+class ExecutableCache:
+    """Compiled programs by key: in memory, then on disk (`directory`, None: memory only).
+
+    Args:
+      sources: files whose text shapes the programs (the model and the engine).
+    """
+
+    def __init__(self, directory: str | os.PathLike | None, sources: Sequence[str]) -> None:
+        self.directory = None if directory is None else pathlib.Path(directory)
+        self.sources = tuple(sorted(str(s) for s in sources))
+        self.loaded = self.compiled_now = 0  # counts, for logs and tests
+
+    def key(self, name: str, static: str, args: Sequence[Any]) -> str:
+        digest = hashlib.sha256()
+        for part in (
+            _environment_fingerprint(self.sources),
+            name,
+            static,
+            _describe_arguments(args),
+            _describe_devices(args),
+        ):
+            digest.update(part.encode())
+            digest.update(b"\0")
+        return f"{name}-{digest.hexdigest()[:40]}"
+
+    def run(self, name: str, static: str, jitted: Callable, args: Sequence[Any]) -> Any:
+        """`jitted(*args)` through the compiled program for these arguments, finished.
+
+        A program read from disk that fails to run is compiled again, rewritten and rerun.
+        """
+        key = self.key(name, static, args)
+        compiled = _IN_MEMORY.get(key)
+        loaded = False
+        if compiled is None:
+            compiled = self._load(key, args)
+            loaded = compiled is not None
+        if compiled is None:
+            compiled = self._compile(key, jitted, args)
+        _IN_MEMORY[key] = compiled
+        try:
+            return jax.block_until_ready(compiled(*args))
+        except Exception as e:
+            if not loaded:
+                raise
+            # A file that loads but does not run (another build's, or another key's): what
+            # compiling it here gives is the answer; an error that is ours raises again.
+            logger.warning("compiled program %s does not run (%s); compiling it again", key, e)
+            self.loaded -= 1
+            compiled = _IN_MEMORY[key] = self._compile(key, jitted, args)
+            return jax.block_until_ready(compiled(*args))
+
+    def _compile(self, key: str, jitted: Callable, args: Sequence[Any]) -> Any:
+        # Compiled here, not read back from JAX's cache: on CPU an executable JAX itself
+        # deserialized does not serialize whole again (its kernels are missing on reload).
+        enabled = jax.config.jax_enable_compilation_cache
+        jax.config.update("jax_enable_compilation_cache", self.directory is None and enabled)
+        try:
+            compiled = jitted.lower(*args).compile()
+        finally:
+            jax.config.update("jax_enable_compilation_cache", enabled)
+        self.compiled_now += 1
+        self._store(key, compiled)
+        return compiled
+
+    def _path(self, key: str) -> pathlib.Path | None:
+        return None if self.directory is None else self.directory / (key + _SUFFIX)
+
+    def _load(self, key: str, args: Sequence[Any]) -> Any:
+        path = self._path(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            in_tree = jax.tree_util.tree_structure((tuple(args), {}))
+            out_tree = jax.tree_util.tree_structure(0)
+            compiled = serialize_executable.deserialize_and_load(
+                path.read_bytes(), in_tree, out_tree
+            )
+        except Exception as e:  # noqa: BLE001 (any unreadable file is compiled again)
+            logger.warning("compiled program %s does not load (%s); compiling it again", path, e)
+            return None
+        self.loaded += 1
+        return compiled
+
+    def _store(self, key: str, compiled: Any) -> None:
+        path = self._path(key)
+        if path is None:
+            return
+        try:
+            payload, _, _ = serialize_executable.serialize(compiled)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fileio.atomic_write_bytes(path, payload)
+        except Exception as e:  # noqa: BLE001 (a cache that cannot be written is only slower)
+            logger.warning("could not keep compiled program %s (%s)", path, e)
