@@ -43,6 +43,7 @@ import seqio
 import tensorflow as tf
 
 from seahorse_t5x import constants, errors, ice, preprocessors, vocab
+from seahorse_t5x import task_names as names
 from seahorse_t5x.evaluation import seqio_metrics
 from seahorse_t5x.tasks import seahorse
 
@@ -95,7 +96,7 @@ def ice_rows(
     pools: dict[str, list[dict]] = {}
     for row in _decoded_rows("train", question, None):
         pools.setdefault(row["language"], []).append(row)
-    task = f"ice_q{question}_k{shots}_{mode}"
+    task = task_name(question, shots, mode)
     out = []
     for row in _decoded_rows(split, question, language):
         seed = ice.item_seed(settings.seed, task, row["gem_id"], row["system"])
@@ -298,8 +299,8 @@ def ice_preprocessors() -> list:
 
 
 def task_name(question: int, shots: int, mode: str, language: str | None = None) -> str:
-    name = f"ice_q{question}_k{shots}_{mode}"
-    return name if language is None else f"{name}.{language}"
+    """`ice_q4_k2_uniform`, or `ice_q4_k2_uniform.de` for one language."""
+    return names.ice_task(question, shots, mode, language)
 
 
 def task_names() -> list[str]:

@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 from seahorse_t5x import errors
-from seahorse_t5x.evaluation import benchmarks
+from seahorse_t5x.data import benchmarks
 
 DATA = pathlib.Path(__file__).parent / "testdata" / "benchmarks"
 MFACE = DATA / "mface.csv"
@@ -74,7 +74,7 @@ def test_mface_path_from_gin_and_byte_order_mark(tmp_path):
 
     exported = tmp_path / "mface_export.csv"
     exported.write_bytes(b"\xef\xbb\xbf" + MFACE.read_bytes())
-    key = "seahorse_t5x.evaluation.benchmarks.benchmark_paths.mface"
+    key = "seahorse_t5x.data.benchmarks.benchmark_paths.mface"
     gin.bind_parameter(key, str(exported))
     try:
         result = benchmarks.read_mface(None, "quality")
