@@ -226,18 +226,20 @@ def _check_joined_text(
 
 
 def join_records(
-    records: Sequence[tuple[str, int, dict]],
-    rows: Sequence[dict],
+    infer_paths: Sequence[str],
+    data_dir: str,
     *,
     task: str,
     split: str,
     metric: str,
     question: int,
+    language: str | None,
     tail: Callable[[dict], str],
     join_by_position: bool = False,
     target: str | None = constants.TARGET_YES,
 ) -> tuple[list[dict], dict[str, int]]:
-    """T5X score-mode records joined by position with the split-file rows the task read.
+    """T5X score-mode records joined by position with the split-file rows the task read
+    (`labelled_rows`: those labelled for `question`, in `language` if given, in file order).
 
     Every record is checked against its row: its `inputs_pretokenized` must end with
     `tail(row)` (whitespace runs as one space); a record without it is refused unless
@@ -245,10 +247,10 @@ def join_records(
     kept as `score` and `log_p_yes`.
 
     Args:
-      records: (file, line, record) from `read_infer_output`, as many as `rows`.
-      rows: the split-file rows labelled for `question`, in file order.
+      infer_paths: the infer output file, or every shard file of one run.
+      data_dir: the prepared data folder the inference read.
       task, split, metric: carried by every score row.
-      question: the SEAHORSE question of the labels.
+      question, language: the task's question and language.
       tail: the end of the task's input text for a row.
       join_by_position: accept records without `inputs_pretokenized`, unchecked.
       target: the constant target a record must carry in `targets_pretokenized` when it
@@ -258,8 +260,18 @@ def join_records(
       (score rows in dataset order, counts `{"examples", "non_finite_scores", "unchecked"}`).
 
     Raises:
+      UserError: the output and the split file hold different numbers of examples.
       DataError: the first record that does not match its row, with its file and line.
     """
+    records = read_infer_output(infer_paths)
+    rows = labelled_rows(data_dir, split, question, language)
+    if len(records) != len(rows):
+        where = f" in {language}" if language else ""
+        raise errors.UserError(
+            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
+            f"{len(rows)} rows labelled for Q{question}{where}: was it inferred with "
+            f"task {task}, split {split} and this data folder?"
+        )
     out = []
     non_finite = unchecked = 0
     for (path, number, record), row in zip(records, rows, strict=True):
@@ -302,6 +314,22 @@ def join_records(
     return out, {"examples": len(out), "non_finite_scores": non_finite, "unchecked": unchecked}
 
 
+def join_warnings(counts: dict[str, int]) -> list[str]:
+    """What the user should know about a join's counts (`join_records`), one line each."""
+    warnings = []
+    if counts["unchecked"]:
+        warnings.append(
+            f"{counts['unchecked']} rows were joined by position without a check "
+            "(--join_by_position)"
+        )
+    if counts["non_finite_scores"]:
+        warnings.append(
+            f"{counts['non_finite_scores']} scores were NaN or infinite; written as null "
+            "(the report counts and drops them)"
+        )
+    return warnings
+
+
 def convert(
     infer_paths: Sequence[str],
     task: str,
@@ -332,22 +360,14 @@ def convert(
     if not metric.strip():
         raise errors.UserError("--metric must name the metric (e.g. seahorse_q4_xxl_t5x)")
     question, language = parse_task(task)
-    records = read_infer_output(infer_paths)
-    rows = labelled_rows(data_dir, split, question, language)
-    if len(records) != len(rows):
-        where = f" in {language}" if language else ""
-        raise errors.UserError(
-            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
-            f"{len(rows)} rows labelled for Q{question}{where}: was it inferred with "
-            f"task {task}, split {split} and this data folder?"
-        )
     return join_records(
-        records,
-        rows,
+        infer_paths,
+        data_dir,
         task=task,
         split=split,
         metric=metric,
         question=question,
+        language=language,
         tail=lambda row: f"{constants.HYPOTHESIS_MARKER} {row['summary']}",
         join_by_position=join_by_position,
     )

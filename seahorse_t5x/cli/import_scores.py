@@ -123,7 +123,7 @@ def _metal_llm(args: argparse.Namespace) -> int:
 
 
 def _t5x_infer(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors, fileio
+    from seahorse_t5x import errors, fileio, t5x_scores
     from seahorse_t5x.evaluation import import_scores, scorefiles
 
     if not args.task or not args.data_dir:
@@ -138,18 +138,8 @@ def _t5x_infer(args: argparse.Namespace) -> int:
         join_by_position=args.join_by_position,
     )
     written = scorefiles.write_score_file(args.output, rows)
-    if counts["unchecked"]:
-        print(
-            f"warning: {counts['unchecked']} rows were joined by position without a check "
-            "(--join_by_position)",
-            file=sys.stderr,
-        )
-    if counts["non_finite_scores"]:
-        print(
-            f"warning: {counts['non_finite_scores']} scores were NaN or infinite; written as "
-            "null (the report counts and drops them)",
-            file=sys.stderr,
-        )
+    for warning in t5x_scores.join_warnings(counts):
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"import-scores: wrote {written} scores for {args.task} ({args.split}) to {args.output}")
     return 0
 

@@ -424,22 +424,15 @@ def ice_infer_rows(
             f"--task must be an ICE task like ice_q4_k4_stratified or ice_q4_k2_uniform.de, "
             f"got {task!r}"
         )
-    question, language = parsed.question, parsed.language
-    records = t5x_scores.read_infer_output(infer_paths)
-    rows = t5x_scores.labelled_rows(data_dir, split, question, language)
-    if len(records) != len(rows):
-        raise errors.UserError(
-            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
-            f"{len(rows)} rows for {task}: was it inferred with this task, split and data folder?"
-        )
     # The answer word is the ICE task's own (not the score tasks' "1"): any target is taken.
     return t5x_scores.join_records(
-        records,
-        rows,
+        infer_paths,
+        data_dir,
         task=task,
         split=split,
         metric=metric,
-        question=question,
+        question=parsed.question,
+        language=parsed.language,
         tail=lambda row: ice.demonstration_rest(row["summary"], None),
         join_by_position=join_by_position,
         target=None,

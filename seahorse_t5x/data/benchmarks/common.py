@@ -145,6 +145,28 @@ def csv_header(
     return header
 
 
+def csv_records(
+    path: pathlib.Path,
+    rows: Iterator[tuple[int, list[str]]],
+    header: Sequence[str],
+    drops: list[errors.DataError],
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line, column -> value) for each record left in `rows`: blank lines (as spreadsheet
+    exports end) are skipped, a record with another number of fields than the header is
+    a drop."""
+    for line, fields in rows:
+        if not any(f.strip() for f in fields):
+            continue
+        if len(fields) != len(header):
+            drops.append(
+                errors.DataError(
+                    str(path), line, None, f"{len(fields)} fields, the header has {len(header)}"
+                )
+            )
+            continue
+        yield line, dict(zip(header, fields, strict=True))
+
+
 def float_field(value: str) -> float | None:
     """A finite number, or None."""
     try:

@@ -83,17 +83,7 @@ def read_mface(
     keep_splits = None if splits is None else set(splits)
     examples: list[dict] = []
     drops: list[errors.DataError] = []
-    for line, fields in rows:
-        if not any(f.strip() for f in fields):
-            continue  # blank trailing lines in spreadsheet exports
-        if len(fields) != len(header):
-            drops.append(
-                errors.DataError(
-                    str(p), line, None, f"{len(fields)} fields, the header has {len(header)}"
-                )
-            )
-            continue
-        row = dict(zip(header, fields, strict=True))
+    for line, row in common.csv_records(p, rows, header, drops):
         language = common.normalize_language(row["lang"])
         split = MFACE_SPLITS.get(row["split"].strip().lower(), row["split"].strip().lower())
         if keep_languages is not None and language not in keep_languages:

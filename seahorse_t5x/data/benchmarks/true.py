@@ -78,17 +78,7 @@ def read_true(dataset: str, directory: str | os.PathLike | None = None) -> commo
     model_column = "model" if "model" in header else None
     examples: list[dict] = []
     drops: list[errors.DataError] = []
-    for line, fields in rows:
-        if not any(f.strip() for f in fields):
-            continue
-        if len(fields) != len(header):
-            drops.append(
-                errors.DataError(
-                    str(p), line, None, f"{len(fields)} fields, the header has {len(header)}"
-                )
-            )
-            continue
-        row = dict(zip(header, fields, strict=True))
+    for line, row in common.csv_records(p, rows, header, drops):
         label = _binary_label(row["label"])
         if label is None:
             drops.append(errors.DataError(str(p), line, "label", f"{row['label']!r} is not 0 or 1"))
