@@ -45,7 +45,7 @@ import tensorflow as tf
 from seahorse_t5x import constants, errors, ice, preprocessors, vocab
 from seahorse_t5x import task_names as names
 from seahorse_t5x.evaluation import seqio_metrics
-from seahorse_t5x.tasks import seahorse
+from seahorse_t5x.tasks import registry, seahorse
 
 SHOTS: tuple[int, ...] = (2, 4)
 
@@ -60,15 +60,8 @@ _OUTPUT_SIGNATURE = {
     "demo_rests": tf.TensorSpec((None,), tf.string),
     "demo_labels": tf.TensorSpec((None,), tf.int64),
     "demo_gem_ids": tf.TensorSpec((None,), tf.string),
-    "premise": tf.TensorSpec((), tf.string),
     "query_rest": tf.TensorSpec((), tf.string),
-    "hypothesis": tf.TensorSpec((), tf.string),
-    "label": tf.TensorSpec((), tf.int64),
-    "question": tf.TensorSpec((), tf.int64),
-    "gem_id": tf.TensorSpec((), tf.string),
-    "language": tf.TensorSpec((), tf.string),
-    "dataset": tf.TensorSpec((), tf.string),
-    "system": tf.TensorSpec((), tf.string),
+    **registry.SCHEMA_SIGNATURE,
 }
 _ROW_FIELDS = ("premise", "hypothesis", "gem_id", "language", "dataset", "system")
 

@@ -79,16 +79,7 @@ NLI_MIXTURE_RATES: dict[str, float] = {
 # autograph on every dataset build is wasted time.
 _no_autograph = tf.autograph.experimental.do_not_convert
 
-_OUTPUT_SIGNATURE = {
-    "premise": tf.TensorSpec((), tf.string),
-    "hypothesis": tf.TensorSpec((), tf.string),
-    "label": tf.TensorSpec((), tf.int64),
-    "question": tf.TensorSpec((), tf.int64),
-    "gem_id": tf.TensorSpec((), tf.string),
-    "language": tf.TensorSpec((), tf.string),
-    "dataset": tf.TensorSpec((), tf.string),
-    "system": tf.TensorSpec((), tf.string),
-}
+_OUTPUT_SIGNATURE = registry.SCHEMA_SIGNATURE
 
 
 def _schema(

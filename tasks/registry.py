@@ -18,9 +18,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import seqio
+import tensorflow as tf
 
 from seahorse_t5x import preprocessors
 from seahorse_t5x.evaluation import seqio_metrics
+
+# The intermediate schema of `seahorse_t5x.preprocessors`, as a source yields it (tasks add
+# their own extra features to it: `question_prompt`, the ICE demonstrations).
+SCHEMA_SIGNATURE: dict[str, tf.TensorSpec] = {
+    "premise": tf.TensorSpec((), tf.string),
+    "hypothesis": tf.TensorSpec((), tf.string),
+    "label": tf.TensorSpec((), tf.int64),
+    "question": tf.TensorSpec((), tf.int64),
+    "gem_id": tf.TensorSpec((), tf.string),
+    "language": tf.TensorSpec((), tf.string),
+    "dataset": tf.TensorSpec((), tf.string),
+    "system": tf.TensorSpec((), tf.string),
+}
 
 
 def add_premise_hypothesis_task(

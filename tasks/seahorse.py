@@ -34,17 +34,11 @@ from seahorse_t5x import task_names as names
 from seahorse_t5x.data import splits
 from seahorse_t5x.tasks import registry
 
-# The intermediate schema of preprocessors.py, as the source yields it.
+# The intermediate schema of preprocessors.py, with the question's prompt for the
+# multi-question input.
 _OUTPUT_SIGNATURE = {
-    "premise": tf.TensorSpec((), tf.string),
-    "hypothesis": tf.TensorSpec((), tf.string),
-    "label": tf.TensorSpec((), tf.int64),
-    "question": tf.TensorSpec((), tf.int64),
+    **registry.SCHEMA_SIGNATURE,
     "question_prompt": tf.TensorSpec((), tf.string),
-    "gem_id": tf.TensorSpec((), tf.string),
-    "language": tf.TensorSpec((), tf.string),
-    "dataset": tf.TensorSpec((), tf.string),
-    "system": tf.TensorSpec((), tf.string),
 }
 
 
