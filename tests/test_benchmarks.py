@@ -365,3 +365,14 @@ def test_seqio_evaluator_scores_mface_with_both_labels(task_env):
     # Votes 1, 0, 1, 0, 1: every Yes outscores every No.
     assert got["roc_auc"] == pytest.approx(1.0)
     assert got["n"] == 5.0
+
+
+def test_metal_file_that_is_not_utf8_is_located(tmp_path):
+    path = tmp_path / "METAL_dataset.json"
+    path.write_bytes(b'\xef\xbb\xbf{"r1": {"Language": "en",\n "Generated_Summary": "caf\xe9"}}\n')
+    with pytest.raises(errors.DataError, match=r"METAL_dataset.json:2: invalid UTF-8 \(byte 0xe9"):
+        benchmarks.read_metal_labels(path, "task_quality")
+    path.write_bytes(b'\xef\xbb\xbf{"r1": {"Language": "en"}}\n')
+    result = benchmarks.read_metal_labels(path, "task_quality")
+    # The byte-order mark is not JSON: the file reads, and the record without scores drops.
+    assert (result.examples, [d.field for d in result.dropped]) == ([], ["Human_Scores"])

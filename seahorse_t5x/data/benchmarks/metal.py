@@ -121,11 +121,14 @@ def _load_metal(path: str | os.PathLike | None) -> tuple[pathlib.Path, dict]:
     """METAL_dataset.json as (path, the dict keyed by record id).
 
     Raises:
-      UserError: the file is missing; DataError: not JSON, or not a JSON object.
+      UserError: the file is missing; DataError: not UTF-8 (file:line), not JSON, or not a
+        JSON object.
     """
     p = common.existing_file(path or metal_path(), "METAL JSON", METAL_SOURCE)
+    with fileio.open_text_input(p) as f:
+        text = f.read()
     try:
-        data = json.loads(p.read_text(encoding="utf-8-sig"))
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise errors.DataError(str(p), e.lineno, None, f"not JSON: {e.msg}") from None
     if not isinstance(data, dict):
