@@ -63,17 +63,6 @@ _OUTPUT_SIGNATURE = {
     "query_rest": tf.TensorSpec((), tf.string),
     **registry.SCHEMA_SIGNATURE,
 }
-_ROW_FIELDS = ("premise", "hypothesis", "gem_id", "language", "dataset", "system")
-
-
-def _decoded_rows(split: str, question: int, language: str | None) -> list[dict]:
-    dataset = seahorse.seahorse_dataset(split, False, question=question, language=language)
-    rows = []
-    for ex in dataset.as_numpy_iterator():
-        row = {k: ex[k].decode("utf-8") for k in _ROW_FIELDS}
-        row["label"] = int(ex["label"])
-        rows.append(row)
-    return rows
 
 
 def ice_rows(
@@ -87,11 +76,11 @@ def ice_rows(
     settings = ice.ice_settings()
     words = settings.answer_words
     pools: dict[str, list[dict]] = {}
-    for row in _decoded_rows("train", question, None):
+    for row in seahorse.examples("train", question):
         pools.setdefault(row["language"], []).append(row)
     task = task_name(question, shots, mode)
     out = []
-    for row in _decoded_rows(split, question, language):
+    for row in seahorse.examples(split, question, language):
         seed = ice.item_seed(settings.seed, task, row["gem_id"], row["system"])
         rng = np.random.default_rng(seed)
         pool = pools.get(row["language"], [])

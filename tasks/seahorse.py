@@ -115,6 +115,17 @@ def _rows(path: str, question: int, language: str | None) -> Iterator[dict]:
         }
 
 
+def examples(split: str, question: int, language: str | None = None) -> Iterator[dict]:
+    """The examples of `question`'s tasks in `split` (in `language`, if given), in the
+    intermediate schema of `seahorse_t5x.preprocessors`, in file order, as plain Python.
+
+    Raises:
+      UserError: if the data folder is not set or the split file is missing.
+      DataError: for a malformed row (file, line and field named).
+    """
+    return _rows(split_path(split), question, language)
+
+
 def seahorse_dataset(
     split: str,
     shuffle_files: bool,
