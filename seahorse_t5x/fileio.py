@@ -35,6 +35,7 @@ __all__ = [
     "atomic_writer",
     "check_output_path",
     "iter_json_lines",
+    "read_json",
     "iter_json_objects",
     "open_text_input",
 ]
@@ -140,6 +141,21 @@ def open_text_input(
       DataError: (on reading) a line is not UTF-8, or the file is UTF-16.
     """
     return TextInput(path, invalid=invalid)
+
+
+def read_json(path: str | os.PathLike) -> object:
+    """A whole JSON document (not JSON Lines), read with the text-input rules.
+
+    Raises:
+      UserError: the file cannot be read.
+      DataError: bytes that are not UTF-8 (file:line), or not JSON (with the line).
+    """
+    with open_text_input(path) as f:
+        text = f.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise errors.DataError(os.fspath(path), e.lineno, None, f"not JSON: {e.msg}") from None
 
 
 def iter_json_lines(

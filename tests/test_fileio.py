@@ -120,3 +120,12 @@ def test_iter_json_lines_returns_bad_lines_in_order(tmp_path):
     path.write_bytes(b'{"b": "caf\xe9"}\n')
     with pytest.raises(errors.DataError, match=r"a.jsonl:1: invalid UTF-8 \(byte 0xe9"):
         list(fileio.iter_json_objects(path))
+
+
+def test_read_json(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a": [1,\n 2]}\n')
+    assert fileio.read_json(path) == {"a": [1, 2]}
+    path.write_bytes(b'{"a": [1,\n 2,\n}\n')
+    with pytest.raises(errors.DataError, match=r"a.json:3: not JSON: Expecting value"):
+        fileio.read_json(path)

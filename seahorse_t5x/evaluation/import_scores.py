@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
-import json
 import math
 import pathlib
 import unicodedata
@@ -86,12 +85,7 @@ def _external_records(path: pathlib.Path) -> Iterator[tuple[int | None, dict]]:
             f"{path}: expected a .json (list of objects, or an object keyed by id), .jsonl, "
             ".csv or .tsv file"
         )
-    with fileio.open_text_input(path) as f:
-        text = f.read()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise errors.DataError(str(path), e.lineno, None, f"not JSON: {e.msg}") from None
+    data = fileio.read_json(path)
     if isinstance(data, list):
         # JSON arrays have no useful line numbers: items are located by 1-based position.
         yield from enumerate(data, start=1)

@@ -7,7 +7,6 @@ Paths come from arguments, gin (`seahorse_t5x.data.benchmarks.benchmark_paths.me
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import pathlib
@@ -125,12 +124,7 @@ def _load_metal(path: str | os.PathLike | None) -> tuple[pathlib.Path, dict]:
         JSON object.
     """
     p = common.existing_file(path or metal_path(), "METAL JSON", METAL_SOURCE)
-    with fileio.open_text_input(p) as f:
-        text = f.read()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise errors.DataError(str(p), e.lineno, None, f"not JSON: {e.msg}") from None
+    data = fileio.read_json(p)
     if not isinstance(data, dict):
         raise errors.DataError(str(p), None, None, "expected a JSON object keyed by record id")
     return p, data
