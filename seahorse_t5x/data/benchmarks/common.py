@@ -1,4 +1,4 @@
-"""What every benchmark reader shares: `ReadResult`, the gin path bindings, file checks, CSV records.
+"""What every benchmark reader shares: `ReadResult`, the gin paths, file checks, CSV records.
 
 Plain Python: no TensorFlow here, so the readers serve the SeqIO tasks, the model-free
 baselines and the report alike.

@@ -295,7 +295,7 @@ def read_metal_llm_scores(
     (so higher = better for every metric, as the label) and the raw `llm_score`.
 
     Returns:
-      A common.ReadResult whose `examples` are the score rows; a missing or out-of-range LLM score is
+      A ReadResult whose `examples` are the score rows; a missing or out-of-range LLM score is
       a counted drop (record key, field path), never a guess.
 
     Raises:

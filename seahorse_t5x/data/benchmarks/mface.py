@@ -62,8 +62,8 @@ def read_mface(
     Returns:
       Examples with `label` = the raters' mean (`q{n}_avg`, in [0, 1]), `label_binary` =
       1 when that mean is above 0.5 (most raters said Yes), `question` = the dimension and
-      `seahorse_question` = the SEAHORSE question whose metric scores it. Rows with empty text or a missing or
-      out-of-range average are dropped and reported.
+      `seahorse_question` = the SEAHORSE question whose metric scores it. Rows with empty
+      text or a missing or out-of-range average are dropped and reported.
 
     Raises:
       UserError: the file is missing or lacks a required column; unknown dimension.
