@@ -63,7 +63,7 @@ setup(
     # The task registrations live in the top-level tasks/ folder but are importable only
     # as seahorse_t5x.tasks: one canonical module path for SeqIO's registry.
     package_dir={"seahorse_t5x.tasks": "tasks"},
-    package_data={"seahorse_t5x": ["assets/*", "assets/**/*"]},
+    package_data={"seahorse_t5x": ["assets/*", "assets/**/*", "data/lexicons.json"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require={

@@ -106,7 +106,7 @@ def train_step_throughput(
 
 def packing_shares(input_length: int, target_length: int, batches: int) -> dict:
     """Real-token share of `seahorse_all` on the demo data, packed and padded."""
-    from seahorse_t5x import demo_data
+    from seahorse_t5x.data import demo_data
 
     work = tempfile.mkdtemp(prefix="bench_packing_")
     os.environ["SEAHORSE_DATA_DIR"] = demo_data.prepare_demo(work, log=None)

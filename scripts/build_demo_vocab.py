@@ -19,7 +19,8 @@ import re
 
 import sentencepiece as spm
 
-from seahorse_t5x import constants, demo_data
+from seahorse_t5x import constants
+from seahorse_t5x.data import demo_data
 
 VOCAB_SIZE = 3000
 DATA_SEED = 0

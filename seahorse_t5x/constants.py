@@ -5,6 +5,9 @@ One place for them, so readers, tasks, metrics and reports agree on spelling.
 
 from __future__ import annotations
 
+# The `benchmark` of score-file rows for SEAHORSE items (docs/architecture.md, score files).
+SEAHORSE_BENCHMARK = "seahorse"
+
 # The six SEAHORSE questions, 1-based as in the paper and the TSV columns.
 QUESTIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
 QUESTION_NAMES: dict[int, str] = {

@@ -34,6 +34,8 @@ __all__ = [
     "atomic_write_text",
     "atomic_writer",
     "check_output_path",
+    "iter_json_lines",
+    "read_json",
     "iter_json_objects",
     "open_text_input",
 ]
@@ -141,11 +143,51 @@ def open_text_input(
     return TextInput(path, invalid=invalid)
 
 
+def read_json(path: str | os.PathLike) -> object:
+    """A whole JSON document (not JSON Lines), read with the text-input rules.
+
+    Raises:
+      UserError: the file cannot be read.
+      DataError: bytes that are not UTF-8 (file:line), or not JSON (with the line).
+    """
+    with open_text_input(path) as f:
+        text = f.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise errors.DataError(os.fspath(path), e.lineno, None, f"not JSON: {e.msg}") from None
+
+
+def iter_json_lines(
+    path: str | os.PathLike,
+    opener: Callable[[str], contextlib.AbstractContextManager[Iterable[str]]] | None = None,
+) -> Iterator[tuple[int, dict | errors.DataError]]:
+    """(1-based line, object or problem) for each non-blank line of a JSON Lines file of objects.
+
+    For readers that drop and count bad lines: a line that is not UTF-8, not JSON or not a
+    JSON object comes back, in file order, as a `DataError` (file, line, reason) in place of
+    the object, and reading goes on. `iter_json_objects` raises it instead.
+
+    Args:
+      path: the file.
+      opener: opens `path` as an iterable of lines (default `open_text_input` with bytes
+        that are not UTF-8 replaced and their lines reported; e.g. a `tf.io.gfile.GFile`
+        opener for remote paths).
+
+    Raises:
+      UserError: the file cannot be read.
+    """
+    yield from _json_lines(os.fspath(path), opener, invalid="replace")
+
+
 def iter_json_objects(
     path: str | os.PathLike,
     opener: Callable[[str], contextlib.AbstractContextManager[Iterable[str]]] | None = None,
 ) -> Iterator[tuple[int, dict]]:
     """(1-based line, object) for each non-blank line of a JSON Lines file of objects.
+
+    The one JSON Lines reader of the package (with `iter_json_lines`, its drop-and-count
+    form): a byte-order mark is dropped, blank lines are skipped.
 
     Args:
       path: the file.
@@ -156,19 +198,38 @@ def iter_json_objects(
       UserError: the file cannot be read.
       DataError: a line that is not UTF-8, not JSON, or not a JSON object, with file:line.
     """
-    path = os.fspath(path)
-    with (opener or open_text_input)(path) as f:
+    for number, record in _json_lines(os.fspath(path), opener, invalid="raise"):
+        if isinstance(record, errors.DataError):
+            raise record
+        yield number, record
+
+
+def _json_lines(
+    path: str,
+    opener: Callable[[str], contextlib.AbstractContextManager[Iterable[str]]] | None,
+    invalid: Literal["raise", "replace"],
+) -> Iterator[tuple[int, dict | errors.DataError]]:
+    with opener(path) if opener else open_text_input(path, invalid=invalid) as f:
+        invalid_lines = getattr(f, "invalid_lines", ())
         for number, line in enumerate(f, start=1):
+            if invalid_lines and invalid_lines[-1] == number:
+                yield number, errors.DataError(path, number, None, "not valid UTF-8")
+                continue
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                raise errors.DataError(path, number, None, f"not valid JSON ({e.msg})") from None
+                yield number, errors.DataError(path, number, None, f"not valid JSON ({e.msg})")
+                continue
             if not isinstance(record, dict):
-                raise errors.DataError(
-                    path, number, None, f"expected a JSON object, got {type(record).__name__}"
+                yield (
+                    number,
+                    errors.DataError(
+                        path, number, None, f"expected a JSON object, got {type(record).__name__}"
+                    ),
                 )
+                continue
             yield number, record
 
 

@@ -33,15 +33,11 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
-from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x import constants, errors, fileio, task_names
+from seahorse_t5x.data import splits
 
-BENCHMARK = "seahorse"
-# Task names whose examples are rows of a SEAHORSE split file (tasks/seahorse.py).
-_TASK_PATTERN = re.compile(
-    r"seahorse_(?P<all>all_)?q(?P<question>[1-6])_score(?:\.(?P<language>[a-z]{2}))?"
-)
 _SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
 
 
@@ -51,18 +47,18 @@ def parse_task(task: str) -> tuple[int, str | None]:
     Raises:
       UserError: for a name that is not a SEAHORSE score task.
     """
-    match = _TASK_PATTERN.fullmatch(task)
-    if not match:
+    parsed = task_names.parse_seahorse_task(task)
+    if parsed is None or not parsed.score:
         raise errors.UserError(
             f"--task {task!r} is not a SEAHORSE score task; expected seahorse_q<n>_score, "
             "seahorse_q<n>_score.<language> or seahorse_all_q<n>_score (n = 1..6)"
         )
-    language = match.group("language")
+    language = parsed.language
     if language is not None and language not in constants.LANGUAGES:
         raise errors.UserError(
             f"--task {task!r}: language {language!r} is not one of {', '.join(constants.LANGUAGES)}"
         )
-    return int(match.group("question")), language
+    return parsed.question, language
 
 
 def _open(path: str):
@@ -170,41 +166,168 @@ def read_infer_output(paths: Sequence[str]) -> list[tuple[str, int, dict]]:
 
 def labelled_rows(data_dir: str, split: str, question: int, language: str | None) -> list[dict]:
     """Rows of `{data_dir}/{split}.jsonl` with a q{question} label, in file order: the
-    examples of the score task (same selection as tasks/seahorse.py).
+    examples of the score task (`data.splits.labelled_rows`, as the tasks select them).
 
     Raises:
       UserError: if the split file is missing; DataError for a malformed row.
     """
     if split not in constants.SPLITS:
         raise errors.UserError(f"--split must be one of {', '.join(constants.SPLITS)}")
-    path = os.path.join(data_dir, f"{split}.jsonl")
+    path = splits.split_path(data_dir, split)
     if not _exists(path):
         raise errors.UserError(
             f"split file not found: {path} (written by `seahorse-t5x prepare`; --data_dir "
             "must be the folder the infer run read)"
         )
-    field = f"q{question}"
-    rows = []
-    for number, row in _json_lines(path):
-        for name in ("summary", "language", field):
-            if name not in row:
-                raise errors.DataError(path, number, name, "missing")
-        if row[field] not in (0, 1, None) or isinstance(row[field], bool):
-            raise errors.DataError(
-                path, number, field, f"expected 1, 0 or null, got {row[field]!r}"
-            )
-        if language is not None and row["language"] != language:
-            continue
-        if row[field] is None:
-            continue
-        rows.append(row)
-    return rows
+    return list(splits.labelled_rows(path, question, language, opener=_open))
 
 
 def ends_with_text(text: str, tail: str) -> bool:
     """Whether `text` ends with `tail`, whitespace runs counted as one space (how a T5X
     infer output's `inputs_pretokenized` is checked against the row it is joined to)."""
     return " ".join(text.split()).endswith(" ".join(tail.split()))
+
+
+def _check_joined_text(
+    path: str, number: int, inputs: dict, tail: str, row_name: str, join_by_position: bool
+) -> bool:
+    """Whether the record's `inputs_pretokenized` was checked to end with `tail` (False: it
+    has none and `join_by_position` accepts it unchecked).
+
+    Raises:
+      DataError: the text is missing (without `join_by_position`), not text, or does not end
+        with `tail`.
+    """
+    text = inputs.get("inputs_pretokenized")
+    if text is None:
+        if not join_by_position:
+            raise errors.DataError(
+                path,
+                number,
+                "inputs.inputs_pretokenized",
+                "missing, so the row it is joined to cannot be checked; write the inputs "
+                "with the inference output, or pass --join_by_position to join by "
+                "position unchecked",
+            )
+        return False
+    if not isinstance(text, str):
+        raise errors.DataError(
+            path, number, "inputs.inputs_pretokenized", f"expected text, got {text!r}"
+        )
+    if not ends_with_text(text, tail):
+        raise errors.DataError(
+            path,
+            number,
+            "inputs.inputs_pretokenized",
+            f"does not end with the summary of {row_name}: the output and the split file are "
+            "not in the same order",
+        )
+    return True
+
+
+def join_records(
+    infer_paths: Sequence[str],
+    data_dir: str,
+    *,
+    task: str,
+    split: str,
+    metric: str,
+    question: int,
+    language: str | None,
+    tail: Callable[[dict], str],
+    join_by_position: bool = False,
+    target: str | None = constants.TARGET_YES,
+) -> tuple[list[dict], dict[str, int]]:
+    """T5X score-mode records joined by position with the split-file rows the task read
+    (`labelled_rows`: those labelled for `question`, in `language` if given, in file order).
+
+    Every record is checked against its row: its `inputs_pretokenized` must end with
+    `tail(row)` (whitespace runs as one space); a record without it is refused unless
+    `join_by_position`, and then counted as `unchecked`. The score is T5X's log P(target),
+    kept as `score` and `log_p_yes`.
+
+    Args:
+      infer_paths: the infer output file, or every shard file of one run.
+      data_dir: the prepared data folder the inference read.
+      task, split, metric: carried by every score row.
+      question, language: the task's question and language.
+      tail: the end of the task's input text for a row.
+      join_by_position: accept records without `inputs_pretokenized`, unchecked.
+      target: the constant target a record must carry in `targets_pretokenized` when it
+        has one (None: any).
+
+    Returns:
+      (score rows in dataset order, counts `{"examples", "non_finite_scores", "unchecked"}`).
+
+    Raises:
+      UserError: the output and the split file hold different numbers of examples.
+      DataError: the first record that does not match its row, with its file and line.
+    """
+    records = read_infer_output(infer_paths)
+    rows = labelled_rows(data_dir, split, question, language)
+    if len(records) != len(rows):
+        where = f" in {language}" if language else ""
+        raise errors.UserError(
+            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
+            f"{len(rows)} rows labelled for Q{question}{where}: was it inferred with "
+            f"task {task}, split {split} and this data folder?"
+        )
+    out = []
+    non_finite = unchecked = 0
+    for (path, number, record), row in zip(records, rows, strict=True):
+        inputs = record.get("inputs") or {}
+        if not isinstance(inputs, dict):
+            raise errors.DataError(path, number, "inputs", f"expected an object, got {inputs!r}")
+        given = inputs.get("targets_pretokenized")
+        if target is not None and given is not None and given != target:
+            raise errors.DataError(
+                path,
+                number,
+                "inputs.targets_pretokenized",
+                f"expected the constant target {target!r} of a score task, got "
+                f"{given!r}: the score is then not log P(yes)",
+            )
+        row_name = (
+            f"row {len(out) + 1} labelled for Q{question} in {split}.jsonl for {task} "
+            f"(gem_id {row.get('gem_id')!r})"
+        )
+        unchecked += not _check_joined_text(
+            path, number, inputs, tail(row), row_name, join_by_position
+        )
+        score = float(record["score"])
+        if not math.isfinite(score):
+            non_finite += 1
+            score = math.nan
+        result = {
+            "metric": metric,
+            "benchmark": constants.SEAHORSE_BENCHMARK,
+            "question": question,
+            "label": int(row[splits.label_field(question)]),
+            "score": score,
+            "log_p_yes": score,
+        }
+        for name in splits.SLICE_FIELDS:
+            result[name] = row[name]
+        result["task"] = task
+        result["split"] = split
+        out.append(result)
+    return out, {"examples": len(out), "non_finite_scores": non_finite, "unchecked": unchecked}
+
+
+def join_warnings(counts: dict[str, int]) -> list[str]:
+    """What the user should know about a join's counts (`join_records`), one line each."""
+    warnings = []
+    if counts["unchecked"]:
+        warnings.append(
+            f"{counts['unchecked']} rows were joined by position without a check "
+            "(--join_by_position)"
+        )
+    if counts["non_finite_scores"]:
+        warnings.append(
+            f"{counts['non_finite_scores']} scores were NaN or infinite; written as null "
+            "(the report counts and drops them)"
+        )
+    return warnings
 
 
 def convert(
@@ -237,72 +360,14 @@ def convert(
     if not metric.strip():
         raise errors.UserError("--metric must name the metric (e.g. seahorse_q4_xxl_t5x)")
     question, language = parse_task(task)
-    records = read_infer_output(infer_paths)
-    rows = labelled_rows(data_dir, split, question, language)
-    if len(records) != len(rows):
-        where = f" in {language}" if language else ""
-        raise errors.UserError(
-            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
-            f"{len(rows)} rows labelled for Q{question}{where}: was it inferred with "
-            f"task {task}, split {split} and this data folder?"
-        )
-    out = []
-    non_finite = unchecked = 0
-    for (path, number, record), row in zip(records, rows, strict=True):
-        inputs = record.get("inputs") or {}
-        if not isinstance(inputs, dict):
-            raise errors.DataError(path, number, "inputs", f"expected an object, got {inputs!r}")
-        target = inputs.get("targets_pretokenized")
-        if target is not None and target != constants.TARGET_YES:
-            raise errors.DataError(
-                path,
-                number,
-                "inputs.targets_pretokenized",
-                f"expected the constant target {constants.TARGET_YES!r} of a score task, got "
-                f"{target!r}: the score is then not log P(yes)",
-            )
-        text = inputs.get("inputs_pretokenized")
-        if text is None:
-            if not join_by_position:
-                raise errors.DataError(
-                    path,
-                    number,
-                    "inputs.inputs_pretokenized",
-                    "missing, so the row it is joined to cannot be checked; write the inputs "
-                    "with the inference output, or pass --join_by_position to join by "
-                    "position unchecked",
-                )
-            unchecked += 1
-        elif not isinstance(text, str):
-            raise errors.DataError(
-                path, number, "inputs.inputs_pretokenized", f"expected text, got {text!r}"
-            )
-        else:
-            if not ends_with_text(text, f"{constants.HYPOTHESIS_MARKER} {row['summary']}"):
-                raise errors.DataError(
-                    path,
-                    number,
-                    "inputs.inputs_pretokenized",
-                    f"does not end with the summary of row {len(out) + 1} labelled for "
-                    f"Q{question} in {split}.jsonl (gem_id {row.get('gem_id')!r}): the "
-                    "output and the split file are not in the same order",
-                )
-        score = float(record["score"])
-        if not math.isfinite(score):
-            non_finite += 1
-            score = math.nan
-        result = {
-            "metric": metric,
-            "benchmark": BENCHMARK,
-            "question": question,
-            "label": int(row[f"q{question}"]),
-            "score": score,
-            "log_p_yes": score,
-        }
-        for name in ("gem_id", "language", "dataset", "system"):
-            if name in row:
-                result[name] = row[name]
-        result["task"] = task
-        result["split"] = split
-        out.append(result)
-    return out, {"examples": len(out), "non_finite_scores": non_finite, "unchecked": unchecked}
+    return join_records(
+        infer_paths,
+        data_dir,
+        task=task,
+        split=split,
+        metric=metric,
+        question=question,
+        language=language,
+        tail=lambda row: f"{constants.HYPOTHESIS_MARKER} {row['summary']}",
+        join_by_position=join_by_position,
+    )

@@ -17,7 +17,7 @@ through `postprocess_fn`. mFACE also passes `label_binary` (raters' majority) so
 metric gives the paper's Pearson (against the mean rating) and ROC-AUC (against the vote).
 
 Files are read when a dataset is built, never at import, from the paths of
-`seahorse_t5x.evaluation.benchmarks` (gin `benchmark_paths`, or the environment variables
+`seahorse_t5x.data.benchmarks` (gin `benchmark_paths`, or the environment variables
 SEAHORSE_MFACE_PATH, SEAHORSE_TRUE_DIR, SEAHORSE_METAL_PATH, SEAHORSE_XLSUM_ARTICLES).
 Splits: mFACE `train`/`validation`/`test` follow its `split` column (XL-Sum's split of the
 document), `all` holds every row; TRUE and METAL have `test` only.
@@ -34,7 +34,10 @@ import tensorflow as tf
 from absl import logging
 
 from seahorse_t5x import preprocessors, vocab
-from seahorse_t5x.evaluation import benchmarks, seqio_metrics, stats
+from seahorse_t5x import task_names as names
+from seahorse_t5x.data import benchmarks
+from seahorse_t5x.evaluation import seqio_metrics, stats
+from seahorse_t5x.tasks import registry
 
 MFACE_SPLITS: tuple[str, ...] = ("train", "validation", "test", "all")
 TEST_ONLY: tuple[str, ...] = ("test",)
@@ -141,9 +144,9 @@ def _label_of(target: object, key: str) -> float:
     return seqio_metrics.label_value(target)
 
 
-def _floats(result: dict, names: Sequence[str]) -> dict[str, float]:
+def _floats(result: dict, statistics: Sequence[str]) -> dict[str, float]:
     out = {}
-    for name in names:
+    for name in statistics:
         value = result.get(name)
         if value is None:
             logging.warning("metric %s is undefined: %s", name, result["reasons"].get(name))
@@ -205,34 +208,31 @@ def _add_task(
     postprocess_fn: Callable[..., object],
     metric_fn: Callable[..., dict[str, float]],
 ) -> None:
-    seqio.TaskRegistry.add(
+    registry.add_premise_hypothesis_task(
         name,
-        source=seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
-        preprocessors=preprocessors.premise_hypothesis_preprocessors(
-            score_mode=True, truncation=None
-        ),
-        output_features=_output_features(),
+        seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
+        _output_features(),
+        score_mode=True,
         postprocess_fn=postprocess_fn,
         metric_fns=[metric_fn],
     )
 
 
 def mface_task_names(five_languages: bool = False) -> list[str]:
-    suffix = "_5lang" if five_languages else ""
-    return [f"mface_{d}{suffix}" for d in benchmarks.MFACE_DIMENSIONS]
+    return [names.mface_task(d, five_languages) for d in benchmarks.MFACE_DIMENSIONS]
 
 
 def true_task_names() -> list[str]:
-    return [f"true_{d}" for d in benchmarks.TRUE_DATASETS]
+    return [names.true_task(d) for d in benchmarks.TRUE_DATASETS]
 
 
 def metal_task_names(with_languages: bool = True) -> list[str]:
-    names = []
+    task_list = []
     for metric in benchmarks.METAL_METRICS:
-        names.append(f"metal_{metric}")
+        task_list.append(names.metal_task(metric))
         if with_languages:
-            names.extend(f"metal_{metric}.{lang}" for lang in benchmarks.METAL_LANGUAGES)
-    return names
+            task_list.extend(names.metal_task(metric, lang) for lang in benchmarks.METAL_LANGUAGES)
+    return task_list
 
 
 def task_names() -> list[str]:
@@ -250,9 +250,9 @@ MIXTURE_NAMES: tuple[str, ...] = ("mface_all", "mface_all_5lang", "true_all", "m
 
 def _register() -> None:
     for dimension in benchmarks.MFACE_DIMENSIONS:
-        for suffix, languages in (("", None), ("_5lang", benchmarks.MFACE_5LANG)):
+        for five_languages, languages in ((False, None), (True, benchmarks.MFACE_5LANG)):
             _add_task(
-                f"mface_{dimension}{suffix}",
+                names.mface_task(dimension, five_languages),
                 functools.partial(mface_dataset, dimension=dimension, languages=languages),
                 MFACE_SPLITS,
                 mface_postprocessor,
@@ -260,7 +260,7 @@ def _register() -> None:
             )
     for dataset in benchmarks.TRUE_DATASETS:
         _add_task(
-            f"true_{dataset}",
+            names.true_task(dataset),
             functools.partial(true_dataset, dataset=dataset),
             TEST_ONLY,
             preprocessors.score_postprocessor,
@@ -268,9 +268,8 @@ def _register() -> None:
         )
     for metric in benchmarks.METAL_METRICS:
         for language in (None, *benchmarks.METAL_LANGUAGES):
-            name = f"metal_{metric}" if language is None else f"metal_{metric}.{language}"
             _add_task(
-                name,
+                names.metal_task(metric, language),
                 functools.partial(metal_dataset, metric=metric, language=language),
                 TEST_ONLY,
                 preprocessors.score_postprocessor,

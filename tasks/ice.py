@@ -43,8 +43,9 @@ import seqio
 import tensorflow as tf
 
 from seahorse_t5x import constants, errors, ice, preprocessors, vocab
+from seahorse_t5x import task_names as names
 from seahorse_t5x.evaluation import seqio_metrics
-from seahorse_t5x.tasks import seahorse
+from seahorse_t5x.tasks import registry, seahorse
 
 SHOTS: tuple[int, ...] = (2, 4)
 
@@ -59,27 +60,9 @@ _OUTPUT_SIGNATURE = {
     "demo_rests": tf.TensorSpec((None,), tf.string),
     "demo_labels": tf.TensorSpec((None,), tf.int64),
     "demo_gem_ids": tf.TensorSpec((None,), tf.string),
-    "premise": tf.TensorSpec((), tf.string),
     "query_rest": tf.TensorSpec((), tf.string),
-    "hypothesis": tf.TensorSpec((), tf.string),
-    "label": tf.TensorSpec((), tf.int64),
-    "question": tf.TensorSpec((), tf.int64),
-    "gem_id": tf.TensorSpec((), tf.string),
-    "language": tf.TensorSpec((), tf.string),
-    "dataset": tf.TensorSpec((), tf.string),
-    "system": tf.TensorSpec((), tf.string),
+    **registry.SCHEMA_SIGNATURE,
 }
-_ROW_FIELDS = ("premise", "hypothesis", "gem_id", "language", "dataset", "system")
-
-
-def _decoded_rows(split: str, question: int, language: str | None) -> list[dict]:
-    dataset = seahorse.seahorse_dataset(split, False, question=question, language=language)
-    rows = []
-    for ex in dataset.as_numpy_iterator():
-        row = {k: ex[k].decode("utf-8") for k in _ROW_FIELDS}
-        row["label"] = int(ex["label"])
-        rows.append(row)
-    return rows
 
 
 def ice_rows(
@@ -93,11 +76,11 @@ def ice_rows(
     settings = ice.ice_settings()
     words = settings.answer_words
     pools: dict[str, list[dict]] = {}
-    for row in _decoded_rows("train", question, None):
+    for row in seahorse.examples("train", question):
         pools.setdefault(row["language"], []).append(row)
-    task = f"ice_q{question}_k{shots}_{mode}"
+    task = task_name(question, shots, mode)
     out = []
-    for row in _decoded_rows(split, question, language):
+    for row in seahorse.examples(split, question, language):
         seed = ice.item_seed(settings.seed, task, row["gem_id"], row["system"])
         rng = np.random.default_rng(seed)
         pool = pools.get(row["language"], [])
@@ -298,8 +281,8 @@ def ice_preprocessors() -> list:
 
 
 def task_name(question: int, shots: int, mode: str, language: str | None = None) -> str:
-    name = f"ice_q{question}_k{shots}_{mode}"
-    return name if language is None else f"{name}.{language}"
+    """`ice_q4_k2_uniform`, or `ice_q4_k2_uniform.de` for one language."""
+    return names.ice_task(question, shots, mode, language)
 
 
 def task_names() -> list[str]:

@@ -14,7 +14,7 @@ Registered names (docs/benchmarks.md):
   xnli_translate_train            mixture of the 15 languages, equal rates
   xnli_eval.{lang}                validation / test: TFDS xnli, one of its 15 languages
   nli_snli, nli_mnli, nli_scitail, nli_paws   TFDS snli, multi_nli, sci_tail, paws_wiki
-  nli_fever, nli_vitaminc         local JSON Lines releases (evaluation/benchmarks.py)
+  nli_fever, nli_vitaminc         local JSON Lines releases (data/benchmarks/nli.py)
   nli_mixture                     the six, mixed in proportion to their training sizes
 
 TFDS reads its data from its default folder (`TFDS_DATA_DIR`); the FEVER-NLI and VitaminC
@@ -32,8 +32,9 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from absl import logging
 
-from seahorse_t5x import constants, preprocessors, vocab
-from seahorse_t5x.evaluation import benchmarks, seqio_metrics
+from seahorse_t5x import constants, vocab
+from seahorse_t5x.data import benchmarks
+from seahorse_t5x.tasks import registry
 
 XNLI_LANGUAGES: tuple[str, ...] = (
     "ar",
@@ -78,16 +79,7 @@ NLI_MIXTURE_RATES: dict[str, float] = {
 # autograph on every dataset build is wasted time.
 _no_autograph = tf.autograph.experimental.do_not_convert
 
-_OUTPUT_SIGNATURE = {
-    "premise": tf.TensorSpec((), tf.string),
-    "hypothesis": tf.TensorSpec((), tf.string),
-    "label": tf.TensorSpec((), tf.int64),
-    "question": tf.TensorSpec((), tf.int64),
-    "gem_id": tf.TensorSpec((), tf.string),
-    "language": tf.TensorSpec((), tf.string),
-    "dataset": tf.TensorSpec((), tf.string),
-    "system": tf.TensorSpec((), tf.string),
-}
+_OUTPUT_SIGNATURE = registry.SCHEMA_SIGNATURE
 
 
 def _schema(
@@ -217,15 +209,11 @@ def _output_features() -> dict[str, seqio.Feature]:
 
 def _add_task(name: str, dataset_fn: Callable[..., tf.data.Dataset], splits) -> None:
     """A training-format task (target "1"/"0"), evaluated by decoding ("1"/"0" accuracy)."""
-    seqio.TaskRegistry.add(
+    registry.add_premise_hypothesis_task(
         name,
-        source=seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
-        preprocessors=preprocessors.premise_hypothesis_preprocessors(
-            score_mode=False, truncation=None
-        ),
-        output_features=_output_features(),
-        postprocess_fn=preprocessors.predict_postprocessor,
-        metric_fns=[seqio_metrics.predict_metrics],
+        seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
+        _output_features(),
+        score_mode=False,
     )
 
 

@@ -22,32 +22,23 @@ whole summary and cut the article; gin `seahorse_t5x.preprocessors.configured_tr
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Iterator
 
 import gin
 import seqio
 import tensorflow as tf
-from absl import logging
 
-from seahorse_t5x import constants, errors, preprocessors, vocab
-from seahorse_t5x.evaluation import seqio_metrics
+from seahorse_t5x import constants, errors, vocab
+from seahorse_t5x import task_names as names
+from seahorse_t5x.data import splits
+from seahorse_t5x.tasks import registry
 
-# Fields of the joined split files (docs/architecture.md) this module reads.
-_TEXT_FIELDS = ("gem_id", "language", "dataset", "system", "summary", "article")
-
-# The intermediate schema of preprocessors.py, as the source yields it.
+# The intermediate schema of preprocessors.py, with the question's prompt for the
+# multi-question input.
 _OUTPUT_SIGNATURE = {
-    "premise": tf.TensorSpec((), tf.string),
-    "hypothesis": tf.TensorSpec((), tf.string),
-    "label": tf.TensorSpec((), tf.int64),
-    "question": tf.TensorSpec((), tf.int64),
+    **registry.SCHEMA_SIGNATURE,
     "question_prompt": tf.TensorSpec((), tf.string),
-    "gem_id": tf.TensorSpec((), tf.string),
-    "language": tf.TensorSpec((), tf.string),
-    "dataset": tf.TensorSpec((), tf.string),
-    "system": tf.TensorSpec((), tf.string),
 }
 
 
@@ -74,7 +65,7 @@ def split_path(split: str) -> str:
     Raises:
       UserError: if the file is missing, naming it and the command that writes it.
     """
-    path = os.path.join(data_dir(), f"{split}.jsonl")
+    path = splits.split_path(data_dir(), split)
     if not tf.io.gfile.exists(path):
         raise errors.UserError(
             f"SEAHORSE split file not found: {path}. It is written by `seahorse-t5x prepare` "
@@ -84,25 +75,8 @@ def split_path(split: str) -> str:
     return path
 
 
-def _parse_row(path: str, line_number: int, line: str) -> dict:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise errors.DataError(path, line_number, None, f"not valid JSON ({e.msg})") from e
-    if not isinstance(row, dict):
-        raise errors.DataError(path, line_number, None, "expected a JSON object")
-    for field in (*_TEXT_FIELDS, *constants.LABEL_FIELDS):
-        if field not in row:
-            raise errors.DataError(path, line_number, field, "missing")
-    for field in _TEXT_FIELDS:
-        if not isinstance(row[field], str):
-            raise errors.DataError(path, line_number, field, "expected a string")
-    for field in constants.LABEL_FIELDS:
-        if row[field] not in (0, 1, None) or isinstance(row[field], bool):
-            raise errors.DataError(
-                path, line_number, field, f"expected 1, 0 or null, got {row[field]!r}"
-            )
-    return row
+def _open_gfile(path: str):
+    return tf.io.gfile.GFile(path, "r")
 
 
 @functools.cache
@@ -114,24 +88,7 @@ def _split_summary(path: str, size: int, mtime: float) -> dict[tuple[int, str], 
     field) instead of an error deep inside tf.data.
     """
     del size, mtime  # cache keys only
-    counts: dict[tuple[int, str], int] = {}
-    with tf.io.gfile.GFile(path, "r") as f:
-        for line_number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            row = _parse_row(path, line_number, line)
-            if row["language"] not in constants.LANGUAGES:
-                raise errors.DataError(
-                    path,
-                    line_number,
-                    "language",
-                    f"expected one of {', '.join(constants.LANGUAGES)}, got {row['language']!r}",
-                )
-            for question in constants.QUESTIONS:
-                if row[f"q{question}"] is not None:
-                    key = (question, row["language"])
-                    counts[key] = counts.get(key, 0) + 1
-    return counts
+    return splits.label_counts(path, opener=_open_gfile)
 
 
 def labelled_rows(split: str, question: int, language: str | None = None) -> int:
@@ -143,31 +100,30 @@ def labelled_rows(split: str, question: int, language: str | None = None) -> int
 
 
 def _rows(path: str, question: int, language: str | None) -> Iterator[dict]:
-    field = f"q{question}"
     prompt = constants.QUESTION_PROMPTS[question]
-    skipped = 0
-    with tf.io.gfile.GFile(path, "r") as f:
-        for line_number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            row = _parse_row(path, line_number, line)
-            if language is not None and row["language"] != language:
-                continue
-            if row[field] is None:
-                skipped += 1
-                continue
-            yield {
-                "premise": row["article"],
-                "hypothesis": row["summary"],
-                "label": row[field],
-                "question": question,
-                "question_prompt": prompt,
-                "gem_id": row["gem_id"],
-                "language": row["language"],
-                "dataset": row["dataset"],
-                "system": row["system"],
-            }
-    logging.info("%s: skipped %d rows without a %s label", path, skipped, field)
+    for row in splits.labelled_rows(path, question, language, opener=_open_gfile):
+        yield {
+            "premise": row["article"],
+            "hypothesis": row["summary"],
+            "label": row[splits.label_field(question)],
+            "question": question,
+            "question_prompt": prompt,
+            "gem_id": row["gem_id"],
+            "language": row["language"],
+            "dataset": row["dataset"],
+            "system": row["system"],
+        }
+
+
+def examples(split: str, question: int, language: str | None = None) -> Iterator[dict]:
+    """The examples of `question`'s tasks in `split` (in `language`, if given), in the
+    intermediate schema of `seahorse_t5x.preprocessors`, in file order, as plain Python.
+
+    Raises:
+      UserError: if the data folder is not set or the split file is missing.
+      DataError: for a malformed row (file, line and field named).
+    """
+    return _rows(split_path(split), question, language)
 
 
 def seahorse_dataset(
@@ -225,64 +181,61 @@ def _output_features() -> dict[str, seqio.Feature]:
 
 
 def _add_task(
-    name: str,
     question: int,
     *,
     language: str | None = None,
     score_mode: bool = False,
     multi_question: bool = False,
 ) -> None:
-    source = SeahorseSplitSource(question, language)
-    if score_mode:
-        postprocess_fn = preprocessors.score_postprocessor
-        metric_fns = [seqio_metrics.score_metrics]
-    else:
-        postprocess_fn = preprocessors.predict_postprocessor
-        metric_fns = [seqio_metrics.predict_metrics]
-    seqio.TaskRegistry.add(
-        name,
-        source=source,
-        # truncation=None: keep_summary unless gin picks the paper's "right" (docs/tasks.md).
-        preprocessors=preprocessors.premise_hypothesis_preprocessors(
-            score_mode=score_mode, truncation=None, multi_question=multi_question
+    registry.add_premise_hypothesis_task(
+        names.seahorse_task(
+            question, language=language, score=score_mode, multi_question=multi_question
         ),
-        output_features=_output_features(),
-        postprocess_fn=postprocess_fn,
-        metric_fns=metric_fns,
+        SeahorseSplitSource(question, language),
+        _output_features(),
+        score_mode=score_mode,
+        multi_question=multi_question,
     )
+
+
+def _task_settings() -> list[dict]:
+    """The keyword arguments of every task this module registers, in registration order."""
+    settings = []
+    for question in constants.QUESTIONS:
+        for score_mode in (False, True):
+            settings.append({"question": question, "score_mode": score_mode})
+            settings.extend(
+                {"question": question, "score_mode": score_mode, "language": lang}
+                for lang in constants.LANGUAGES
+            )
+            settings.append(
+                {"question": question, "score_mode": score_mode, "multi_question": True}
+            )
+    return settings
 
 
 def task_names() -> list[str]:
     """Every SEAHORSE task name this module registers, in registration order."""
-    names = []
-    for question in constants.QUESTIONS:
-        names.append(f"seahorse_q{question}")
-        names.extend(f"seahorse_q{question}.{lang}" for lang in constants.LANGUAGES)
-        names.append(f"seahorse_all_q{question}")
-        names.append(f"seahorse_q{question}_score")
-        names.extend(f"seahorse_q{question}_score.{lang}" for lang in constants.LANGUAGES)
-        names.append(f"seahorse_all_q{question}_score")
-    return names
+    return [
+        names.seahorse_task(
+            s["question"],
+            language=s.get("language"),
+            score=s["score_mode"],
+            multi_question=s.get("multi_question", False),
+        )
+        for s in _task_settings()
+    ]
 
 
 MIXTURE_NAMES: tuple[str, ...] = ("seahorse_all", "seahorse_all_score")
 
 
 def _register() -> None:
-    for question in constants.QUESTIONS:
-        _add_task(f"seahorse_q{question}", question)
-        for lang in constants.LANGUAGES:
-            _add_task(f"seahorse_q{question}.{lang}", question, language=lang)
-        _add_task(f"seahorse_all_q{question}", question, multi_question=True)
-        _add_task(f"seahorse_q{question}_score", question, score_mode=True)
-        for lang in constants.LANGUAGES:
-            _add_task(
-                f"seahorse_q{question}_score.{lang}", question, language=lang, score_mode=True
-            )
-        _add_task(f"seahorse_all_q{question}_score", question, score_mode=True, multi_question=True)
+    for settings in _task_settings():
+        _add_task(**settings)
     seqio.MixtureRegistry.add(
         "seahorse_all",
-        [f"seahorse_all_q{q}" for q in constants.QUESTIONS],
+        [names.seahorse_task(q, multi_question=True) for q in constants.QUESTIONS],
         # Proportional to each question's labelled train rows (counted when mixing).
         default_rate=seqio.mixing_rate_num_examples,
     )
@@ -290,7 +243,7 @@ def _register() -> None:
     # does not read the train split.
     seqio.MixtureRegistry.add(
         "seahorse_all_score",
-        [f"seahorse_all_q{q}_score" for q in constants.QUESTIONS],
+        [names.seahorse_task(q, score=True, multi_question=True) for q in constants.QUESTIONS],
         default_rate=1.0,
     )
 

@@ -19,7 +19,8 @@ import jax
 import numpy as np
 import pytest
 
-from seahorse_t5x import cli, demo_data, prepare
+from seahorse_t5x import cli
+from seahorse_t5x.data import demo_data, prepare
 from seahorse_t5x.model import checkpoints, configs, mt5
 
 SPLIT_SIZES = {"train": 40, "validation": 10, "test": 24}
@@ -364,7 +365,7 @@ CASES = {
     "prepare/articles_bad_json_strict": _prepare_case(
         build_articles=lambda ctx, tmp: _articles(tmp, b'{"gem_id": "a", "article": \n'),
         extra=("--strict",),
-        names="{tmp}/articles.jsonl:1: bad JSON line",
+        names="{tmp}/articles.jsonl:1: not valid JSON",
     ),
     "prepare/articles_number_strict": _prepare_case(
         build_articles=lambda ctx, tmp: _articles(tmp, _number_article(ctx)),
@@ -663,7 +664,7 @@ CASES = {
     "evaluate/flipped_orbax_meta": _flipped_orbax,
     "score/missing_input": _score_case(None, "input file not found: {input}"),
     "score/bad_json_row": _score_case(
-        _GOOD_PAIR + b"{not json\n", "{input}: 1 bad rows (line 2: bad JSON"
+        _GOOD_PAIR + b"{not json\n", "{input}: 1 bad rows (line 2: not valid JSON"
     ),
     "score/invalid_utf8_row": _score_case(
         _GOOD_PAIR + b'{"article": "caf\xe9", "summary": "x"}\n',

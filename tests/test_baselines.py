@@ -7,6 +7,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
+from seahorse_t5x.data import splits
 from seahorse_t5x.evaluation import baselines, rouge, scorefiles
 
 BENCHMARKS = pathlib.Path(__file__).parent / "testdata" / "benchmarks"
@@ -93,11 +94,11 @@ def test_majority_rows_skip_unrated_questions():
     ]
 
 
-def test_read_split_file_rejects_bad_labels(tmp_path):
+def test_split_rows_reject_bad_labels(tmp_path):
     bad = dict(TEST[0], q3="Yes")
     _write_split(tmp_path, "test", [TEST[0], bad])
     with pytest.raises(errors.DataError, match="q3") as info:
-        baselines.read_split_file(tmp_path / "test.jsonl")
+        splits.read_rows(tmp_path / "test.jsonl")
     assert info.value.line == 2
 
 

@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 from seahorse_t5x import errors
-from seahorse_t5x.evaluation import benchmarks
+from seahorse_t5x.data import benchmarks
 
 DATA = pathlib.Path(__file__).parent / "testdata" / "benchmarks"
 MFACE = DATA / "mface.csv"
@@ -74,7 +74,7 @@ def test_mface_path_from_gin_and_byte_order_mark(tmp_path):
 
     exported = tmp_path / "mface_export.csv"
     exported.write_bytes(b"\xef\xbb\xbf" + MFACE.read_bytes())
-    key = "seahorse_t5x.evaluation.benchmarks.benchmark_paths.mface"
+    key = "seahorse_t5x.data.benchmarks.benchmark_paths.mface"
     gin.bind_parameter(key, str(exported))
     try:
         result = benchmarks.read_mface(None, "quality")
@@ -365,3 +365,14 @@ def test_seqio_evaluator_scores_mface_with_both_labels(task_env):
     # Votes 1, 0, 1, 0, 1: every Yes outscores every No.
     assert got["roc_auc"] == pytest.approx(1.0)
     assert got["n"] == 5.0
+
+
+def test_metal_file_that_is_not_utf8_is_located(tmp_path):
+    path = tmp_path / "METAL_dataset.json"
+    path.write_bytes(b'\xef\xbb\xbf{"r1": {"Language": "en",\n "Generated_Summary": "caf\xe9"}}\n')
+    with pytest.raises(errors.DataError, match=r"METAL_dataset.json:2: invalid UTF-8 \(byte 0xe9"):
+        benchmarks.read_metal_labels(path, "task_quality")
+    path.write_bytes(b'\xef\xbb\xbf{"r1": {"Language": "en"}}\n')
+    result = benchmarks.read_metal_labels(path, "task_quality")
+    # The byte-order mark is not JSON: the file reads, and the record without scores drops.
+    assert (result.examples, [d.field for d in result.dropped]) == ([], ["Human_Scores"])

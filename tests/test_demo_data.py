@@ -10,7 +10,8 @@ import re
 import pytest
 import sentencepiece as spm
 
-from seahorse_t5x import constants, demo_data, vocab
+from seahorse_t5x import constants, vocab
+from seahorse_t5x.data import demo_data
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -100,3 +100,32 @@ def test_iter_json_objects(tmp_path):
     path.write_bytes(b'{"a": 1}\n{"a": \n')
     with pytest.raises(errors.DataError, match=r"a.jsonl:2: not valid JSON \(Expecting value\)"):
         list(fileio.iter_json_objects(path))
+
+
+def test_iter_json_lines_returns_bad_lines_in_order(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n{"a": \n[1]\n\n{"b": "caf\xe9"}\n{"a": 2}\n')
+    got = [
+        (n, str(x) if isinstance(x, errors.DataError) else x)
+        for n, x in fileio.iter_json_lines(path)
+    ]
+    assert got == [
+        (1, {"a": 1}),
+        (2, f"{path}:2: not valid JSON (Expecting value)"),
+        (3, f"{path}:3: expected a JSON object, got list"),
+        (5, f"{path}:5: not valid UTF-8"),
+        (6, {"a": 2}),
+    ]
+    # The raising form names the byte of the first line that is not UTF-8.
+    path.write_bytes(b'{"b": "caf\xe9"}\n')
+    with pytest.raises(errors.DataError, match=r"a.jsonl:1: invalid UTF-8 \(byte 0xe9"):
+        list(fileio.iter_json_objects(path))
+
+
+def test_read_json(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a": [1,\n 2]}\n')
+    assert fileio.read_json(path) == {"a": [1, 2]}
+    path.write_bytes(b'{"a": [1,\n 2,\n}\n')
+    with pytest.raises(errors.DataError, match=r"a.json:3: not JSON: Expecting value"):
+        fileio.read_json(path)

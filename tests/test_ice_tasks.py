@@ -367,7 +367,7 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
     assert set(frame["question"]) == {"4"}
 
     infer.write_text("".join(json.dumps(r) + "\n" for r in reversed(records)))
-    with pytest.raises(errors.DataError, match="not the same order"):
+    with pytest.raises(errors.DataError, match="not in the same order"):
         import_scores.ice_infer_rows([str(infer)], "ice_q4_k2_uniform", str(data_dir), "test", "m")
     with pytest.raises(errors.UserError, match="must be an ICE task"):
         import_scores.ice_infer_rows([str(infer)], "seahorse_q4_score", str(data_dir), "test", "m")

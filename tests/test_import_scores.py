@@ -13,7 +13,8 @@ from scipy import stats as sp_stats
 from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
-from seahorse_t5x.evaluation import benchmarks, import_scores, report, scorefiles
+from seahorse_t5x.data import benchmarks
+from seahorse_t5x.evaluation import import_scores, report, scorefiles
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "import_scores"
 PREPARED = TESTDATA / "prepared"
@@ -291,3 +292,36 @@ def test_true_items_join_on_grounding_and_generated_text(tmp_path):
     assert [r["label"] for r in rows] == [expected[i]["label"] for i in unique]
     assert [r["dataset"] for r in rows] == [expected[i]["dataset"] for i in unique]
     assert all(r["question"] == benchmarks.TRUE_QUESTION for r in rows)
+
+
+# --------------------------------------------------------------------------- T5X ICE output
+
+
+def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_path, capsys):
+    # T5X infer records that carry only the score: nothing to check the join against.
+    rows = [r for r in _split_rows() if r["q4"] is not None]
+    infer = tmp_path / "ice_q4_k2_uniform-score.jsonl-00000-of-00001"
+    infer.write_text(
+        "".join(json.dumps({"score": -0.5 * (k + 1)}) + "\n" for k in range(len(rows)))
+    )
+    args = ["import-scores", "--t5x_infer", str(infer), "--task", "ice_q4_k2_uniform"]
+    args += ["--data_dir", str(PREPARED), "--metric", "ice", "--output", str(tmp_path / "a.jsonl")]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"seahorse-t5x import-scores: error: {infer}:1 field 'inputs.inputs_pretokenized': "
+        "missing, so the row it is joined to cannot be checked; write the inputs with the "
+        "inference output, or pass --join_by_position to join by position unchecked\n"
+    )
+    assert not (tmp_path / "a.jsonl").exists()
+
+    assert cli.main([*args, "--join_by_position"]) == 0
+    assert f"warning: {len(rows)} rows were joined by position" in capsys.readouterr().err
+    frame = scorefiles.read_score_file(tmp_path / "a.jsonl")
+    assert frame["gem_id"].tolist() == [r["gem_id"] for r in rows]
+    assert frame["label"].tolist() == [float(r["q4"]) for r in rows]
+    assert frame["score"].tolist() == [-0.5 * (k + 1) for k in range(len(rows))]
+    _, counts = import_scores.ice_infer_rows(
+        [str(infer)], "ice_q4_k2_uniform", str(PREPARED), "test", "ice", join_by_position=True
+    )
+    assert counts == {"examples": len(rows), "non_finite_scores": 0, "unchecked": len(rows)}

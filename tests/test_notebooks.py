@@ -9,6 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 from seahorse_t5x import constants, vocab
+from seahorse_t5x.data import splits
 from seahorse_t5x.evaluation import baselines, rouge, scorefiles
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
@@ -16,7 +17,7 @@ NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    from seahorse_t5x import demo_data
+    from seahorse_t5x.data import demo_data
 
     root = tmp_path_factory.mktemp("notebook_demo")
     return pathlib.Path(demo_data.prepare_demo(str(root), log=None))
@@ -86,7 +87,7 @@ def test_dataset_analysis_notebook(demo, tmp_path):
 def test_meta_evaluation_notebook(demo, tmp_path):
     # Two metrics on the demo test split: ROUGE-L between article and summary (the paper's
     # baseline) and a deterministic noisy copy of the label.
-    rows = baselines.read_split_file(demo / "test.jsonl")
+    rows = splits.read_rows(demo / "test.jsonl")
     tokenize = rouge.sentencepiece_tokenizer(vocab.demo_vocab_path())
     rouge_scores = baselines.rouge_l_scores(((r["article"], r["summary"]) for r in rows), tokenize)
     rouge_rows = baselines.seahorse_score_rows(rows, "rouge_l", rouge_scores)

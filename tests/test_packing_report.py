@@ -76,7 +76,7 @@ def test_synthetic_mix_meets_its_tail_anchor(report):
 
 
 def test_demo_data_packs_at_least_three_examples_per_row(report, tmp_path, monkeypatch):
-    from seahorse_t5x import demo_data
+    from seahorse_t5x.data import demo_data
 
     demo_data.prepare_demo(str(tmp_path), seed=0)
     monkeypatch.setenv("SEAHORSE_VOCAB", "demo")

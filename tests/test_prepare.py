@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from seahorse_t5x import articles, cli, errors, prepare
+from seahorse_t5x import cli, errors
+from seahorse_t5x.data import articles, prepare, splits
 
 SEAHORSE = pathlib.Path(__file__).parent / "testdata" / "seahorse"
 JSONL = str(SEAHORSE / "articles" / "gem_mlsum_xsum.jsonl")
@@ -119,7 +120,9 @@ def test_article_sources_are_reported(prepared):
     _, report = prepared
     jsonl, gem = report["article_sources"]
     assert (jsonl["records_read"], jsonl["articles_added"], jsonl["bad_records"]) == (3, 3, 1)
-    assert jsonl["bad_examples"] == [f"{JSONL}:3: bad JSON line"]
+    assert jsonl["bad_examples"] == [
+        f"{JSONL}:3: not valid JSON (Expecting property name enclosed in double quotes)"
+    ]
     assert gem["records_read"] == 9 and gem["articles_added"] == 7
     assert gem["conflicts"] == 1  # xsum-validation-9: the first source's text wins
     assert len(gem["files"]) == 5
@@ -138,20 +141,7 @@ def test_split_files_follow_the_contract(prepared):
         "mlsum_de-validation-12",
     ]
     first = train[0]
-    assert list(first) == [
-        "gem_id",
-        "language",
-        "dataset",
-        "system",
-        "summary",
-        "article",
-        "q1",
-        "q2",
-        "q3",
-        "q4",
-        "q5",
-        "q6",
-    ]
+    assert list(first) == list(splits.FIELDS)  # the contract, in its order
     assert first["article"].startswith("Schools in England")  # joined through GEM- prefix
     russian = train[1]
     assert (russian["language"], russian["dataset"], russian["system"]) == (
@@ -295,5 +285,5 @@ def test_byte_order_mark_and_non_text_articles(tmp_path):
     assert report.bad_examples == [
         f"{path}:2: field 'article' is int, expected text",
         f"{path}:3: field 'article' is dict, expected text",
-        f"{path}:4: not UTF-8 text",
+        f"{path}:4: not valid UTF-8",
     ]

@@ -14,8 +14,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seahorse_t5x import articles, constants, errors, readers
-from seahorse_t5x.evaluation import benchmarks
+from seahorse_t5x import constants, errors
+from seahorse_t5x.data import articles, benchmarks, readers
 
 # derandomize: the same examples on every run, so a failure is reproducible in CI.
 SETTINGS = settings(

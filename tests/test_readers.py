@@ -4,7 +4,8 @@ import pathlib
 
 import pytest
 
-from seahorse_t5x import constants, errors, readers
+from seahorse_t5x import constants, errors
+from seahorse_t5x.data import readers
 
 DATA = pathlib.Path(__file__).parent / "testdata" / "seahorse" / "seahorse_data"
 TRAIN = str(DATA / "train.tsv")

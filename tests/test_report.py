@@ -214,7 +214,7 @@ def test_user_mistakes_are_one_line_errors(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    from seahorse_t5x import demo_data
+    from seahorse_t5x.data import demo_data
 
     root = tmp_path_factory.mktemp("demo")
     return pathlib.Path(demo_data.prepare_demo(str(root), log=None)), root

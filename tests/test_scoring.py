@@ -254,7 +254,7 @@ def test_score_cli_bad_rows_are_an_error_listing_lines(tmp_path, model_dir, caps
     assert _score_cli(model_dir[0], tmp_path / "pairs.jsonl", tmp_path / "out.jsonl") == 2
     err = capsys.readouterr().err
     assert "5 bad rows" in err
-    assert "line 2: bad JSON" in err
+    assert "line 2: not valid JSON" in err
     assert "line 3: missing field 'summary'" in err
     assert "line 4: field 'summary' must be a string, got int" in err
     assert "line 5: empty summary" in err

@@ -6,7 +6,8 @@ import argparse
 import pathlib
 
 from seahorse_t5x import constants, errors, fileio, vocab
-from seahorse_t5x.evaluation import baselines, benchmarks, rouge, scorefiles, stats
+from seahorse_t5x.data import benchmarks, splits
+from seahorse_t5x.evaluation import baselines, rouge, scorefiles, stats
 
 HELP = "Write score files for the model-free baselines (majority class, ROUGE-L)."
 EXAMPLE = (
@@ -158,12 +159,10 @@ def run(args: argparse.Namespace) -> int:
     chosen = _chosen_baselines(args.baselines)
     fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
     data_dir = pathlib.Path(args.data_dir)
-    test_rows = baselines.read_split_file(data_dir / f"{args.split}.jsonl")
+    test_rows = splits.read_rows(splits.split_path(data_dir, args.split))
     rates = None
     if baselines.MAJORITY in chosen:
-        rates = baselines.yes_rates(
-            baselines.read_split_file(data_dir / f"{args.train_split}.jsonl")
-        )
+        rates = baselines.yes_rates(splits.read_rows(splits.split_path(data_dir, args.train_split)))
     tokenize = _tokenizer(args.vocab) if baselines.ROUGE_L in chosen else None
     if tokenize is None and (args.mface or args.true_dir or args.metal):
         raise errors.UserError(

@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import demo_data
+    from seahorse_t5x.data import demo_data
 
     demo_data.prepare_demo(args.output_dir, seed=args.seed)
     return 0

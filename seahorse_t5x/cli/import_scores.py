@@ -8,6 +8,8 @@ import json
 import pathlib
 import sys
 
+from seahorse_t5x import constants
+
 HELP = "turn an external metric's per-item scores (or METAL's LLM scores) into score files"
 EXAMPLE = (
     "seahorse-t5x import-scores --scores tigerscore.json --metric tigerscore "
@@ -41,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--task", help="with --t5x_infer: the ICE task inferred")
     parser.add_argument(
+        "--join_by_position",
+        action="store_true",
+        help="with --t5x_infer: accept output without inputs_pretokenized, joined to the split "
+        "file by position alone, unchecked (refused by default)",
+    )
+    parser.add_argument(
         "--output",
         required=True,
         help="score file to write (JSON Lines); with --metal_llm a folder",
@@ -48,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", help="metric name the rows carry (with --scores)")
     parser.add_argument(
         "--benchmark",
-        default="seahorse",
+        default=constants.SEAHORSE_BENCHMARK,
         choices=import_scores.BENCHMARKS,
         help="whose labels the scores are joined to (default seahorse)",
     )
@@ -92,7 +100,8 @@ def _questions(text: str) -> tuple[int, ...]:
 
 def _metal_llm(args: argparse.Namespace) -> int:
     from seahorse_t5x import fileio
-    from seahorse_t5x.evaluation import benchmarks, scorefiles
+    from seahorse_t5x.data import benchmarks
+    from seahorse_t5x.evaluation import scorefiles
 
     fileio.check_output_path(args.output, "directory", "--output")
     result = benchmarks.read_metal_llm_scores(args.metal_llm)
@@ -114,22 +123,23 @@ def _metal_llm(args: argparse.Namespace) -> int:
 
 
 def _t5x_infer(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors, fileio
+    from seahorse_t5x import errors, fileio, t5x_scores
     from seahorse_t5x.evaluation import import_scores, scorefiles
 
     if not args.task or not args.data_dir:
         raise errors.UserError("--t5x_infer needs --task (the ICE task) and --data_dir")
     fileio.check_output_path(args.output, "file", "--output")
     rows, counts = import_scores.ice_infer_rows(
-        args.t5x_infer, args.task, args.data_dir, args.split, args.metric.strip()
+        args.t5x_infer,
+        args.task,
+        args.data_dir,
+        args.split,
+        args.metric.strip(),
+        join_by_position=args.join_by_position,
     )
     written = scorefiles.write_score_file(args.output, rows)
-    if counts["non_finite_scores"]:
-        print(
-            f"warning: {counts['non_finite_scores']} scores were NaN or infinite; written as "
-            "null (the report counts and drops them)",
-            file=sys.stderr,
-        )
+    for warning in t5x_scores.join_warnings(counts):
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"import-scores: wrote {written} scores for {args.task} ({args.split}) to {args.output}")
     return 0
 

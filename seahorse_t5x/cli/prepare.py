@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import prepare
+    from seahorse_t5x.data import prepare
 
     prepare.prepare(args.seahorse_dir, args.articles, args.output_dir, strict=args.strict)
     return 0

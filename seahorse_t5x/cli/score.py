@@ -133,41 +133,30 @@ def read_rows(path: pathlib.Path) -> Iterator[tuple[int, dict[str, Any] | None, 
     from seahorse_t5x import fileio
 
     suffix = path.suffix.lower()
-    with fileio.open_text_input(path, invalid="replace") as f:
-        if suffix in (".tsv", ".csv"):
-            # TSV: no quoting (summaries contain quote characters); CSV: standard quoting.
-            if suffix == ".tsv":
-                reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+    if suffix not in (".tsv", ".csv"):
+        for number, row in fileio.iter_json_lines(path):
+            if isinstance(row, errors.DataError):
+                yield number, None, row.reason
             else:
-                reader = csv.DictReader(f)
-            if reader.fieldnames is None:
-                return
-            invalid_seen = len(f.invalid_lines)
-            for row in reader:
-                if len(f.invalid_lines) > invalid_seen:
-                    invalid_seen = len(f.invalid_lines)
-                    yield reader.line_num, None, "not valid UTF-8"
-                elif None in row:
-                    yield reader.line_num, None, "more fields than the header names"
-                else:
-                    yield reader.line_num, dict(row), None
+                yield number, row, None
+        return
+    with fileio.open_text_input(path, invalid="replace") as f:
+        # TSV: no quoting (summaries contain quote characters); CSV: standard quoting.
+        if suffix == ".tsv":
+            reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        else:
+            reader = csv.DictReader(f)
+        if reader.fieldnames is None:
             return
-        for line in f:
-            number = f.line_number
-            if f.invalid_lines and f.invalid_lines[-1] == number:
-                yield number, None, "not valid UTF-8"
-                continue
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                yield number, None, f"bad JSON ({e.msg})"
-                continue
-            if not isinstance(row, dict):
-                yield number, None, f"expected a JSON object, got {type(row).__name__}"
-                continue
-            yield number, row, None
+        invalid_seen = len(f.invalid_lines)
+        for row in reader:
+            if len(f.invalid_lines) > invalid_seen:
+                invalid_seen = len(f.invalid_lines)
+                yield reader.line_num, None, "not valid UTF-8"
+            elif None in row:
+                yield reader.line_num, None, "more fields than the header names"
+            else:
+                yield reader.line_num, dict(row), None
 
 
 def row_problem(row: dict[str, Any]) -> str | None:

@@ -59,16 +59,6 @@ def run(args: argparse.Namespace) -> int:
     )
     written = scorefiles.write_score_file(args.output, rows)
     print(f"wrote {written} scores for {args.task} ({args.split}) to {args.output}")
-    if counts["unchecked"]:
-        print(
-            f"warning: {counts['unchecked']} rows were joined by position without a check "
-            "(--join_by_position)",
-            file=sys.stderr,
-        )
-    if counts["non_finite_scores"]:
-        print(
-            f"warning: {counts['non_finite_scores']} scores were NaN or infinite; written as "
-            "null (the report counts and drops them)",
-            file=sys.stderr,
-        )
+    for warning in t5x_scores.join_warnings(counts):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0

@@ -14,46 +14,14 @@ beside the learnt metrics.
 from __future__ import annotations
 
 import math
-import pathlib
 from collections.abc import Callable, Iterable, Sequence
 
-from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x import constants, errors
 from seahorse_t5x.evaluation import rouge
 
 MAJORITY = "majority"
 ROUGE_L = "rouge_l"
 BASELINES: tuple[str, ...] = (MAJORITY, ROUGE_L)
-SEAHORSE_BENCHMARK = "seahorse"
-
-_SPLIT_FIELDS: tuple[str, ...] = ("gem_id", "summary", "article", *constants.LABEL_FIELDS)
-
-
-def read_split_file(path: str | pathlib.Path) -> list[dict]:
-    """Reads a joined split file (`prepare` output, JSON Lines) into row dicts.
-
-    Raises:
-      UserError: the file is missing. DataError: a line is not a JSON object with
-        `gem_id`, `summary`, `article` and `q1`..`q6`, or a label is not 1, 0 or null.
-    """
-    p = pathlib.Path(path)
-    if not p.is_file():
-        raise errors.UserError(
-            f"split file not found: {p}. Create it with `seahorse-t5x prepare` (or "
-            "`seahorse-t5x demo-data` for the synthetic demo data)."
-        )
-    rows: list[dict] = []
-    # A byte-order mark is dropped; bytes that are not UTF-8 are reported as file:line.
-    for line_number, row in fileio.iter_json_objects(p):
-        for field in _SPLIT_FIELDS:
-            if field not in row:
-                raise errors.DataError(str(p), line_number, field, "missing")
-        for field in constants.LABEL_FIELDS:
-            if isinstance(row[field], bool) or row[field] not in (0, 1, None):
-                raise errors.DataError(
-                    str(p), line_number, field, f"{row[field]!r} is not 1, 0 or null"
-                )
-        rows.append(row)
-    return rows
 
 
 def yes_rates(train_rows: Iterable[dict]) -> dict[int, float]:
@@ -120,7 +88,7 @@ def seahorse_score_rows(
             out.append(
                 {
                     "metric": metric,
-                    "benchmark": SEAHORSE_BENCHMARK,
+                    "benchmark": constants.SEAHORSE_BENCHMARK,
                     "question": q,
                     "label": int(label),
                     "score": float(score),
@@ -148,7 +116,7 @@ def rouge_l_scores(
 def benchmark_score_rows(
     examples: Sequence[dict], metric: str, benchmark: str, scores: Sequence[float]
 ) -> list[dict]:
-    """Score-file rows for benchmark examples from `evaluation.benchmarks` readers.
+    """Score-file rows for benchmark examples from `data.benchmarks` readers.
 
     `question` is the example's own (`quality`, `4`, `task_quality`, ...); extra fields such as
     mFACE's `label_binary` are kept.

@@ -17,15 +17,13 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
-import json
 import math
 import pathlib
-import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
-from seahorse_t5x import constants, errors, fileio, ice, t5x_scores
-from seahorse_t5x.evaluation import baselines, benchmarks, scorefiles
+from seahorse_t5x import constants, errors, fileio, ice, t5x_scores, task_names
+from seahorse_t5x.data import benchmarks, splits
 
 KEY_FIELDS: tuple[str, ...] = ("gem_id", "system", "article", "summary")
 # Names the external files may use for the key fields (TIGERScore's inputs are
@@ -36,7 +34,7 @@ KEY_ALIASES: dict[str, tuple[str, ...]] = {
     "article": ("article", "input_context", "source", "premise", "document"),
     "summary": ("summary", "hypo_output", "hypothesis", "generated_text"),
 }
-BENCHMARKS: tuple[str, ...] = ("seahorse", "metal", "mface", "true")
+BENCHMARKS: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK, "metal", "mface", "true")
 # How many example keys a report keeps per problem.
 EXAMPLES_KEPT = 5
 
@@ -80,19 +78,14 @@ def _external_records(path: pathlib.Path) -> Iterator[tuple[int | None, dict]]:
                 yield reader.line_num, row
         return
     if suffix == ".jsonl":
-        yield from scorefiles.iter_jsonl(path)
+        yield from fileio.iter_json_objects(path)
         return
     if suffix != ".json":
         raise errors.UserError(
             f"{path}: expected a .json (list of objects, or an object keyed by id), .jsonl, "
             ".csv or .tsv file"
         )
-    with fileio.open_text_input(path) as f:
-        text = f.read()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise errors.DataError(str(path), e.lineno, None, f"not JSON: {e.msg}") from None
+    data = fileio.read_json(path)
     if isinstance(data, list):
         # JSON arrays have no useful line numbers: items are located by 1-based position.
         yield from enumerate(data, start=1)
@@ -199,7 +192,7 @@ def seahorse_items(
     data_dir: str | pathlib.Path, split: str, questions: Sequence[int] = constants.QUESTIONS
 ) -> list[dict]:
     """One item per (row of `{data_dir}/{split}.jsonl`, question it has a label for)."""
-    rows = baselines.read_split_file(pathlib.Path(data_dir) / f"{split}.jsonl")
+    rows = splits.read_rows(splits.split_path(data_dir, split))
     return [
         _item(row, q, int(row[f"q{q}"]))
         for q in questions
@@ -223,13 +216,13 @@ def benchmark_items(
       benchmark: `seahorse` (prepared split file), `metal`, `mface` or `true`.
       data_dir, split, questions: for `seahorse`.
       path: METAL_dataset.json, the mFACE CSV or the TRUE folder (None: their environment
-        variables, see `evaluation.benchmarks`).
+        variables, see `data.benchmarks`).
       xlsum_articles: METAL only, when the key needs `article`.
 
     Returns:
       (items, rows the benchmark's reader dropped).
     """
-    if benchmark == "seahorse":
+    if benchmark == constants.SEAHORSE_BENCHMARK:
         if data_dir is None:
             raise errors.UserError("--data_dir (the `prepare` output) is needed for seahorse")
         return seahorse_items(data_dir, split, questions), []
@@ -391,68 +384,50 @@ def join_scores(
 
 # ----------------------------------------------------------------------------- T5X ICE output
 
-_ICE_TASK = re.compile(
-    r"^ice_q(?P<question>[1-6])_k\d+_(uniform|stratified)(?:\.(?P<lang>[a-z]{2}))?$"
-)
-
 
 def ice_infer_rows(
-    infer_paths: Sequence[str], task: str, data_dir: str, split: str, metric: str
+    infer_paths: Sequence[str],
+    task: str,
+    data_dir: str,
+    split: str,
+    metric: str,
+    join_by_position: bool = False,
 ) -> tuple[list[dict], dict[str, int]]:
     """T5X score-mode output of an ICE task -> score rows, joined with the split file.
 
     The ICE tasks read the rows of `{data_dir}/{split}.jsonl` labelled for their question in
     file order, as the SEAHORSE score tasks do, so record k is row k; every record's prompt
     must end with that row's `Summary: ... Answer:` (else the order is not the split file's
-    and nothing is written). The score is T5X's log P(yes word, EOS), kept as `log_p_yes`.
+    and nothing is written). A record without `inputs_pretokenized` cannot be checked: it is
+    refused unless `join_by_position`, which joins it by position and counts it as
+    `unchecked` (as `t5x_scores.convert` does). The score is T5X's log P(yes word, EOS),
+    kept as `log_p_yes`.
+
+    Returns:
+      (rows, counts): score rows in dataset order, and counts
+      `{"examples", "non_finite_scores", "unchecked"}`.
 
     Raises:
-      UserError / DataError: an unknown task name, a count mismatch, or a record whose
-        prompt is not its row's.
+      UserError / DataError: an unknown task name, a count mismatch, a record without
+        `inputs_pretokenized` (unless `join_by_position`), or a record whose prompt is not
+        its row's.
     """
-    match = _ICE_TASK.match(task)
-    if not match:
+    parsed = task_names.parse_ice_task(task)
+    if parsed is None or parsed.mode not in ice.SAMPLING_MODES:
         raise errors.UserError(
             f"--task must be an ICE task like ice_q4_k4_stratified or ice_q4_k2_uniform.de, "
             f"got {task!r}"
         )
-    question, language = int(match["question"]), match["lang"]
-    records = t5x_scores.read_infer_output(infer_paths)
-    rows = t5x_scores.labelled_rows(data_dir, split, question, language)
-    if len(records) != len(rows):
-        raise errors.UserError(
-            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
-            f"{len(rows)} rows for {task}: was it inferred with this task, split and data folder?"
-        )
-    out: list[dict] = []
-    non_finite = 0
-    for (path, number, record), row in zip(records, rows, strict=True):
-        text = (record.get("inputs") or {}).get("inputs_pretokenized")
-        if text is not None:
-            if not t5x_scores.ends_with_text(text, ice.demonstration_rest(row["summary"], None)):
-                raise errors.DataError(
-                    path,
-                    number,
-                    "inputs.inputs_pretokenized",
-                    f"does not end with the summary of row {len(out) + 1} of {split}.jsonl "
-                    f"for {task} (gem_id {row.get('gem_id')!r}): not the same order",
-                )
-        score = float(record["score"])
-        if not math.isfinite(score):
-            non_finite += 1
-            score = math.nan
-        result = {
-            "metric": metric,
-            "benchmark": "seahorse",
-            "question": question,
-            "label": int(row[f"q{question}"]),
-            "score": score,
-            "log_p_yes": score,
-        }
-        for name in benchmarks.METADATA_FIELDS:
-            if name in row:
-                result[name] = row[name]
-        result["task"] = task
-        result["split"] = split
-        out.append(result)
-    return out, {"examples": len(out), "non_finite_scores": non_finite}
+    # The answer word is the ICE task's own (not the score tasks' "1"): any target is taken.
+    return t5x_scores.join_records(
+        infer_paths,
+        data_dir,
+        task=task,
+        split=split,
+        metric=metric,
+        question=parsed.question,
+        language=parsed.language,
+        tail=lambda row: ice.demonstration_rest(row["summary"], None),
+        join_by_position=join_by_position,
+        target=None,
+    )

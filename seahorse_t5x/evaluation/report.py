@@ -19,16 +19,16 @@ import itertools
 import json
 import pathlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x.data import splits
 from seahorse_t5x.evaluation import plots, scorefiles, stats, tables
 
 DEFAULT_BY: tuple[str, ...] = ("language", "dataset", "system")
-SEAHORSE = "seahorse"
 MFACE = "mface"
 # The paper's Table 6 also reports mFACE on the five SEAHORSE languages that XL-Sum covers.
 MFACE_5LANG = "mface_5lang"
@@ -39,7 +39,6 @@ TRUE = "true"
 ITEM_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
 # A duplicated SEAHORSE item: the same summary of the same article, rated again.
 DUPLICATE_KEY: tuple[str, ...] = ("gem_id", "summary")
-_DATASET_FIELDS: tuple[str, ...] = ("language", "dataset", "system", *constants.LABEL_FIELDS)
 
 
 @dataclasses.dataclass
@@ -176,7 +175,7 @@ def mface_language_subset(frame: pd.DataFrame) -> pd.DataFrame:
 def ordered_benchmarks(frame: pd.DataFrame) -> list[str]:
     """Benchmarks in the paper's order (SEAHORSE, mFACE, TRUE), then others as first seen."""
     seen = list(dict.fromkeys(frame["benchmark"]))
-    known = [b for b in (SEAHORSE, MFACE_5LANG, MFACE, TRUE) if b in seen]
+    known = [b for b in (constants.SEAHORSE_BENCHMARK, MFACE_5LANG, MFACE, TRUE) if b in seen]
     return known + [b for b in seen if b not in known]
 
 
@@ -342,7 +341,7 @@ def items_with_all_labels(frame: pd.DataFrame) -> pd.DataFrame | None:
     model per question gives each question's labels in a different metric). None when the
     rows carry no item ids.
     """
-    rows = frame[frame["benchmark"] == SEAHORSE]
+    rows = frame[frame["benchmark"] == constants.SEAHORSE_BENCHMARK]
     if rows.empty or rows["gem_id"].isna().any():
         return None
     key = [k for k in ITEM_KEY if rows[k].notna().all()]
@@ -355,52 +354,6 @@ def items_with_all_labels(frame: pd.DataFrame) -> pd.DataFrame | None:
 
 
 # ------------------------------------------------------------------------ dataset
-
-
-def read_jsonl(
-    path: pathlib.Path,
-    required: Sequence[str],
-    check: Callable[[pathlib.Path, int, Mapping], None] | None = None,
-) -> pd.DataFrame:
-    """A JSON Lines file as a DataFrame, checking that each object has the `required` keys.
-
-    Args:
-      path: the file.
-      required: keys every object must have.
-      check: called with (path, line, object) for each object; raises DataError.
-
-    Raises:
-      errors.DataError: a line that is not a JSON object or lacks a required key.
-    """
-    records = []
-    for number, record in scorefiles.iter_jsonl(path):
-        if not isinstance(record, dict):
-            raise errors.DataError(str(path), number, None, "expected a JSON object")
-        for field in required:
-            if field not in record:
-                raise errors.DataError(str(path), number, field, "required field is missing")
-        if check is not None:
-            check(path, number, record)
-        records.append(record)
-    return pd.DataFrame.from_records(records, columns=None if records else list(required))
-
-
-def _check_dataset_row(path: pathlib.Path, line: int, record: Mapping) -> None:
-    """Raises DataError when a split-file row holds a label or language it cannot hold."""
-    for field in constants.LABEL_FIELDS:
-        value = record[field]
-        # bool is an int subclass: true/false are not labels; 1.0 is written only as 1.
-        if value is not None and not (type(value) is int and value in (0, 1)):
-            raise errors.DataError(
-                str(path), line, field, f"expected 1 (Yes), 0 (No) or null, got {value!r}"
-            )
-    if record["language"] not in constants.LANGUAGES:
-        raise errors.DataError(
-            str(path),
-            line,
-            "language",
-            f"expected one of {', '.join(constants.LANGUAGES)}, got {record['language']!r}",
-        )
 
 
 def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
@@ -416,9 +369,10 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
         raise errors.UserError(f"dataset folder not found: {directory}")
     frames = []
     for split in constants.SPLITS:
-        path = directory / f"{split}.jsonl"
+        path = pathlib.Path(splits.split_path(directory, split))
         if path.is_file():
-            frame = read_jsonl(path, _DATASET_FIELDS, check=_check_dataset_row)
+            rows = splits.read_rows(path)
+            frame = pd.DataFrame.from_records(rows, columns=None if rows else list(splits.FIELDS))
             frames.append(frame.assign(split=split))
     if not frames:
         raise errors.UserError(
@@ -515,7 +469,7 @@ def score_tables(scores: Mapping) -> list[tables.Table]:
     results = scores["results"]
     out: list[tables.Table] = []
     for benchmark in scores["benchmarks"]:
-        if benchmark == SEAHORSE:
+        if benchmark == constants.SEAHORSE_BENCHMARK:
             out.append(tables.table5(results, benchmark))
             if any("ci" in r for r in results):  # none with --bootstrap 0
                 out.append(tables.table5_intervals(results, benchmark))

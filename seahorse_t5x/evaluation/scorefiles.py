@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -38,8 +38,7 @@ ITEM_FIELDS: tuple[str, ...] = ("gem_id", "system", "summary")
 SOURCE_FIELD = "source_file"
 LINE_FIELD = "source_line"
 # Benchmarks whose labels are 0/1 only (the others may carry graded labels).
-BINARY_LABEL_BENCHMARKS: tuple[str, ...] = ("seahorse", "true")
-SEAHORSE_BENCHMARK = "seahorse"
+BINARY_LABEL_BENCHMARKS: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK, "true")
 _SEAHORSE_QUESTIONS = frozenset(str(q) for q in constants.QUESTIONS)
 
 _NUMBER = (int, float)
@@ -117,7 +116,7 @@ def validate_row(row: object, path: str, line: int) -> dict:
     # A numbered SEAHORSE question is 1..6. A named one is the score task's name, which
     # `evaluate` writes for tasks that are not one question's (e.g. the NLI score tasks).
     if (
-        out["benchmark"] == SEAHORSE_BENCHMARK
+        out["benchmark"] == constants.SEAHORSE_BENCHMARK
         and _is_number(out["question"])
         and out["question"] not in _SEAHORSE_QUESTIONS
     ):
@@ -185,34 +184,13 @@ def _to_json(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def iter_jsonl(path: pathlib.Path) -> Iterator[tuple[int, object]]:
-    """(1-based line number, parsed value) for each non-blank line of a JSON Lines file.
-
-    A byte-order mark is dropped.
-
-    Raises:
-      errors.UserError: the file cannot be read.
-      errors.DataError: a line that is not UTF-8 or not valid JSON, with its file and line.
-    """
-    with fileio.open_text_input(path) as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield number, json.loads(text)
-            except json.JSONDecodeError as e:
-                raise errors.DataError(
-                    str(path), number, None, f"not valid JSON: {e.msg}"
-                ) from None
-
-
 def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
     """Reads one score file (see `read_score_files`)."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise errors.UserError(f"score file not found: {path}")
     records = []
-    for number, row in iter_jsonl(path):
+    for number, row in fileio.iter_json_objects(path):
         record = validate_row(row, str(path), number)
         record[SOURCE_FIELD] = str(path)
         record[LINE_FIELD] = number

@@ -191,7 +191,7 @@ def _by_metric(results: Iterable[Mapping], benchmark: str) -> dict[str, dict[str
     return out
 
 
-def table5(results: Sequence[Mapping], benchmark: str = "seahorse") -> Table:
+def table5(results: Sequence[Mapping], benchmark: str = constants.SEAHORSE_BENCHMARK) -> Table:
     """Table 5: rows = metrics, columns Q1..Q6, cells Pearson ρ / ROC-AUC."""
     rows = []
     for metric, by_question in _by_metric(results, benchmark).items():
@@ -226,7 +226,9 @@ def constant_score_metrics(results: Sequence[Mapping], benchmark: str) -> list[s
     return out
 
 
-def table5_intervals(results: Sequence[Mapping], benchmark: str = "seahorse") -> Table:
+def table5_intervals(
+    results: Sequence[Mapping], benchmark: str = constants.SEAHORSE_BENCHMARK
+) -> Table:
     """Table 5's 95% bootstrap intervals: cells `[low, high]/[low, high]` for ρ and roc."""
     rows = []
     for metric, by_question in _by_metric(results, benchmark).items():

@@ -156,7 +156,7 @@ def _run_demo(
         )
     settings_path.write_text(settings_json)
 
-    from seahorse_t5x import demo_data
+    from seahorse_t5x.data import demo_data
 
     log("== 1/3 synthetic demo data (not SEAHORSE: templated articles and summaries) ==")
     prepared = demo_data.prepare_demo(

@@ -118,7 +118,7 @@ def benchmark_of_task(task_name: str) -> tuple[str, str | int | None]:
     `metal_task_quality.de` -> ("metal", "task_quality"); SEAHORSE (and ICE) tasks ->
     ("seahorse", None): their question comes from the task's examples.
     """
-    from seahorse_t5x.evaluation import benchmarks
+    from seahorse_t5x.data import benchmarks
 
     base = task_name.split(".")[0]
     for dimension in benchmarks.MFACE_DIMENSIONS:

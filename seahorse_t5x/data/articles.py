@@ -17,10 +17,10 @@ same id, the first one read wins and the conflict is counted.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
-from seahorse_t5x import errors, fileio, readers
+from seahorse_t5x import errors, fileio
+from seahorse_t5x.data import readers
 
 # Text fields, in the order they are looked for.
 TEXT_FIELDS: tuple[str, ...] = ("article", "text", "document", "source")
@@ -135,25 +135,14 @@ def _bad_record(report: SourceReport, where: str, what: str) -> None:
 
 
 def _jsonl_records(path: str, report: SourceReport, strict: bool):
-    # A byte-order mark is dropped; a line that is not UTF-8 is counted (strict: an error).
-    with fileio.open_text_input(path, invalid="raise" if strict else "replace") as f:
-        for line in f:
-            line_number = f.line_number
-            if f.invalid_lines and f.invalid_lines[-1] == line_number:
-                _bad_record(report, f"{path}:{line_number}", "not UTF-8 text")
-                continue
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise ValueError("not a JSON object")
-            except ValueError as e:
-                if strict:
-                    raise errors.DataError(path, line_number, None, f"bad JSON line: {e}") from e
-                _bad_record(report, f"{path}:{line_number}", "bad JSON line")
-                continue
-            yield line_number, record
+    # A byte-order mark is dropped; a line that is not UTF-8 or not a JSON object is counted
+    # (strict: an error).
+    lines = fileio.iter_json_objects(path) if strict else fileio.iter_json_lines(path)
+    for line_number, record in lines:
+        if isinstance(record, errors.DataError):
+            _bad_record(report, f"{path}:{line_number}", record.reason)
+            continue
+        yield line_number, record
 
 
 def _hub_records(source: str):

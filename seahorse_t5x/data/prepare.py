@@ -14,7 +14,8 @@ import json
 import os
 from collections.abc import Callable
 
-from seahorse_t5x import articles, constants, errors, fileio, readers
+from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x.data import articles, readers, splits
 
 REPORT_NAME = "prepare_report.json"
 # Drop examples listed per split and reason; the counts are always complete.
@@ -47,15 +48,9 @@ def find_split_files(seahorse_dir: str) -> dict[str, str]:
 
 
 def _joined_record(rating: readers.Rating, article: str) -> dict:
-    record = {
-        "gem_id": rating.gem_id,
-        "language": rating.language,
-        "dataset": rating.dataset,
-        "system": rating.system,
-        "summary": rating.summary,
-        "article": article,
-    }
-    record.update(zip(constants.LABEL_FIELDS, rating.labels, strict=True))
+    texts = (rating.gem_id, rating.language, rating.dataset, rating.system, rating.summary, article)
+    record = dict(zip(splits.TEXT_FIELDS, texts, strict=True))
+    record.update(zip(splits.LABEL_FIELDS, rating.labels, strict=True))
     return record
 
 

@@ -1,0 +1,107 @@
+"""TRUE (Honovich et al. 2022): eleven factual-consistency datasets, one CSV each, as its
+download script writes them (docs/benchmarks.md).
+
+The folder comes from an argument, gin (`seahorse_t5x.data.benchmarks.benchmark_paths.true`)
+or `SEAHORSE_TRUE_DIR`.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+from seahorse_t5x import errors
+from seahorse_t5x.data.benchmarks import common
+
+ENV_TRUE_DIR = "SEAHORSE_TRUE_DIR"
+
+TRUE_SOURCE = (
+    "google-research/true: run its src/download_datasets.py, which writes the *_download.csv files"
+)
+# Task key -> (file name, display name in the paper's Table 7), in the table's order.
+TRUE_DATASETS: dict[str, tuple[str, str]] = {
+    "frank": ("frank_valid_download.csv", "FRANK"),
+    "summeval": ("summeval_download.csv", "SummEval"),
+    "mnbn": ("mnbm_download.csv", "MNBN"),
+    "qags_c": ("qags_cnndm_download.csv", "QAGS-C"),
+    "qags_x": ("qags_xsum_download.csv", "QAGS-X"),
+    "begin": ("begin_dev_download.csv", "BEGIN"),
+    "q2": ("q2_download.csv", "Q2"),
+    "dialfact": ("dialfact_valid_download.csv", "DialFact"),
+    "fever": ("fever_dev_download.csv", "FEVER"),
+    "vitaminc": ("vitc_dev_download.csv", "VitaminC"),
+    "paws": ("paws_download.csv", "PAWS"),
+}
+TRUE_QUESTION = 4
+TRUE_COLUMNS: tuple[str, ...] = ("grounding", "generated_text", "label")
+
+
+def true_dir(path: str | None = None) -> str:
+    """The folder holding TRUE's CSVs: argument, then gin binding, then `SEAHORSE_TRUE_DIR`."""
+    path = path or common.benchmark_paths()["true"]
+    return common.resolve_path(path, ENV_TRUE_DIR, "TRUE folder", TRUE_SOURCE)
+
+
+def true_file(dataset: str, directory: str | os.PathLike | None = None) -> pathlib.Path:
+    """Path of one TRUE dataset's CSV (`dataset` is a key of `TRUE_DATASETS`)."""
+    if dataset not in TRUE_DATASETS:
+        raise errors.UserError(
+            f"unknown TRUE dataset {dataset!r}: expected one of {list(TRUE_DATASETS)}"
+        )
+    return pathlib.Path(directory or true_dir()) / TRUE_DATASETS[dataset][0]
+
+
+def _binary_label(value: str) -> int | None:
+    number = common.float_field(value)
+    if number in (0.0, 1.0):
+        return int(number)
+    return None
+
+
+def read_true(dataset: str, directory: str | os.PathLike | None = None) -> common.ReadResult:
+    """Reads one TRUE dataset: `grounding` is the premise, `generated_text` the hypothesis.
+
+    TRUE's download script writes each CSV with pandas' default index, so the header starts
+    with an unnamed column; it is ignored (files written without it read the same).
+
+    Returns:
+      Examples with `label` 1 (consistent) or 0, `dataset` = the display name (`FRANK`, ...),
+      `question` = 4. Rows with empty text or a label other than 0/1 are dropped and reported.
+
+    Raises:
+      UserError: the file is missing or lacks `grounding`, `generated_text` or `label`.
+    """
+    p = common.existing_file(true_file(dataset, directory), f"TRUE {dataset} CSV", TRUE_SOURCE)
+    display = TRUE_DATASETS[dataset][1]
+    rows = common.csv_rows(p)
+    header = common.csv_header(p, rows, TRUE_COLUMNS)
+    model_column = "model" if "model" in header else None
+    examples: list[dict] = []
+    drops: list[errors.DataError] = []
+    for line, row in common.csv_records(p, rows, header, drops):
+        label = _binary_label(row["label"])
+        if label is None:
+            drops.append(errors.DataError(str(p), line, "label", f"{row['label']!r} is not 0 or 1"))
+            continue
+        grounding = common.text_or_drop(row, "grounding", str(p), line, drops)
+        generated = grounding and common.text_or_drop(row, "generated_text", str(p), line, drops)
+        if not generated:
+            continue
+        # The unnamed index column (header "") numbers the rows; else the record's line.
+        index = row.get("", "").strip() or str(line)
+        examples.append(
+            {
+                "premise": grounding,
+                "hypothesis": generated,
+                "label": label,
+                "gem_id": f"true_{dataset}-{index}",
+                "language": "en",
+                "dataset": display,
+                "system": row.get(model_column, "").strip() if model_column else "",
+                "question": TRUE_QUESTION,
+            }
+        )
+    return common.ReadResult(str(p), examples, drops)
+
+
+# ----------------------------------------------------------------------------- METAL

@@ -1,0 +1,428 @@
+"""The synthetic demo dataset: SEAHORSE-format ratings over templated news articles.
+
+SYNTHETIC DATA, NOT SEAHORSE. Every article, summary and label here is generated from small
+per-language lexicons and sentence templates, so that the demo and the tests run offline
+in minutes. The files have exactly the real dataset's layout (`seahorse_data/{train,
+validation,test}.tsv` with its header, gem_id forms, worker_lang values, systems and
+Yes/No/Unsure labels, plus an articles file in the `{gem_id, article}` JSON Lines format
+that `prepare` reads), but the numbers a model reaches on them say nothing about SEAHORSE.
+
+Each summary's defects are drawn independently per question, with each system's share of
+Yes from the paper's Table 3, and each defect is a clear, local signal, so that a tiny
+mT5-shaped model can learn all six questions:
+
+- Q1 No: a garbled summary (most words replaced by random letter strings);
+- Q2 No: one word said eight to ten times in a row (a degenerate loop);
+- Q3 No: the words of the summary's sentence in scrambled order, all in lower case, with
+  two or three punctuation marks standing alone between them;
+- Q4 No: every person and place in the summary is one the article does not mention
+  (mostly invented names);
+- Q5 No: a vague summary that names the place but not what happened there;
+- Q6 No: the summary is padded with a side detail of the article and an empty remark
+  (two to three times as long).
+
+Then 5% of the labels are redrawn at random (label noise), a few become Unsure, and a Q1
+label of No blanks Q2..Q6, as in the real files. Same seed, same bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+from collections.abc import Callable
+from importlib import resources
+
+from seahorse_t5x import constants, fileio
+
+# Rows per split, like a small slice of SEAHORSE's 59/9/21 train/validation/test shares.
+SPLIT_SIZES: dict[str, int] = {"train": 3000, "validation": 400, "test": 600}
+LABEL_NOISE_RATE = 0.05  # share of labels redrawn uniformly from Yes/No
+UNSURE_RATE = 0.015  # share of labels (after Q1) rated Unsure
+Q1_UNSURE_RATE = 0.005
+INVENTED_ENTITY_SHARE = 0.85  # of Q4 defects, how many use a never-seen entity
+STRAY_PUNCTUATION = (",", ".")  # Q3: marks standing alone between words
+CLOSING_SENTENCE_RATE = 0.25  # articles ending with a closing remark (kept short otherwise)
+SUMMARIES_PER_ARTICLE = (2, 6)  # inclusive range; SEAHORSE has several systems per article
+# Each language's words and sentence templates (`Lexicon` fields), shipped beside this module.
+LEXICONS_FILE = "lexicons.json"
+
+# Share of Yes per system and question, from the paper's Table 3 (Q1..Q6).
+SYSTEM_YES_RATES: dict[str, tuple[float, ...]] = {
+    "reference": (0.97, 0.97, 0.91, 0.54, 0.68, 0.43),
+    "t5_base_250": (0.97, 0.79, 0.91, 0.41, 0.42, 0.25),
+    "t5_base": (0.98, 0.92, 0.93, 0.59, 0.59, 0.43),
+    "t5_xxl": (0.99, 0.97, 0.95, 0.65, 0.67, 0.51),
+    "mt5_small_250": (0.71, 0.43, 0.59, 0.27, 0.19, 0.10),
+    "mt5_small": (0.86, 0.57, 0.73, 0.36, 0.35, 0.19),
+    "mt5_xxl": (0.96, 0.94, 0.88, 0.55, 0.65, 0.43),
+    "palm_1shot": (0.88, 0.85, 0.79, 0.71, 0.57, 0.47),
+    "palm_finetuned": (0.98, 0.98, 0.90, 0.69, 0.71, 0.56),
+}
+
+# (language, dataset) pairs with their annotation counts from the paper's Table 1: the demo
+# draws articles in the same proportions.
+LANGUAGE_DATASET_WEIGHTS: dict[tuple[str, str], int] = {
+    ("de", "mlsum"): 7506,
+    ("de", "wikilingua"): 7085,
+    ("en", "xsum"): 6651,
+    ("en", "xlsum"): 7884,
+    ("en", "wikilingua"): 7804,
+    ("es", "xlsum"): 4890,
+    ("es", "mlsum"): 4857,
+    ("es", "wikilingua"): 5002,
+    ("ru", "xlsum"): 7254,
+    ("ru", "wikilingua"): 7288,
+    ("tr", "xlsum"): 10627,
+    ("tr", "wikilingua"): 4791,
+    ("vi", "xlsum"): 7522,
+    ("vi", "wikilingua"): 7484,
+}
+WORKER_LANG: dict[str, str] = {v: k for k, v in constants.WORKER_LANG_TO_LANGUAGE.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Lexicon:
+    """One language's words and sentence templates.
+
+    Slots: {person} {role} {org} {event} {city} {day} {num} {num2} in the main sentences;
+    {person2} {city2} {job} {thing} {weather} {month} in the side sentences. Cities are
+    stored in the form every template uses (e.g. Russian prepositional, Turkish locative).
+    """
+
+    names: tuple[str, ...]
+    invented_names: tuple[str, ...]  # never appear in an article: Q4 hallucinations
+    cities: tuple[str, ...]
+    invented_cities: tuple[str, ...]
+    orgs: tuple[str, ...]
+    roles: tuple[str, ...]
+    events: tuple[str, ...]
+    days: tuple[str, ...]
+    jobs: tuple[str, ...]
+    things: tuple[str, ...]
+    weathers: tuple[str, ...]
+    months: tuple[str, ...]
+    article_main: str
+    article_number: str
+    article_sides: tuple[str, ...]
+    article_closings: tuple[str, ...]
+    summary_mains: tuple[str, ...]  # the last one mentions {num}
+    summary_vagues: tuple[str, ...]  # Q5 No: names the place, not what happened ({city})
+    summary_fillers: tuple[str, ...]  # Q6 No: empty padding; never in an article
+    alphabet: str  # letters of garbled (Q1) words
+
+
+def _load_lexicons() -> dict[str, Lexicon]:
+    """The per-language lexicons from the package's `lexicons.json` (language -> fields).
+
+    Lists there become tuples here, so a lexicon is hashable and read-only like the rest of
+    the generator's constants.
+    """
+    text = resources.files("seahorse_t5x.data").joinpath(LEXICONS_FILE).read_text("utf-8")
+    return {
+        language: Lexicon(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+        for language, fields in json.loads(text).items()
+    }
+
+
+LEXICONS: dict[str, Lexicon] = _load_lexicons()
+
+_ENTITY_SLOTS = ("person", "city")  # the entity slots of the summary templates
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sentence:
+    template: str
+    slots: dict[str, str]
+
+    def render(self, **overrides: str) -> str:
+        text = self.template.format(**{**self.slots, **overrides})
+        return text[0].upper() + text[1:]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Article:
+    gem_id: str
+    language: str
+    main_slots: dict[str, str]
+    sentences: tuple[_Sentence, ...]  # main, number, side details..., closing
+    sides: tuple[_Sentence, ...]
+    entities: frozenset[str]  # every name, city and number the article mentions
+
+    @property
+    def text(self) -> str:
+        return " ".join(s.render() for s in self.sentences)
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoDataset:
+    """The generated dataset in memory.
+
+    Attributes:
+      rows: split -> TSV rows, each a dict keyed by `constants.TSV_COLUMNS`.
+      articles: gem_id -> article text, in generation order.
+    """
+
+    rows: dict[str, list[dict[str, str]]]
+    articles: dict[str, str]
+
+
+def _gem_id(language: str, dataset: str, source_split: str, number: int) -> str:
+    """The gem_id form SEAHORSE uses for each source dataset (see docs/data.md)."""
+    name = constants.LANGUAGE_NAMES[language]
+    if dataset == "xlsum":
+        return f"xlsum_{name}-{source_split}-{number}"
+    if dataset == "mlsum":
+        return f"mlsum_{language}-{source_split}-{number}"
+    if dataset == "xsum":
+        return f"xsum-{source_split}-{number}"
+    # GEM v1 WikiLingua ids spell the validation split `val`.
+    short_split = "val" if source_split == "validation" else source_split
+    return f"wiki_lingua_{name}_{language}-{short_split}-{number}"
+
+
+def _make_article(rng: random.Random, language: str, gem_id: str) -> _Article:
+    lex = LEXICONS[language]
+    person, *side_people = rng.sample(lex.names, 7)
+    city, *side_cities = rng.sample(lex.cities, 7)
+    num = str(rng.randrange(2, 100))
+    main_slots = {
+        "person": person,
+        "role": rng.choice(lex.roles),
+        "org": rng.choice(lex.orgs),
+        "event": rng.choice(lex.events),
+        "city": city,
+        "day": rng.choice(lex.days),
+        "num": num,
+        "num2": str(rng.randrange(200, 9000, 50)),
+    }
+    side_templates = rng.sample(lex.article_sides, rng.randint(2, 4))
+    sides = tuple(
+        _Sentence(
+            template,
+            {
+                "person2": side_people[i],
+                "city2": side_cities[i],
+                "job": rng.choice(lex.jobs),
+                "thing": rng.choice(lex.things),
+                "weather": rng.choice(lex.weathers),
+                "month": rng.choice(lex.months),
+            },
+        )
+        for i, template in enumerate(side_templates)
+    )
+    sentences = (
+        _Sentence(lex.article_main, main_slots),
+        _Sentence(lex.article_number, main_slots),
+        *sides,
+    )
+    if rng.random() < CLOSING_SENTENCE_RATE:
+        sentences += (_Sentence(rng.choice(lex.article_closings), {}),)
+    entities = {person, city, num, main_slots["num2"]}
+    for side in sides:
+        for slot in ("person2", "city2"):
+            if "{" + slot + "}" in side.template:
+                entities.add(side.slots[slot])
+    return _Article(gem_id, language, main_slots, sentences, sides, frozenset(entities))
+
+
+def _invented_entity(rng: random.Random, article: _Article, slot: str) -> str:
+    """An entity of the slot's kind that the article does not mention (Q4 defect)."""
+    lex = LEXICONS[article.language]
+    invented, regular = (
+        (lex.invented_names, lex.names)
+        if slot.startswith("person")
+        else (lex.invented_cities, lex.cities)
+    )
+    # Mostly names no article uses (learnable from the summary alone); the rest are real
+    # names from other articles, which only a comparison with the article catches.
+    choices = invented if rng.random() < INVENTED_ENTITY_SHARE else regular
+    return rng.choice([c for c in choices if c not in article.entities])
+
+
+def _garble(rng: random.Random, text: str, alphabet: str) -> str:
+    """Q1 defect: most words become random letter strings; no punctuation survives."""
+    words = []
+    for word in text.split():
+        if rng.random() < 0.8:
+            length = max(2, len(word) + rng.randint(-1, 2))
+            words.append("".join(rng.choice(alphabet) for _ in range(length)))
+        else:
+            words.append(word.strip(".,"))
+    return " ".join(words)
+
+
+def _make_summary(rng: random.Random, article: _Article, defects: dict[int, bool]) -> str:
+    """Renders one summary of `article` with the given defects (True = the question's No)."""
+    lex = LEXICONS[article.language]
+    if defects[5]:  # vague: names the place, not what happened
+        base = _Sentence(rng.choice(lex.summary_vagues), article.main_slots)
+    else:
+        base = _Sentence(rng.choice(lex.summary_mains), article.main_slots)
+    overrides = {}
+    if defects[4]:  # every person and place in the summary is one the article lacks
+        for slot in _ENTITY_SLOTS:
+            if "{" + slot + "}" in base.template:
+                overrides[slot] = _invented_entity(rng, article, slot)
+    words = base.render(**overrides).split()
+    if defects[3]:  # scrambled word order, all in lower case, stray punctuation marks
+        original = list(words)
+        while words == original:
+            rng.shuffle(words)
+        words = [w.lower() for w in words]
+        for _ in range(rng.randint(2, 3)):
+            words.insert(rng.randrange(1, len(words) + 1), rng.choice(STRAY_PUNCTUATION))
+    if defects[2]:  # one word said eight to ten times in a row (a degenerate loop)
+        start = rng.randrange(len(words))
+        words[start + 1 : start + 1] = [words[start]] * rng.randint(7, 9)
+    text = " ".join(words)
+    if not defects[3]:
+        text = text[0].upper() + text[1:]
+    if defects[6]:  # padded with a side detail and an empty remark: two to three times as long
+        text = f"{text} {rng.choice(article.sides).render()} {rng.choice(lex.summary_fillers)}"
+    if defects[1]:
+        text = _garble(rng, text, lex.alphabet)
+    return text
+
+
+def _draw_labels(rng: random.Random, system: str) -> tuple[dict[int, bool], list[str]]:
+    """Draws latent defects per question and the (noisy) labels raters gave.
+
+    Returns:
+      defects: question -> True when the summary is built with that question's defect.
+      labels: question1..question6 values as written in the TSV.
+    """
+    yes_rates = SYSTEM_YES_RATES[system]
+    defects = {q: rng.random() >= yes_rates[q - 1] for q in constants.QUESTIONS}
+    labels = []
+    for q in constants.QUESTIONS:
+        label = constants.LABEL_NO if defects[q] else constants.LABEL_YES
+        if rng.random() < LABEL_NOISE_RATE:
+            label = rng.choice((constants.LABEL_YES, constants.LABEL_NO))
+        if rng.random() < (Q1_UNSURE_RATE if q == 1 else UNSURE_RATE):
+            label = constants.LABEL_UNSURE
+        labels.append(label)
+    if labels[0] == constants.LABEL_NO:  # as in SEAHORSE: Q1 No leaves Q2..Q6 empty
+        labels[1:] = [""] * 5
+    return defects, labels
+
+
+def generate(seed: int = 0, split_sizes: dict[str, int] | None = None) -> DemoDataset:
+    """Generates the demo dataset in memory (deterministic for `seed`).
+
+    Args:
+      seed: random seed; the same seed gives the same dataset.
+      split_sizes: rows per split (default `SPLIT_SIZES`).
+    """
+    sizes = dict(SPLIT_SIZES if split_sizes is None else split_sizes)
+    rng = random.Random(seed)
+    pairs = list(LANGUAGE_DATASET_WEIGHTS)
+    weights = [LANGUAGE_DATASET_WEIGHTS[p] for p in pairs]
+    # SEAHORSE train and validation summaries both come from the sources' validation
+    # splits, so their articles share one id space; ids increase with random gaps.
+    next_number: dict[tuple[str, str, str], int] = {}
+    rows: dict[str, list[dict[str, str]]] = {}
+    articles: dict[str, str] = {}
+    for split in constants.SPLITS:
+        source_split = "test" if split == "test" else "validation"
+        split_rows: list[dict[str, str]] = []
+        while len(split_rows) < sizes.get(split, 0):
+            language, dataset = rng.choices(pairs, weights)[0]
+            key = (language, dataset, source_split)
+            number = next_number.get(key, rng.randrange(0, 50)) + rng.randint(1, 30)
+            next_number[key] = number
+            gem_id = _gem_id(language, dataset, source_split, number)
+            article = _make_article(rng, language, gem_id)
+            articles[gem_id] = article.text
+            wanted = min(rng.randint(*SUMMARIES_PER_ARTICLE), sizes[split] - len(split_rows))
+            seen: set[str] = set()
+            for system in rng.sample(constants.SYSTEMS, wanted):
+                defects, labels = _draw_labels(rng, system)
+                # Two systems may render the same summary; SEAHORSE has no duplicate
+                # (gem_id, summary) pairs, so redraw the wording (rarely, give up).
+                for _ in range(20):
+                    summary = _make_summary(rng, article, defects)
+                    if summary not in seen:
+                        break
+                else:
+                    continue
+                seen.add(summary)
+                split_rows.append(
+                    dict(
+                        zip(
+                            constants.TSV_COLUMNS,
+                            (gem_id, WORKER_LANG[language], summary, system, *labels),
+                            strict=True,
+                        )
+                    )
+                )
+        rows[split] = split_rows
+    return DemoDataset(rows=rows, articles=articles)
+
+
+def write_demo_dataset(
+    output_dir: str, seed: int = 0, split_sizes: dict[str, int] | None = None
+) -> dict:
+    """Writes the demo dataset in the real SEAHORSE layout.
+
+    Writes `output_dir/seahorse_data/{train,validation,test}.tsv` (header row, tab
+    separated, no quoting) and `output_dir/articles.jsonl` (`{"gem_id", "article"}`).
+
+    Args:
+      output_dir: directory to write into (created if missing; checked first).
+      seed: random seed; the same seed gives byte-identical files.
+      split_sizes: rows per split (default `SPLIT_SIZES`; smaller for quick tests).
+
+    Returns:
+      {"seahorse_dir": ..., "articles": ..., "rows": {split: count}, "num_articles": n}.
+    """
+    fileio.check_output_path(output_dir, "directory", flag="--output_dir")
+    data = generate(seed, split_sizes)
+    seahorse_dir = os.path.join(output_dir, "seahorse_data")
+    for split, split_rows in data.rows.items():
+        with fileio.atomic_writer(os.path.join(seahorse_dir, f"{split}.tsv")) as f:
+            f.write("\t".join(constants.TSV_COLUMNS) + "\n")
+            for row in split_rows:
+                f.write("\t".join(row[c] for c in constants.TSV_COLUMNS) + "\n")
+    articles_path = os.path.join(output_dir, "articles.jsonl")
+    with fileio.atomic_writer(articles_path) as f:
+        for gem_id, text in data.articles.items():
+            f.write(json.dumps({"gem_id": gem_id, "article": text}, ensure_ascii=False) + "\n")
+    return {
+        "seahorse_dir": seahorse_dir,
+        "articles": articles_path,
+        "rows": {split: len(r) for split, r in data.rows.items()},
+        "num_articles": len(data.articles),
+    }
+
+
+def prepare_demo(
+    output_dir: str,
+    seed: int = 0,
+    log: Callable[[str], None] | None = print,
+    split_sizes: dict[str, int] | None = None,
+) -> str:
+    """Writes the demo dataset into `output_dir` and prepares it into `output_dir/prepared`.
+
+    Args:
+      output_dir: folder for `seahorse_data/`, `articles.jsonl` and `prepared/`.
+      seed: data seed.
+      log: receives progress lines (None: silent).
+      split_sizes: rows per split (default `SPLIT_SIZES`; smaller for quick tests).
+
+    Returns:
+      The prepared folder, holding `{train,validation,test}.jsonl` (for SEAHORSE_DATA_DIR).
+    """
+    from seahorse_t5x.data import prepare  # prepare does not depend on the demo
+
+    written = write_demo_dataset(output_dir, seed=seed, split_sizes=split_sizes)
+    if log:
+        rows = ", ".join(f"{split} {n}" for split, n in written["rows"].items())
+        log(
+            f"wrote synthetic demo data ({rows} rows, {written['num_articles']} articles) "
+            f"to {written['seahorse_dir']} and {written['articles']}"
+        )
+    prepared = os.path.join(output_dir, "prepared")
+    prepare.prepare(written["seahorse_dir"], [written["articles"]], prepared, log=log)
+    return prepared

@@ -1,0 +1,142 @@
+"""The names of the SeqIO tasks, built and parsed in one place (no TensorFlow here).
+
+The task modules register these names (`seahorse_t5x.tasks`, docs/tasks.md); the T5X
+score converters (`t5x-scores`, `import-scores --t5x_infer`) parse them back to learn which
+rows of a split file a task read:
+
+  seahorse_q{n}[_score][.{lang}]      one question; `_score`: T5X score mode
+  seahorse_all_q{n}[_score]           the multi-question input
+  ice_q{n}_k{K}_{mode}[.{lang}]       in-context evaluator prompts (K demonstrations)
+  mface_{dimension}[_5lang], true_{dataset}, metal_{metric}[.{lang}]   outside benchmarks
+
+A language suffix (`.de`) restricts a task to one language's rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from seahorse_t5x import constants
+
+SCORE_SUFFIX = "_score"
+ICE_PREFIX = "ice"
+
+_SEAHORSE = re.compile(
+    rf"{constants.SEAHORSE_BENCHMARK}_(?P<all>all_)?q(?P<question>[1-6])(?P<score>{SCORE_SUFFIX})?"
+    r"(?:\.(?P<language>[a-z]{2}))?"
+)
+_ICE = re.compile(
+    rf"{ICE_PREFIX}_q(?P<question>[1-6])_k(?P<shots>\d+)_(?P<mode>[a-z]+)"
+    r"(?:\.(?P<language>[a-z]{2}))?"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class SeahorseTask:
+    """What a SEAHORSE task name says: question, language, score mode, multi-question input."""
+
+    question: int
+    language: str | None = None
+    score: bool = False
+    multi_question: bool = False
+
+    @property
+    def name(self) -> str:
+        return seahorse_task(
+            self.question,
+            language=self.language,
+            score=self.score,
+            multi_question=self.multi_question,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class IceTask:
+    """What an ICE task name says: question, demonstrations, sampling mode, language."""
+
+    question: int
+    shots: int
+    mode: str
+    language: str | None = None
+
+    @property
+    def name(self) -> str:
+        return ice_task(self.question, self.shots, self.mode, self.language)
+
+
+def _with_language(name: str, language: str | None) -> str:
+    return name if language is None else f"{name}.{language}"
+
+
+def seahorse_task(
+    question: int,
+    *,
+    language: str | None = None,
+    score: bool = False,
+    multi_question: bool = False,
+) -> str:
+    """A SEAHORSE task name.
+
+    >>> seahorse_task(4, language="de", score=True)
+    'seahorse_q4_score.de'
+    >>> seahorse_task(6, multi_question=True)
+    'seahorse_all_q6'
+    """
+    all_part = "all_" if multi_question else ""
+    name = f"{constants.SEAHORSE_BENCHMARK}_{all_part}q{question}"
+    return _with_language(name + (SCORE_SUFFIX if score else ""), language)
+
+
+def ice_task(question: int, shots: int, mode: str, language: str | None = None) -> str:
+    """An ICE task name: `ice_task(4, 2, "uniform", "de")` -> `ice_q4_k2_uniform.de`."""
+    return _with_language(f"{ICE_PREFIX}_q{question}_k{shots}_{mode}", language)
+
+
+def mface_task(dimension: str, five_languages: bool = False) -> str:
+    """`mface_attribution`, or `mface_attribution_5lang` for SEAHORSE's five XL-Sum languages."""
+    return f"mface_{dimension}" + ("_5lang" if five_languages else "")
+
+
+def true_task(dataset: str) -> str:
+    """`true_frank` for TRUE's FRANK."""
+    return f"true_{dataset}"
+
+
+def metal_task(metric: str, language: str | None = None) -> str:
+    """`metal_task_quality`, or `metal_task_quality.hi` for one language."""
+    return _with_language(f"metal_{metric}", language)
+
+
+def parse_seahorse_task(name: str) -> SeahorseTask | None:
+    """The parts of a SEAHORSE task name, or None for any other name (languages unchecked).
+
+    >>> parse_seahorse_task("seahorse_all_q4_score")
+    SeahorseTask(question=4, language=None, score=True, multi_question=True)
+    """
+    match = _SEAHORSE.fullmatch(name)
+    if not match:
+        return None
+    return SeahorseTask(
+        question=int(match["question"]),
+        language=match["language"],
+        score=match["score"] is not None,
+        multi_question=match["all"] is not None,
+    )
+
+
+def parse_ice_task(name: str) -> IceTask | None:
+    """The parts of an ICE task name, or None for any other name (mode and language unchecked).
+
+    >>> parse_ice_task("ice_q4_k2_uniform.de")
+    IceTask(question=4, shots=2, mode='uniform', language='de')
+    """
+    match = _ICE.fullmatch(name)
+    if not match:
+        return None
+    return IceTask(
+        question=int(match["question"]),
+        shots=int(match["shots"]),
+        mode=match["mode"],
+        language=match["language"],
+    )

@@ -1,0 +1,58 @@
+"""Task names: every registered name parses back to what built it, and nothing else parses."""
+
+from __future__ import annotations
+
+import pytest
+
+from seahorse_t5x import constants, task_names
+
+
+def test_seahorse_names_round_trip():
+    built = [
+        task_names.SeahorseTask(q, language, score, multi)
+        for q in constants.QUESTIONS
+        for language in (None, *constants.LANGUAGES)
+        for score in (False, True)
+        for multi in (False, True)
+    ]
+    assert len({t.name for t in built}) == 6 * 7 * 2 * 2
+    for task in built:
+        assert task_names.parse_seahorse_task(task.name) == task
+    assert task_names.seahorse_task(4, language="de", score=True) == "seahorse_q4_score.de"
+    assert task_names.seahorse_task(6, multi_question=True) == "seahorse_all_q6"
+
+
+def test_ice_names_round_trip():
+    task = task_names.IceTask(question=5, shots=4, mode="stratified", language="vi")
+    assert task.name == "ice_q5_k4_stratified.vi"
+    assert task_names.parse_ice_task(task.name) == task
+    assert task_names.parse_ice_task("ice_q2_k2_uniform") == task_names.IceTask(2, 2, "uniform")
+
+
+def test_benchmark_names():
+    assert task_names.mface_task("attribution") == "mface_attribution"
+    assert task_names.mface_task("attribution", five_languages=True) == "mface_attribution_5lang"
+    assert task_names.true_task("frank") == "true_frank"
+    assert task_names.metal_task("task_quality") == "metal_task_quality"
+    assert task_names.metal_task("task_quality", "hi") == "metal_task_quality.hi"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "seahorse_q7",
+        "seahorse_q4_scores",
+        "seahorse_q4.deu",
+        "seahorse_all",
+        "xseahorse_q4",
+        "ice_q4_k2_uniform",
+        "mface_attribution",
+    ],
+)
+def test_other_names_are_not_seahorse_tasks(name):
+    assert task_names.parse_seahorse_task(name) is None
+
+
+@pytest.mark.parametrize("name", ["ice_q0_k2_uniform", "ice_q4_kx_uniform", "seahorse_q4_score"])
+def test_other_names_are_not_ice_tasks(name):
+    assert task_names.parse_ice_task(name) is None
