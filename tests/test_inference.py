@@ -30,7 +30,7 @@ import runner_fixtures  # noqa: E402
 from seahorse_t5x import cli, errors, partitioning, vocab  # noqa: E402
 from seahorse_t5x.cli import inference_flags  # noqa: E402
 from seahorse_t5x.cli import score as score_cli  # noqa: E402
-from seahorse_t5x.inference import engine, executables, inputs  # noqa: E402
+from seahorse_t5x.inference import engine, inputs  # noqa: E402
 from seahorse_t5x.inference import scorer as scorer_lib  # noqa: E402
 from seahorse_t5x.model import configs, mt5  # noqa: E402
 from seahorse_t5x.runner import checkpointing, trainer  # noqa: E402
@@ -420,51 +420,71 @@ def test_packed_rows_give_the_bucketed_scores(trained):
     )
 
 
-def test_compiled_programs_load_from_disk_and_a_damaged_one_is_compiled_again(trained, tmp_path):
-    demo = vocab.get_vocabulary("demo")
-    rows = _rows(24, seed=5)
+_PROGRAMS_SCRIPT = textwrap.dedent(
+    """
+    import json
+    import numpy as np
+    from seahorse_t5x import vocab
+    from seahorse_t5x.inference import engine, inputs
+    from seahorse_t5x.model import checkpoints
+
+    config, params = checkpoints.load_checkpoint({model_dir!r})
     tokens = inputs.encode_pairs(
-        demo, [r["article"] for r in rows], [r["summary"] for r in rows], INPUT_LENGTH
-    ).tokens
+        vocab.get_vocabulary("demo"), {articles!r}, {summaries!r}, {length}).tokens
+    scorer = engine.Engine(
+        config, (3, 4), None, {length}, batch_size=2, program_cache_dir={programs!r})
+    placer = scorer.placer({dtype!r})
+    logits = scorer.label_logits(placer.stack_layers(placer.place_tree(params)), tokens)
+    print("RESULT " + json.dumps({{
+        "shapes": len(scorer.shapes([len(t) for t in tokens])),
+        "loaded": scorer._executables.loaded,
+        "compiled": scorer._executables.compiled_now,
+        "logits": logits.tolist(),
+    }}))
+    """
+)
+
+
+def test_compiled_programs_load_from_disk_and_a_damaged_one_is_compiled_again(trained, tmp_path):
+    rows = _rows(24, seed=5)
     programs = tmp_path / "programs"
 
-    def run(param_dtype="float32"):
-        executables.clear_memory()  # as a new process starts
-        scorer = engine.Engine(
-            trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2, program_cache_dir=programs
+    def run(dtype="float32"):  # a new process each time, as a second `score` run is
+        script = _PROGRAMS_SCRIPT.format(
+            model_dir=str(trained.model_dir),
+            articles=[r["article"] for r in rows],
+            summaries=[r["summary"] for r in rows],
+            length=INPUT_LENGTH,
+            programs=str(programs),
+            dtype=dtype,
         )
-        placer = scorer.placer(param_dtype)
-        params = placer.stack_layers(placer.place_tree(trained.params))
-        return scorer, scorer.label_logits(params, tokens)
+        return runner_fixtures.run_on_simulated_devices(script, tmp_path / "run.py", devices=1)
 
-    first, expected = run()
-    shapes = first.shapes([len(t) for t in tokens])
-    assert len(shapes) >= 2
+    first = run()
+    shapes = first["shapes"]
     files = sorted(programs.glob("*.xla"))
-    assert len(files) == len(shapes) == first._executables.compiled_now
-    second, again = run()
-    assert (second._executables.loaded, second._executables.compiled_now) == (len(shapes), 0)
-    np.testing.assert_array_equal(again, expected)
+    assert shapes >= 2 and len(files) == shapes == first["compiled"]
+    second = run()
+    assert (second["loaded"], second["compiled"]) == (shapes, 0)
+    assert second["logits"] == first["logits"]  # bit for bit
     files[0].write_bytes(files[0].read_bytes()[:100])  # a truncated file
-    third, once_more = run()
-    assert (third._executables.loaded, third._executables.compiled_now) == (len(shapes) - 1, 1)
-    np.testing.assert_array_equal(once_more, expected)
+    third = run()
+    assert (third["loaded"], third["compiled"]) == (shapes - 1, 1)
+    assert third["logits"] == first["logits"]
     assert files[0].stat().st_size > 100  # rewritten
     # Files that load but do not fit their arguments (swapped) are compiled again.
     first_bytes, second_bytes = files[0].read_bytes(), files[1].read_bytes()
     files[0].write_bytes(second_bytes)
     files[1].write_bytes(first_bytes)
-    swapped, after_swap = run()
-    assert (swapped._executables.loaded, swapped._executables.compiled_now) == (
-        len(shapes) - 2,
-        2,
-    )
-    np.testing.assert_array_equal(after_swap, expected)
-    assert files[0].read_bytes() == first_bytes  # rewritten with the right program
+    swapped = run()
+    assert (swapped["loaded"], swapped["compiled"]) == (shapes - 2, 2)
+    assert swapped["logits"] == first["logits"]
+    rewritten = run()  # with the right programs
+    assert (rewritten["loaded"], rewritten["compiled"]) == (shapes, 0)
+    assert rewritten["logits"] == first["logits"]
     # Weights in another dtype make other programs, never a stale one.
-    fourth, _ = run("bfloat16")
-    assert fourth._executables.compiled_now == len(shapes)
-    assert len(list(programs.glob("*.xla"))) == 2 * len(shapes)
+    assert run("bfloat16")["compiled"] == shapes
+    assert len(list(programs.glob("*.xla"))) == 2 * shapes
 
 
 def test_score_input_with_a_bom_and_bad_utf8_rows(trained, tmp_path, capsys):

@@ -47,6 +47,12 @@ from seahorse_t5x.model.configs import MT5Config
 _BASE_BUCKETS = (32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 # Powers of two: half the shapes to compile, up to 50% padding.
 _POWER_OF_TWO_BUCKETS = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+# ~1.2x apart: about twice the shapes, half the padding.
+_FINE_BUCKETS = (
+    32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768,
+    896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096,
+)  # fmt: skip
+LADDERS = ("1.4", "1.2", "2")
 # Row cap for short buckets: past it, CPU/accelerator throughput no longer grows.
 MAX_ROWS_PER_BATCH = 256
 PARAM_DTYPES = ("float32", "bfloat16")
@@ -56,11 +62,12 @@ def bucket_lengths(max_input_length: int, ladder: str = "1.4") -> tuple[int, ...
     """The padded lengths batches use: a ladder below the maximum, then the maximum.
 
     Args:
-      ladder: `1.4` (lengths ~1.4x apart: less padding) or `2` (powers of two: fewer shapes).
+      ladder: `1.4` (lengths ~1.4x apart), `1.2` (~1.2x apart: less padding, more shapes)
+        or `2` (powers of two: fewer shapes, more padding).
     """
-    base = {"1.4": _BASE_BUCKETS, "2": _POWER_OF_TWO_BUCKETS}.get(ladder)
+    base = {"1.4": _BASE_BUCKETS, "1.2": _FINE_BUCKETS, "2": _POWER_OF_TWO_BUCKETS}.get(ladder)
     if base is None:
-        raise errors.UserError(f"bucket ladder must be 1.4 or 2, got {ladder!r}")
+        raise errors.UserError(f"bucket ladder must be one of {LADDERS}, got {ladder!r}")
     return tuple(b for b in base if b < max_input_length) + (max_input_length,)
 
 

@@ -80,6 +80,23 @@ def _describe_devices(args: Sequence[Any]) -> str:
     return f"{sorted(meshes)}|{devices}"
 
 
+def _compile_afresh(lowered: Any) -> Any:
+    """Compiled here, not read back from JAX's cache: on CPU an executable that JAX itself
+    deserialized does not serialize whole again (its kernels are missing on reload)."""
+    try:
+        from jax._src import compilation_cache
+    except ImportError:  # a JAX without it: a bad file is caught when it runs
+        return lowered.compile()
+    enabled = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()  # JAX decides once per process whether to use it
+    try:
+        return lowered.compile()
+    finally:
+        jax.config.update("jax_enable_compilation_cache", enabled)
+        compilation_cache.reset_cache()
+
+
 def default_directory() -> pathlib.Path | None:
     """`<JAX's compilation cache>/seahorse-executables`, or None when that cache is off or
     the run spans several processes."""
@@ -141,14 +158,8 @@ class ExecutableCache:
             return jax.block_until_ready(compiled(*args))
 
     def _compile(self, key: str, jitted: Callable, args: Sequence[Any]) -> Any:
-        # Compiled here, not read back from JAX's cache: on CPU an executable JAX itself
-        # deserialized does not serialize whole again (its kernels are missing on reload).
-        enabled = jax.config.jax_enable_compilation_cache
-        jax.config.update("jax_enable_compilation_cache", self.directory is None and enabled)
-        try:
-            compiled = jitted.lower(*args).compile()
-        finally:
-            jax.config.update("jax_enable_compilation_cache", enabled)
+        lowered = jitted.lower(*args)
+        compiled = lowered.compile() if self.directory is None else _compile_afresh(lowered)
         self.compiled_now += 1
         self._store(key, compiled)
         return compiled
