@@ -26,6 +26,7 @@ import numpy as np
 
 from seahorse_t5x import errors, partitioning, vocab
 from seahorse_t5x.inference import engine as engine_lib
+from seahorse_t5x.inference import inputs
 from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.model.configs import MT5Config
 from seahorse_t5x.runner import actions as actions_lib
@@ -142,6 +143,9 @@ class TrainConfig:
             )
         if not self.model_dir:
             raise errors.UserError("MODEL_DIR is empty")
+        input_length = dict(self.task_feature_lengths).get("inputs")
+        if input_length is not None:
+            inputs.check_input_length(input_length, "TASK_FEATURE_LENGTHS['inputs']")
 
 
 @dataclasses.dataclass
@@ -265,13 +269,12 @@ class Trainer:
         return model_config, None
 
     def _check_vocabulary(self, model_config: MT5Config) -> None:
-        vocabulary = vocab.get_vocabulary()
-        if vocabulary.vocab_size > model_config.vocab_size:
-            raise errors.UserError(
-                f"the vocabulary {vocab.vocabulary_path()} has {vocabulary.vocab_size} ids but "
-                f"the model only {model_config.vocab_size}: pick a model size for this "
-                "vocabulary or set model_overrides vocab_size"
-            )
+        vocab.check_fits(
+            vocab.get_vocabulary(),
+            model_config.vocab_size,
+            f"pick a model size for the vocabulary {vocab.vocabulary_path()} or set "
+            "model_overrides vocab_size",
+        )
 
     # --- the run --------------------------------------------------------------------------
 
