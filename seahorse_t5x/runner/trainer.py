@@ -1,8 +1,13 @@
 """The local train loop: packed SeqIO batches, a sharded jit-compiled step, orbax
 checkpoints with automatic resume, periodic validation and best-checkpoint selection.
 
-Configured with gin through `train` (T5X's macro names are bound in `gin/local/train.gin`),
-or called directly with a `TrainConfig`. The result depends only on the configuration and
+`Trainer.run` sets up the state (restored or fresh), then only steps: the step is
+`train_step.make_train_step`'s, and what happens after each step (the NaN stop, logging,
+validation, checkpointing) are the actions of `runner/actions.py`.
+
+Configured with gin through `train` (T5X's macro names are bound in `gin/local/train.gin`;
+the ones no file sets take `TrainConfig`'s defaults), or called directly with a
+`TrainConfig`. The result depends only on the configuration and
 the seed: parameters are initialised from `RANDOM_SEED`, the data order is fixed by it, and
 the dropout key of step `s` is `fold_in(PRNGKey(seed), s)`; a resumed run restores the
 parameters, the optimizer state and the number of batches consumed, so it ends where an
