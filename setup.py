@@ -15,7 +15,6 @@ INSTALL_REQUIRES = [
     "optax==0.2.8",
     "orbax-checkpoint==0.12.8",
     "tensorstore==0.1.86",
-    "clu==0.0.12",
     "seqio==0.0.20",
     "tensorflow==2.21.0",
     "tensorflow-text==2.21.1",

@@ -31,7 +31,7 @@ from bench_common import matmul_ceiling  # scripts/ is on sys.path when run
 
 from seahorse_t5x import partitioning
 from seahorse_t5x.model import configs, mt5
-from seahorse_t5x.runner import input_pipeline, optimizers, trainer
+from seahorse_t5x.runner import input_pipeline, optimizers, train_step
 
 SECTION = "## Training"
 
@@ -72,7 +72,7 @@ def train_step_throughput(
 
     def step(params, opt_state, batch):
         def loss_fn(p):
-            return trainer.batch_loss(model, p, batch, z_loss=1e-4)[0]
+            return train_step.batch_loss(model, p, batch, z_loss=1e-4)[0]
 
         loss, grads = jax.value_and_grad(loss_fn)(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)

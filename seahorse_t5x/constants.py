@@ -83,6 +83,9 @@ TARGET_NO = "0"
 
 # Input length of the paper's models.
 DEFAULT_INPUT_LENGTH = 2048
+# The shortest input a model can take: one token of content and the EOS
+# (`inference.inputs.check_input_length`).
+MIN_INPUT_LENGTH = 2
 
 # The model input: `premise: {article} hypothesis: {summary}`, with `question: {prompt}` in
 # front for multi-question models. Shared by the SeqIO preprocessors and the scoring inputs.

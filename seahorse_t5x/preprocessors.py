@@ -32,6 +32,7 @@ import seqio
 import tensorflow as tf
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x.inference import inputs
 
 TRUNCATION_KEEP_SUMMARY = constants.TRUNCATION_KEEP_SUMMARY
 TRUNCATION_RIGHT = constants.TRUNCATION_RIGHT
@@ -157,7 +158,8 @@ def _content_budget(sequence_length: Mapping[str, int] | None) -> int | None:
     """Tokens available to the input before its EOS, or None when nothing is cut."""
     if not sequence_length or sequence_length.get("inputs") is None:
         return None
-    return int(sequence_length["inputs"]) - 1
+    length = int(sequence_length["inputs"])
+    return inputs.check_input_length(length, "sequence_length['inputs']") - 1
 
 
 @seqio.map_over_dataset
@@ -181,7 +183,8 @@ def truncate_inputs(
       right        -> inputs [5, 7, 8, 9, 10, 6, ...] (cut to 6 later), dropped 0, truncated 1
 
     Raises:
-      ValueError: for an unknown `truncation` mode or a budget below one token.
+      ValueError: for an unknown `truncation` mode.
+      UserError: for an input length below `constants.MIN_INPUT_LENGTH`.
     """
     if truncation is None:
         truncation = configured_truncation()
@@ -200,9 +203,6 @@ def truncate_inputs(
         out["article_tokens_dropped"] = tf.constant(0, tf.int32)
         out["summary_truncated"] = tf.constant(0, tf.int32)
         return out
-    if budget < 1:
-        raise ValueError(f"sequence_length['inputs'] must be at least 2, got {budget + 1}")
-
     if truncation == TRUNCATION_KEEP_SUMMARY:
         premise_budget = tf.maximum(0, budget - marker_len - hypothesis_len)
         kept_premise = premise[:premise_budget]

@@ -6,18 +6,20 @@ at a local `.model` file with the `SEAHORSE_VOCAB` environment variable, or with
 (`seahorse_t5x.vocab.vocabulary_path.path = "..."`). The demo and the tests use the small
 vocabulary shipped in `seahorse_t5x/assets/`.
 
-Tasks register at import time, often while T5X is still parsing the gin file that imports
-them, so their features hold a `DeferredSentencePieceVocabulary`: it looks the path up
-(gin, then env) each time it is used, not when the task is registered. A binding or env
+Every caller resolves the path in one order, `RESOLUTION_ORDER`, through
+`resolve_vocabulary_path`. Tasks register at import time, often while T5X is still parsing
+the gin file that imports them, so their features hold a `DeferredSentencePieceVocabulary`:
+it resolves the path each time it is used, not when the task is registered. A binding or env
 value set after `import seahorse_t5x.tasks` therefore still applies.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import gin
 
@@ -36,14 +38,91 @@ def demo_vocab_path() -> str:
     return str(_ASSETS / "demo_spm.model")
 
 
+# The one order in which every command, task and the trainer picks its vocabulary
+# (`resolve_vocabulary_path`); docs/scoring.md writes it down for users.
+RESOLUTION_ORDER = (
+    "an explicit choice (a command's --vocab, an argument, `chosen_vocabulary`)",
+    "the gin binding `seahorse_t5x.vocab.vocabulary_path.path`",
+    f"the {constants.ENV_VOCAB} environment variable",
+    "the vocabulary a runner checkpoint records (`score`, `evaluate`)",
+    "the `spiece.model` an HF checkpoint ships beside its weights (`score`, `evaluate`)",
+    "mT5's mc4.250000.100extra model",
+)
+
+_GIN_PATH = "seahorse_t5x.vocab.vocabulary_path.path"
+_chosen: list[str] = []
+
+
 @gin.configurable(module="seahorse_t5x.vocab")
 def vocabulary_path(path: str | None = None) -> str:
-    """The vocabulary's SentencePiece model path: gin binding, then env, then mT5's.
-
-    The value `demo` names the shipped demo vocabulary.
+    """The vocabulary's SentencePiece model path (`resolve_vocabulary_path` without a
+    checkpoint). The value `demo` names the shipped demo vocabulary.
     """
-    chosen = path or os.environ.get(constants.ENV_VOCAB) or MT5_VOCAB_PATH
+    return resolve_vocabulary_path(path)
+
+
+def _gin_bound_path() -> str | None:
+    try:
+        return gin.query_parameter(_GIN_PATH)
+    except ValueError:  # not bound
+        return None
+
+
+def checkpoint_sentencepiece(checkpoint: object) -> str | None:
+    """The `spiece.model` an HF checkpoint directory ships beside its weights, if any."""
+    if not isinstance(checkpoint, str | os.PathLike):
+        return None
+    candidate = os.path.join(os.fspath(checkpoint), "spiece.model")
+    return candidate if os.path.isfile(candidate) else None
+
+
+def resolve_vocabulary_path(
+    explicit: str | os.PathLike | None = None,
+    *,
+    trained_with: str | None = None,
+    checkpoint: object = None,
+) -> str:
+    """The vocabulary path, first found in `RESOLUTION_ORDER`.
+
+    Args:
+      explicit: the caller's choice (a flag or argument); `demo` names the demo vocabulary.
+      trained_with: the vocabulary a runner checkpoint's meta records.
+      checkpoint: a checkpoint path, for the `spiece.model` HF checkpoints ship.
+    """
+    chosen = (
+        (None if explicit is None else os.fspath(explicit))
+        or (_chosen[-1] if _chosen else None)
+        or _gin_bound_path()
+        or os.environ.get(constants.ENV_VOCAB)
+        or trained_with
+        or checkpoint_sentencepiece(checkpoint)
+        or MT5_VOCAB_PATH
+    )
     return demo_vocab_path() if chosen == "demo" else chosen
+
+
+@contextlib.contextmanager
+def chosen_vocabulary(path: str) -> Iterator[None]:
+    """Makes `path` the explicit choice inside the block, for code that resolves the
+    vocabulary itself (the SeqIO tasks' deferred vocabulary, the evaluation loop)."""
+    _chosen.append(path)
+    try:
+        yield
+    finally:
+        _chosen.pop()
+
+
+def check_fits(vocabulary, model_vocab_size: int, fix: str) -> None:
+    """Raises UserError when `vocabulary` has more ids than the model's embedding rows.
+
+    Args:
+      fix: what the user can do about it, appended to the message.
+    """
+    if vocabulary.vocab_size > model_vocab_size:
+        raise errors.UserError(
+            f"the vocabulary has {vocabulary.vocab_size} ids but the model only "
+            f"{model_vocab_size}: {fix}"
+        )
 
 
 _HOW_TO_PASS = (
@@ -118,13 +197,23 @@ def _check_model_bytes(path: str, mtime_ns: int, size: int) -> None:
         raise errors.UserError(f"{path} is a SentencePiece model without pieces; {_HOW_TO_PASS}")
 
 
-def get_vocabulary(path: str | None = None, extra_ids: int = MT5_EXTRA_IDS):
-    """Returns the `seqio.SentencePieceVocabulary` for `path` (default: `vocabulary_path()`).
+def get_vocabulary(
+    path=None,
+    extra_ids: int = MT5_EXTRA_IDS,
+    *,
+    trained_with: str | None = None,
+    checkpoint: object = None,
+):
+    """Returns the `seqio.SentencePieceVocabulary` that `resolve_vocabulary_path` picks
+    (`path` may also be a vocabulary object, returned as it is).
 
     The path is resolved now and the same object is returned for the same path. SeqIO tasks
     hold `deferred_vocabulary()` instead, which equals this object for the same path.
     """
-    return _vocabulary(vocabulary_path(path), extra_ids)
+    if path is not None and not isinstance(path, str | os.PathLike):
+        return path
+    resolved = resolve_vocabulary_path(path, trained_with=trained_with, checkpoint=checkpoint)
+    return _vocabulary(resolved, extra_ids)
 
 
 @functools.cache
@@ -152,7 +241,7 @@ def deferred_vocabulary_class() -> type:
         # read of it (model loading, `__str__`, equality) see the path chosen now.
         @property
         def _sentencepiece_model_file(self) -> str:
-            return vocabulary_path()
+            return resolve_vocabulary_path()
 
         @_sentencepiece_model_file.setter
         def _sentencepiece_model_file(self, value: str) -> None:

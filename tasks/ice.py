@@ -45,6 +45,7 @@ import tensorflow as tf
 from seahorse_t5x import constants, errors, ice, preprocessors, vocab
 from seahorse_t5x import task_names as names
 from seahorse_t5x.evaluation import seqio_metrics
+from seahorse_t5x.inference import inputs
 from seahorse_t5x.tasks import registry, seahorse
 
 SHOTS: tuple[int, ...] = (2, 4)
@@ -223,9 +224,8 @@ def fit_ice_inputs(
     if not sequence_length or sequence_length.get("inputs") is None:
         budget = np.iinfo(np.int32).max
     else:
-        budget = int(sequence_length["inputs"]) - 1
-        if budget < 1:
-            raise ValueError(f"sequence_length['inputs'] must be at least 2, got {budget + 1}")
+        length = int(sequence_length["inputs"])
+        budget = inputs.check_input_length(length, "sequence_length['inputs']") - 1
     marker = np.asarray(output_features["inputs"].vocabulary.encode(ice.ARTICLE_MARKER), np.int32)
 
     def fit(instruction, art_flat, art_lengths, rest_flat, rest_lengths, article, rest):

@@ -272,10 +272,12 @@ def _garbage_bin(ctx, folder):
 
 
 def _nan_weights(ctx, folder):
-    params = jax.tree.map(np.array, ctx["params"])
+    # A model the demo vocabulary fits (evaluate refuses a larger vocabulary first).
+    config = ctx["config"].replace(vocab_size=3072)
+    params = jax.tree.map(np.array, mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0))))
     params["decoder"]["decoder_norm"]["scale"][3] = np.nan
     shutil.rmtree(folder)
-    checkpoints.save_hf(folder, ctx["config"], params)
+    checkpoints.save_hf(folder, config, params)
 
 
 def _flipped_orbax(ctx, tmp):
@@ -623,6 +625,15 @@ CASES = {
         "train_steps must be a positive int, got 0",
         _train(tmp)[1],
     ),
+    "train/input_length_too_short": lambda ctx, tmp: (
+        _train(
+            tmp,
+            "--gin.MIXTURE_OR_TASK_NAME=seahorse_all",
+            "--gin.TASK_FEATURE_LENGTHS={'inputs': 1, 'targets': 4}",
+        )[0],
+        "TASK_FEATURE_LENGTHS['inputs'] must be at least 2 (one token and the EOS), got 1",
+        _train(tmp)[1],
+    ),
     "train/required_macro_unset": lambda ctx, tmp: (
         _train(tmp)[0],
         "MIXTURE_OR_TASK_NAME",
@@ -662,6 +673,16 @@ CASES = {
         _nan_weights, "decoder/decoder_norm/scale holds 1 NaN or infinite value(s)"
     ),
     "evaluate/flipped_orbax_meta": _flipped_orbax,
+    "evaluate/input_length_too_short": lambda ctx, tmp: (
+        [*_evaluate(tmp, ctx["hf"])[0], "--input_length", "1"],
+        "--input_length must be at least 2 (one token and the EOS), got 1",
+        _evaluate(tmp, ctx["hf"])[1],
+    ),
+    "evaluate/vocabulary_larger_than_the_model": lambda ctx, tmp: (
+        _evaluate(tmp, ctx["hf"])[0],
+        "the vocabulary has 3000 ids but the model only 64",
+        _evaluate(tmp, ctx["hf"])[1],
+    ),
     "score/missing_input": _score_case(None, "input file not found: {input}"),
     "score/bad_json_row": _score_case(
         _GOOD_PAIR + b"{not json\n", "{input}: 1 bad rows (line 2: not valid JSON"
@@ -698,6 +719,11 @@ CASES = {
     ),
     "score/truncated_checkpoint": _score_case(
         _GOOD_PAIR, "model.safetensors is not a valid safetensors file", damage=_truncate
+    ),
+    "score/max_input_length_too_short": _score_case(
+        _GOOD_PAIR,
+        "--max_input_length must be at least 2 (one token and the EOS), got 1",
+        extra=("--max_input_length", "1"),
     ),
     "score/vocabulary_larger_than_the_model": _score_case(
         _GOOD_PAIR, "the vocabulary has 3000 ids but the model only 64"

@@ -82,3 +82,49 @@ def test_tiny_test_gin_sets_a_demo_vocabulary_sized_model():
     assert config.model_size == "tiny"
     assert config.model_overrides == {"vocab_size": 3072}
     assert config.train_steps == 4
+
+
+def test_unset_macros_take_the_train_config_defaults():
+    import dataclasses
+
+    bindings = [f"{k} = {v}" for k, v in REQUIRED.items() if k != "INITIAL_CHECKPOINT_PATH"]
+    config = _bound_arguments("local/train.gin", bindings)
+    defaults = trainer.TrainConfig(
+        model_dir="/tmp/model",
+        mixture_or_task_name="seahorse_q4",
+        task_feature_lengths={"inputs": 64, "targets": 4},
+        train_steps=10,
+    )
+    assert dataclasses.asdict(config) == dataclasses.asdict(defaults)
+    # The documented values (docs/runner.md) are the ones a run gets.
+    assert (config.batch_size, config.eval_period, config.learning_rate) == (32, 1000, 1e-3)
+    assert (config.checkpoint_period, config.keep_checkpoints, config.pack) == (1000, 3, True)
+
+
+def test_a_set_macro_overrides_the_default():
+    bindings = [f"{k} = {v}" for k, v in REQUIRED.items()]
+    config = _bound_arguments("local/train.gin", [*bindings, "BATCH_SIZE = 4", "PACK = False"])
+    assert (config.batch_size, config.pack, config.eval_period) == (4, False, 1000)
+
+
+def test_the_documented_macro_defaults_are_train_config_s():
+    import ast
+    import dataclasses
+
+    docs = (GIN_ROOT.parent / "docs" / "runner.md").read_text(encoding="utf-8")
+    fields = {f.name: f for f in dataclasses.fields(trainer.TrainConfig)}
+    checked = 0
+    for line in docs.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`") or cells[1] == "required":
+            continue
+        macro = cells[0].strip("`")
+        if macro not in gin_config.MACROS:
+            continue
+        field = fields[macro.lower()]
+        default = (
+            field.default if field.default is not dataclasses.MISSING else field.default_factory()
+        )
+        assert ast.literal_eval(cells[1].strip("`")) == default, macro
+        checked += 1
+    assert checked == len(gin_config.MACROS) - len(REQUIRED) + 1  # INITIAL_CHECKPOINT_PATH

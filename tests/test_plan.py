@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from seahorse_t5x import errors, plan
+from seahorse_t5x import errors
 from seahorse_t5x.model import configs
+from seahorse_t5x.runner import plan
 
 
 def _tiny_1_layer_counts(shards: int) -> int:

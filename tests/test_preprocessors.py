@@ -156,6 +156,22 @@ def test_truncate_inputs_keep_summary_cuts_the_premise_only():
     )
 
 
+def test_truncate_inputs_refuses_an_input_length_without_room_for_a_token():
+    ds = _parts([5], [7, 8, 9, 10], [6, 11, 12])
+    with pytest.raises(errors.UserError) as raised:
+        list(preprocessors.truncate_inputs(ds, sequence_length={"inputs": 1}))
+    # tf.data prefixes the trace of the mapped function; the message is the project's.
+    assert (
+        str(raised.value)
+        .strip()
+        .endswith("sequence_length['inputs'] must be at least 2 (one token and the EOS), got 1")
+    )
+    out = preprocessors.truncate_inputs(ds, sequence_length={"inputs": 2})
+    test_utils.assert_dataset(
+        out, {"inputs": [5], "article_tokens_dropped": 4, "summary_truncated": 1}
+    )
+
+
 def test_truncate_inputs_right_reports_the_cut_summary():
     ds = _parts([5], [7, 8, 9, 10], [6, 11, 12])
     out = preprocessors.truncate_inputs(ds, sequence_length={"inputs": 7}, truncation="right")

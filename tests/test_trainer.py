@@ -13,7 +13,13 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import runner_fixtures  # noqa: E402
 
 from seahorse_t5x import cli, errors  # noqa: E402
-from seahorse_t5x.runner import checkpointing, gin_config, input_pipeline, trainer  # noqa: E402
+from seahorse_t5x.runner import (  # noqa: E402
+    checkpointing,
+    gin_config,
+    input_pipeline,
+    train_step,
+    trainer,
+)
 
 GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "gin"
 
@@ -29,7 +35,7 @@ def test_cross_entropy_matches_a_direct_computation():
     logits = rng.normal(size=(2, 3, 5)).astype(np.float32)
     targets = np.array([[1, 4, 0], [2, 2, 3]])
     weights = np.array([[1, 1, 0], [1, 0, 0]], np.float32)
-    objective, sums = trainer.cross_entropy_loss(logits, targets, weights, z_loss=0.0)
+    objective, sums = train_step.cross_entropy_loss(logits, targets, weights, z_loss=0.0)
     log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     picked = np.take_along_axis(log_p, targets[..., None], -1)[..., 0]
     expected = -(picked * weights).sum() / weights.sum()

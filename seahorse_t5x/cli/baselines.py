@@ -65,7 +65,7 @@ def _chosen_baselines(text: str) -> list[str]:
 
 
 def _tokenizer(vocab_arg: str | None):
-    path = vocab.vocabulary_path(vocab_arg)
+    path = vocab.resolve_vocabulary_path(vocab_arg)
     if "://" in path:
         raise errors.UserError(
             f"ROUGE-L needs a local SentencePiece model, got {path}: pass --vocab PATH (a copy "

@@ -59,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch_size < 1:
         raise errors.UserError(f"--batch_size must be >= 1, got {args.batch_size}")
-    if args.input_length is not None and args.input_length < 8:
-        raise errors.UserError(f"--input_length must be >= 8, got {args.input_length}")
+    if args.input_length is not None:
+        from seahorse_t5x.inference import inputs
+
+        inputs.check_input_length(args.input_length, "--input_length")
     checkpoint = pathlib.Path(args.checkpoint)
     if not checkpoint.exists():
         raise errors.UserError(f"--checkpoint {checkpoint} does not exist")
@@ -68,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     words = inference_flags.label_words(args)
 
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
+    from seahorse_t5x import vocab
     from seahorse_t5x.inference import engine as engine_lib
     from seahorse_t5x.inference import scorer as scorer_lib
     from seahorse_t5x.model import checkpoints
@@ -76,11 +79,20 @@ def run(args: argparse.Namespace) -> int:
     inference_flags.enable_compilation_cache(args)
     meta = checkpoints.load_meta(checkpoint)
     input_length = scorer_lib.input_length_for(meta, args.input_length, checkpoint)
-    scorer_lib.warn_on_vocabulary_mismatch(meta, checkpoint)
+    # The order `score` uses too (vocab.RESOLUTION_ORDER), with this checkpoint.
+    vocab_path = vocab.resolve_vocabulary_path(
+        trained_with=meta.get(scorer_lib.META_VOCABULARY), checkpoint=str(checkpoint)
+    )
+    vocabulary = vocab.get_vocabulary(vocab_path)
+    scorer_lib.warn_on_vocabulary_mismatch(meta, checkpoint, vocabulary)
     mesh = inference_flags.create_mesh(mesh_shape)
     placers = []
 
     def placement(config):
+        # Called once the checkpoint's config is read, before any weight is.
+        vocab.check_fits(
+            vocabulary, config.vocab_size, "use the vocabulary the model was trained with"
+        )
         placers.append(engine_lib.Placer(config, mesh, args.param_dtype))
         return placers[-1]
 
@@ -93,25 +105,24 @@ def run(args: argparse.Namespace) -> int:
         words = ice.ice_settings().answer_words  # what the ICE tasks' prompts ask for
     label_ids = None
     if words is not None:
-        from seahorse_t5x import vocab
-
-        label_ids = vocab.answer_token_ids(vocab.get_vocabulary(), words)
+        label_ids = vocab.answer_token_ids(vocabulary, words)
     name = args.metric_name or checkpoint.resolve().name
-    results = evaluation_loop.evaluate_params(
-        model_config,
-        params,
-        task_names,
-        args.split,
-        args.output_dir,
-        metric_name=name,
-        batch_size=args.batch_size,
-        input_length=input_length,
-        max_examples=args.max_examples,
-        mesh=mesh,
-        run_info={"checkpoint": str(checkpoint.resolve()), "title": f"{name} ({args.split})"},
-        param_dtype=args.param_dtype,
-        label_ids=label_ids,
-    )
+    with vocab.chosen_vocabulary(vocab_path):  # the tasks' inputs are encoded with it too
+        results = evaluation_loop.evaluate_params(
+            model_config,
+            params,
+            task_names,
+            args.split,
+            args.output_dir,
+            metric_name=name,
+            batch_size=args.batch_size,
+            input_length=input_length,
+            max_examples=args.max_examples,
+            mesh=mesh,
+            run_info={"checkpoint": str(checkpoint.resolve()), "title": f"{name} ({args.split})"},
+            param_dtype=args.param_dtype,
+            label_ids=label_ids,
+        )
     print()
     print(evaluation_loop.markdown_table(results))
     print(f"results in {pathlib.Path(args.output_dir).resolve()}")

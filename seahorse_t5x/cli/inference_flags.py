@@ -47,7 +47,7 @@ def mesh_shape(args: argparse.Namespace) -> tuple[int, int] | None:
     """(data, model) from --mesh, checked before anything heavy is imported; None: default."""
     if not args.mesh:
         return None
-    from seahorse_t5x import plan
+    from seahorse_t5x.runner import plan
 
     return plan.parse_mesh(args.mesh)
 

@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from seahorse_t5x import errors, plan
+from seahorse_t5x import errors
+from seahorse_t5x.runner import plan
 
 HELP = (
     "per-device memory of an mT5 train step (or, with --scoring, a scoring batch) on a mesh, "

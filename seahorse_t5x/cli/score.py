@@ -361,10 +361,10 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError(f"input file not found: {input_path}")
     if args.chunk_size < 1:
         raise errors.UserError(f"--chunk_size must be at least 1, got {args.chunk_size}")
-    if args.max_input_length is not None and args.max_input_length < 2:
-        raise errors.UserError(
-            f"--max_input_length must be at least 2, got {args.max_input_length}"
-        )
+    if args.max_input_length is not None:
+        from seahorse_t5x.inference import inputs as inputs_lib
+
+        inputs_lib.check_input_length(args.max_input_length, "--max_input_length")
     mesh_shape = inference_flags.mesh_shape(args)
     inference_flags.label_words(args)  # a mistake here is found before the input is read
     total, bad = check_input(input_path, args.skip_bad_rows)

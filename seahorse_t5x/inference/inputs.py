@@ -32,6 +32,27 @@ class EncodedInputs:
     summary_truncated: np.ndarray
 
 
+def check_input_length(value: int, name: str) -> int:
+    """Returns `value` when it can be an input length, else raises UserError.
+
+    The one check of an input length (EOS included), wherever a user sets one: `score
+    --max_input_length`, `evaluate --input_length`, `TASK_FEATURE_LENGTHS['inputs']` of a
+    training run, SeqIO's `sequence_length['inputs']` and `build_inputs` here.
+
+    Args:
+      value: the length in tokens.
+      name: how the user set it (a flag or field name), for the message.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise errors.UserError(f"{name} must be an integer, got {value!r}")
+    if value < constants.MIN_INPUT_LENGTH:
+        raise errors.UserError(
+            f"{name} must be at least {constants.MIN_INPUT_LENGTH} (one token and the EOS), "
+            f"got {value}"
+        )
+    return int(value)
+
+
 def check_truncation(truncation: str) -> None:
     if truncation not in constants.TRUNCATION_MODES:
         raise errors.UserError(
@@ -63,9 +84,7 @@ def build_inputs(
     eos = constants.EOS_ID
     if max_input_length is None:
         return np.array(marker + premise + hypothesis + [eos], np.int32), 0, False
-    budget = max_input_length - 1  # one token for EOS
-    if budget < 1:
-        raise errors.UserError(f"max_input_length must be at least 2, got {max_input_length}")
+    budget = check_input_length(max_input_length, "max_input_length") - 1  # one for EOS
     if truncation == constants.TRUNCATION_KEEP_SUMMARY:
         premise_budget = max(0, budget - len(marker) - len(hypothesis))
         kept = premise[:premise_budget]

@@ -32,34 +32,6 @@ META_TASK_FEATURE_LENGTHS = "task_feature_lengths"
 META_VOCABULARY = "vocabulary"
 
 
-def _checkpoint_sentencepiece(checkpoint: Any) -> str | None:
-    """The `spiece.model` HF checkpoints ship beside their weights, if there is one."""
-    if isinstance(checkpoint, tuple):
-        return None
-    candidate = os.path.join(os.fspath(checkpoint), "spiece.model")
-    return candidate if os.path.isfile(candidate) else None
-
-
-def resolve_vocabulary(vocab: Any, checkpoint: Any = None, trained_with: str | None = None):
-    """The vocabulary to score with, in one order everywhere: an explicit vocabulary (object,
-    `.model` path or `demo`), else `SEAHORSE_VOCAB`, else the vocabulary a runner checkpoint
-    records, else the `spiece.model` an HF checkpoint ships, else mT5's.
-    """
-    if vocab is not None and not isinstance(vocab, str | os.PathLike):
-        return vocab
-    if vocab is None and not os.environ.get(constants.ENV_VOCAB):
-        vocab = trained_with or _checkpoint_sentencepiece(checkpoint)
-    return vocab_lib.get_vocabulary(None if vocab is None else str(vocab))
-
-
-def check_vocabulary_fits(vocab, config: MT5Config) -> None:
-    if vocab.vocab_size > config.vocab_size:
-        raise errors.UserError(
-            f"the vocabulary has {vocab.vocab_size} ids but the model only "
-            f"{config.vocab_size}: use the vocabulary the model was trained with"
-        )
-
-
 def input_length_for(meta: dict[str, Any], requested: int | None, checkpoint: Any) -> int:
     """The input length to score with: the one asked for (with a warning when the checkpoint
     was trained with another), else the checkpoint's training length, else 2048."""
@@ -93,7 +65,7 @@ class Scorer:
       checkpoint: a checkpoint path (any format `model.checkpoints.load_checkpoint` reads)
         or an already loaded `(MT5Config, params)` pair.
       vocab: a SentencePiece vocabulary, a `.model` path, `demo`, or None for the default
-        (`resolve_vocabulary`).
+        (`vocab.resolve_vocabulary_path`, with this checkpoint).
       max_input_length: input length in tokens (EOS included). None: the length a runner
         checkpoint was trained with, else 2048 as in the paper.
       batch_size: rows per batch at `max_input_length`; shorter buckets get more rows
@@ -133,7 +105,11 @@ class Scorer:
         inputs.check_truncation(truncation)
         meta = {} if isinstance(checkpoint, tuple) else checkpoints.load_meta(checkpoint)
         max_input_length = input_length_for(meta, max_input_length, checkpoint)
-        self.vocab = resolve_vocabulary(vocab, checkpoint, meta.get(META_VOCABULARY))
+        self.vocab = vocab_lib.get_vocabulary(
+            vocab,
+            trained_with=meta.get(META_VOCABULARY),
+            checkpoint=None if isinstance(checkpoint, tuple) else checkpoint,
+        )
         warn_on_vocabulary_mismatch(meta, checkpoint, self.vocab)
         if label_ids is None and label_words is not None:
             label_ids = vocab_lib.answer_token_ids(self.vocab, label_words)
@@ -142,7 +118,9 @@ class Scorer:
 
         def placement(config: MT5Config) -> engine_lib.Placer:
             # Called once the checkpoint's config is read, before any weight is.
-            check_vocabulary_fits(self.vocab, config)
+            vocab_lib.check_fits(
+                self.vocab, config.vocab_size, "use the vocabulary the model was trained with"
+            )
             self.engine = engine_lib.Engine(
                 config, label_ids, mesh, max_input_length, batch_size, packing=packing
             )

@@ -1,2 +1,2 @@
-"""The local runner: mesh and partitioning, packed SeqIO input, the train loop, orbax
-checkpoints, evaluation on the score tasks, and the one-command demo."""
+"""The local runner: packed SeqIO input, the train step and loop, orbax checkpoints,
+evaluation on the score tasks, the memory plan of a train step, and the one-command demo."""

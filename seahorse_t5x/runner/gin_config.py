@@ -6,6 +6,10 @@ project's `gin/` folder (so `include 'local/train.gin'` works from anywhere in a
 A macro that is set (in a file, by `--gin.NAME=...` or a binding) but that no binding reads
 is an error naming it and the closest macro that is read: a typo in a macro name would
 otherwise be ignored silently.
+
+The runner's macros have one set of defaults: `trainer.TrainConfig`'s. A macro that the
+configuration reads (`gin/local/train.gin` reads them all) but that no file or flag sets
+takes the field's default (`bind_default_macros`); the gin files set only what differs.
 """
 
 from __future__ import annotations
@@ -153,6 +157,36 @@ def closest_macro(name: str) -> str | None:
     return found[0] if found else None
 
 
+def bind_default_macros() -> list[str]:
+    """Binds each runner macro that is read but not set to `TrainConfig`'s default for the
+    field of the same (lower-case) name; returns the macros bound.
+
+    Macros of fields without a default (`MODEL_DIR`, ...) are left unset: the trainer's
+    call then names them as required.
+    """
+    import dataclasses
+
+    from seahorse_t5x.runner import trainer
+
+    config = gin.config._CONFIG  # noqa: SLF001 - see unread_macros
+    defined = {scope for scope, selector in config if selector in ("gin.macro", "macro")}
+    fields = {f.name: f for f in dataclasses.fields(trainer.TrainConfig)}
+    bound = []
+    for name in _read_macros():
+        field = fields.get(name.lower())
+        if name in defined or name not in MACROS or field is None:
+            continue
+        if field.default is not dataclasses.MISSING:
+            default = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        else:
+            continue
+        gin.parse_config(f"{name} = {default!r}")
+        bound.append(name)
+    return bound
+
+
 def parse(
     gin_files: Sequence[str],
     bindings: Sequence[str] = (),
@@ -183,6 +217,7 @@ def parse(
             gin.parse_config_files_and_bindings(
                 list(gin_files), list(bindings), finalize_config=False
             )
+        bind_default_macros()
         if check_macros:
             check_macros_read()
         if finalize:

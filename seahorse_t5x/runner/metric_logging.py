@@ -1,9 +1,11 @@
 """Where training and validation numbers go: TensorBoard event files, a JSON Lines log
 and a one-line progress report.
 
-The writers follow `clu.metric_writers`' `write_scalars(step, scalars)` interface. The
-event files are written with TensorFlow's own summary op, so TensorBoard can read them
-without the `tensorboard` package being installed here.
+The writers follow `clu.metric_writers`' `write_scalars(step, scalars)` interface without
+depending on clu: clu's TensorBoard writer imports the `tensorboard` package (for its
+hparams plugin), which nothing else here needs. The event files are written with
+TensorFlow's own summary op, so TensorBoard reads them and `tensorboard` need not be
+installed where training runs.
 """
 
 from __future__ import annotations

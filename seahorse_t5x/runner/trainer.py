@@ -1,8 +1,13 @@
 """The local train loop: packed SeqIO batches, a sharded jit-compiled step, orbax
 checkpoints with automatic resume, periodic validation and best-checkpoint selection.
 
-Configured with gin through `train` (T5X's macro names are bound in `gin/local/train.gin`),
-or called directly with a `TrainConfig`. The result depends only on the configuration and
+`Trainer.run` sets up the state (restored or fresh), then only steps: the step is
+`train_step.make_train_step`'s, and what happens after each step (the NaN stop, logging,
+validation, checkpointing) are the actions of `runner/actions.py`.
+
+Configured with gin through `train` (T5X's macro names are bound in `gin/local/train.gin`;
+the ones no file sets take `TrainConfig`'s defaults), or called directly with a
+`TrainConfig`. The result depends only on the configuration and
 the seed: parameters are initialised from `RANDOM_SEED`, the data order is fixed by it, and
 the dropout key of step `s` is `fold_in(PRNGKey(seed), s)`; a resumed run restores the
 parameters, the optimizer state and the number of batches consumed, so it ends where an
@@ -14,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import pathlib
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,18 +28,20 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from seahorse_t5x import errors, partitioning, vocab
 from seahorse_t5x.inference import engine as engine_lib
+from seahorse_t5x.inference import inputs
 from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.model.configs import MT5Config
+from seahorse_t5x.runner import actions as actions_lib
 from seahorse_t5x.runner import (
     checkpointing,
     evaluation_loop,
     input_pipeline,
     metric_logging,
     optimizers,
+    train_step,
 )
 
 log = logging.getLogger(__name__)
@@ -43,8 +49,7 @@ log = logging.getLogger(__name__)
 BEST_METRICS = ("roc_auc", "pearson")
 
 
-class TrainingDiverged(errors.UserError):
-    """The loss became NaN or infinite; the run stopped before saving the bad state."""
+TrainingDiverged = actions_lib.TrainingDiverged
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +104,7 @@ class TrainConfig:
     mixture_or_task_name: str
     task_feature_lengths: Mapping[str, int]
     train_steps: int
-    batch_size: int = 128
+    batch_size: int = 32
     learning_rate: float = 1e-3
     learning_rate_schedule: str = "constant"
     warmup_steps: int = 0
@@ -107,7 +112,7 @@ class TrainConfig:
     clip_gradient_norm: float | None = None
     dropout_rate: float = 0.1
     initial_checkpoint_path: str | None = None
-    eval_period: int = 0
+    eval_period: int = 1000
     random_seed: int = 0
     model_size: str = "small"
     model_overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -143,6 +148,9 @@ class TrainConfig:
             )
         if not self.model_dir:
             raise errors.UserError("MODEL_DIR is empty")
+        input_length = dict(self.task_feature_lengths).get("inputs")
+        if input_length is not None:
+            inputs.check_input_length(input_length, "TASK_FEATURE_LENGTHS['inputs']")
 
 
 @dataclasses.dataclass
@@ -197,14 +205,6 @@ def train(
     return Trainer(config).run(on_step=on_step)
 
 
-def _with_shardings(abstract_tree: Any, shardings: Any) -> Any:
-    return jax.tree.map(
-        lambda leaf, sharding: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding),
-        abstract_tree,
-        shardings,
-    )
-
-
 def default_validation_tasks(mixture_or_task_name: str) -> list[str]:
     """The `_score` variants of the training task, or of each task of the mixture."""
     import seqio
@@ -226,53 +226,17 @@ def default_validation_tasks(mixture_or_task_name: str) -> list[str]:
     return sorted(result, key=lambda n: (evaluation_loop.question_of_task(n) or 0, n))
 
 
-def cross_entropy_loss(
-    logits: jax.Array, targets: jax.Array, weights: jax.Array, z_loss: float
-) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """Mean per-target-token cross entropy plus T5X's z-loss.
+@dataclasses.dataclass
+class _Run:
+    """What `Trainer._set_up` builds for one run."""
 
-    Returns:
-      (objective, sums): the objective is divided by the global number of target tokens,
-      so it does not depend on how the batch is split over devices.
-    """
-    log_z = jax.nn.logsumexp(logits, axis=-1)
-    target_logits = jnp.take_along_axis(logits, targets[..., None].astype(jnp.int32), axis=-1)
-    token_ce = log_z - target_logits[..., 0]
-    weights = weights.astype(jnp.float32)
-    tokens = jnp.maximum(weights.sum(), 1.0)
-    ce_sum = (token_ce * weights).sum()
-    z_sum = (z_loss * jnp.square(log_z) * weights).sum()
-    correct = ((jnp.argmax(logits, -1) == targets) * weights).sum()
-    objective = (ce_sum + z_sum) / tokens
-    return objective, {"ce_sum": ce_sum, "z_sum": z_sum, "tokens": tokens, "correct": correct}
-
-
-def batch_loss(
-    model: mt5.MT5,
-    params: Any,
-    batch: Mapping[str, jax.Array],
-    z_loss: float,
-    dropout_rng: jax.Array | None = None,
-) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """`cross_entropy_loss` of the model on one batch of the runner's model features.
-
-    Packed batches carry segment ids and positions; padded ones do not. Dropout is on when
-    `dropout_rng` is given.
-    """
-    logits = model.apply(
-        {"params": params},
-        batch["encoder_input_tokens"],
-        batch["decoder_input_tokens"],
-        encoder_segment_ids=batch.get("encoder_segment_ids"),
-        decoder_segment_ids=batch.get("decoder_segment_ids"),
-        encoder_positions=batch.get("encoder_positions"),
-        decoder_positions=batch.get("decoder_positions"),
-        enable_dropout=dropout_rng is not None,
-        rngs={} if dropout_rng is None else {"dropout": dropout_rng},
-    )
-    return cross_entropy_loss(
-        logits, batch["decoder_target_tokens"], batch["decoder_loss_weights"], z_loss
-    )
+    model: mt5.MT5
+    step: train_step.TrainStep
+    store: checkpointing.CheckpointStore
+    data_config: input_pipeline.DataConfig
+    state: actions_lib.TrainState
+    resumed_from: int | None
+    final_loss: float | None = None
 
 
 class Trainer:
@@ -310,29 +274,54 @@ class Trainer:
         return model_config, None
 
     def _check_vocabulary(self, model_config: MT5Config) -> None:
-        vocabulary = vocab.get_vocabulary()
-        if vocabulary.vocab_size > model_config.vocab_size:
-            raise errors.UserError(
-                f"the vocabulary {vocab.vocabulary_path()} has {vocabulary.vocab_size} ids but "
-                f"the model only {model_config.vocab_size}: pick a model size for this "
-                "vocabulary or set model_overrides vocab_size"
-            )
+        vocab.check_fits(
+            vocab.get_vocabulary(),
+            model_config.vocab_size,
+            f"pick a model size for the vocabulary {vocab.vocabulary_path()} or set "
+            "model_overrides vocab_size",
+        )
 
     # --- the run --------------------------------------------------------------------------
 
     def run(self, on_step: Callable[[int, float], None] | None = None) -> TrainResult:
+        """Sets up the state (restored or fresh), steps to `train_steps`, and lets the
+        actions log, validate, checkpoint and stop on divergence after each step."""
         cfg = self.config
-        mesh = self.mesh
+        run = self._set_up()
+        actions = self._actions(run, on_step)
+        state = run.state
+        if state.step >= cfg.train_steps:
+            self._say(
+                f"{self.model_dir} is already trained to step {state.step} "
+                f"(TRAIN_STEPS={cfg.train_steps})"
+            )
+        else:
+            self._loop(run, actions)
+        for action in actions:
+            action.close()
+        run.store.close()
+        logging_action = next(a for a in actions if isinstance(a, actions_lib.LogMetrics))
+        validation = next((a for a in actions if isinstance(a, actions_lib.Validate)), None)
+        # Across hosts no process holds every shard; the checkpoints are the result there.
+        host_params = jax.device_get(state.params) if jax.process_count() == 1 else None
+        return TrainResult(
+            model_dir=self.model_dir,
+            step=state.step,
+            model_config=run.model.config,
+            params=host_params,
+            final_loss=run.final_loss,
+            real_token_share=logging_action.real_token_share,
+            best=run.store.best(),
+            validation=validation.last if validation is not None else {},
+            resumed_from=run.resumed_from,
+        )
+
+    def _set_up(self) -> _Run:
+        """The model, optimizer, step function, checkpoint store and the starting state."""
+        cfg = self.config
         model_config, initial_params = self._model_config_and_initial_params()
         self._check_vocabulary(model_config)
         model = mt5.MT5(model_config)
-
-        boxed = mt5.abstract_params(model_config)
-        params_sharding = partitioning.params_shardings(boxed, mesh)
-        abstract_params = mt5.unbox(boxed)
-        rate_at = optimizers.learning_rate_schedule(
-            cfg.learning_rate, cfg.learning_rate_schedule, cfg.warmup_steps, cfg.train_steps
-        )
         optimizer = optimizers.create_optimizer(
             cfg.optimizer,
             cfg.learning_rate,
@@ -343,12 +332,10 @@ class Trainer:
             learning_rate_multipliers=dict(cfg.learning_rate_multipliers),
             clip_gradient_norm=cfg.clip_gradient_norm,
         )
-        abstract_opt_state = jax.eval_shape(optimizer.init, abstract_params)
-        opt_sharding = partitioning.opt_state_shardings(
-            abstract_opt_state, abstract_params, params_sharding, mesh
+        step = train_step.make_train_step(
+            model, optimizer, cfg.z_loss, microbatches=1, mesh=self.mesh, seed=cfg.random_seed
         )
-        replicated = partitioning.replicated(mesh)
-
+        layout = step.layout
         store = checkpointing.CheckpointStore(
             self.model_dir, keep=cfg.keep_checkpoints, best_metric=cfg.best_metric
         )
@@ -360,216 +347,128 @@ class Trainer:
             pack=cfg.pack,
         )
         input_pipeline.check_data_config(data_config)
-
-        optimizer_settings = self._optimizer_settings()
-        self._check_optimizer_settings(store, optimizer_settings)
-        restored = store.restore_latest(
-            _with_shardings(abstract_params, params_sharding),
-            _with_shardings(abstract_opt_state, opt_sharding),
-        )
+        self._check_optimizer_settings(store, self._optimizer_settings())
+        restored = store.restore_latest(layout.sharded_params(), layout.sharded_opt_state())
         resumed_from = None
         if restored is not None:
-            step, params, opt_state, data_state, meta = restored
-            self._check_resumable(meta, data_state, model_config, data_config, store.step_dir(step))
-            batches_consumed = int(data_state["batches_consumed"])
-            resumed_from = step
-            self._say(f"resuming from {store.step_dir(step)} (step {step})")
+            at_step, params, opt_state, data_state, meta = restored
+            self._check_resumable(
+                meta, data_state, model_config, data_config, store.step_dir(at_step)
+            )
+            state = actions_lib.TrainState(
+                at_step, int(data_state["batches_consumed"]), params, opt_state
+            )
+            resumed_from = at_step
+            self._say(f"resuming from {store.step_dir(at_step)} (step {at_step})")
         else:
-            step, batches_consumed = 0, 0
             if initial_params is None:
                 init = jax.jit(
                     lambda rng: mt5.unbox(mt5.init_params(model_config, rng)),
-                    out_shardings=params_sharding,
+                    out_shardings=layout.params_sharding,
                 )
                 params = init(jax.random.PRNGKey(cfg.random_seed))
             else:
-                params = jax.device_put(initial_params, params_sharding)
-            opt_state = jax.jit(optimizer.init, out_shardings=opt_sharding)(params)
+                params = jax.device_put(initial_params, layout.params_sharding)
+            opt_state = jax.jit(optimizer.init, out_shardings=layout.opt_sharding)(params)
+            state = actions_lib.TrainState(0, 0, params, opt_state)
+        return _Run(model, step, store, data_config, state, resumed_from)
 
+    def _actions(
+        self, run: _Run, on_step: Callable[[int, float], None] | None
+    ) -> list[actions_lib.Action]:
+        """What happens after each step, in order: the NaN stop first (nothing of a bad step
+        is logged or saved), then logging, validation, checkpointing and `on_step`."""
+        cfg = self.config
+        checkpoint = actions_lib.Checkpoint(
+            run.store,
+            run.data_config,
+            self._checkpoint_meta(run.model.config),
+            period=cfg.checkpoint_period,
+            train_steps=cfg.train_steps,
+            best_metric=cfg.best_metric,
+            last_saved=run.resumed_from,
+            say=self._say,
+        )
         validation_tasks = (
             default_validation_tasks(cfg.mixture_or_task_name)
             if cfg.validation_tasks is None
             else list(cfg.validation_tasks)
         )
-        validator = _Validator(self, model, validation_tasks) if validation_tasks else None
-
-        seed = cfg.random_seed
-        z_loss = cfg.z_loss
-
-        def train_step(params, opt_state, batch, step):
-            dropout_rng = jax.random.fold_in(jax.random.PRNGKey(seed), step)
-
-            def loss_fn(p):
-                return batch_loss(model, p, batch, z_loss, dropout_rng)
-
-            (objective, sums), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-            updates, opt_state = optimizer.update(grads, opt_state, params)
-            params = optax.apply_updates(params, updates)
-            metrics = {
-                "loss": objective,
-                "cross_entropy": sums["ce_sum"] / sums["tokens"],
-                "z_loss": sums["z_sum"] / sums["tokens"],
-                "accuracy": sums["correct"] / sums["tokens"],
-                "grad_norm": optax.global_norm(grads),
-                "update_norm": optax.global_norm(updates),
-            }
-            return params, opt_state, metrics
-
-        batch_features = (
-            input_pipeline.MODEL_FEATURES_PACKED
-            if cfg.pack
-            else input_pipeline.MODEL_FEATURES_UNPACKED
-        )
-        batch_shardings = {name: partitioning.batch_sharding(mesh) for name in batch_features}
-        step_fn = jax.jit(
-            train_step,
-            in_shardings=(params_sharding, opt_sharding, batch_shardings, replicated),
-            out_shardings=(params_sharding, opt_sharding, replicated),
-            donate_argnums=(0, 1),
-        )
-
         writer = (
             metric_logging.create_writer(self.model_dir, "train") if self.is_main_host else None
         )
-        progress = metric_logging.ProgressLine(cfg.train_steps)
-        meta = {
+        rate_at = optimizers.learning_rate_schedule(
+            cfg.learning_rate, cfg.learning_rate_schedule, cfg.warmup_steps, cfg.train_steps
+        )
+        actions: list[actions_lib.Action] = [
+            actions_lib.StopOnNonFinite(checkpoint),
+            actions_lib.LogMetrics(
+                writer,
+                metric_logging.ProgressLine(cfg.train_steps),
+                cfg.log_period,
+                cfg.train_steps,
+                rate_at,
+            ),
+        ]
+        if validation_tasks:
+            validator = _Validator(self, run.model, validation_tasks)
+            actions.append(actions_lib.Validate(validator, cfg.eval_period, cfg.train_steps))
+        actions.append(checkpoint)
+        if on_step is not None:
+            actions.append(actions_lib.CallBack(on_step))
+        return actions
+
+    def _checkpoint_meta(self, model_config: MT5Config) -> dict[str, Any]:
+        cfg = self.config
+        return {
             "model_config": model_config.to_dict(),
             "vocabulary": vocab.vocabulary_path(),
             "mixture_or_task_name": cfg.mixture_or_task_name,
             # `score` and `evaluate` default to the lengths the model was trained with.
             "task_feature_lengths": dict(cfg.task_feature_lengths),
-            "optimizer": optimizer_settings,
+            "optimizer": self._optimizer_settings(),
         }
-        final_loss = None
-        real_tokens = slots = 0
-        window_real = window_slots = 0
-        window_loss = 0.0
-        window_steps = 0
-        last_validation: dict[str, dict] = {}
-        last_saved = step if restored is not None else None
 
-        def save(at_step: int, extra_meta: Mapping[str, Any] | None = None) -> None:
-            nonlocal last_saved
-            data_state = {
-                "step": at_step,
-                "batches_consumed": batches_consumed,
-                **data_config.to_json(),
-            }
-            store.save(
-                at_step,
-                params,
-                opt_state,
-                data_state,
-                {**meta, "step": at_step, **(extra_meta or {})},
-            )
-            last_saved = at_step
-
-        if step >= cfg.train_steps:
-            self._say(
-                f"{self.model_dir} is already trained to step {step} (TRAIN_STEPS={cfg.train_steps})"
-            )
-        else:
-            self._say(
-                f"training {cfg.mixture_or_task_name} on mesh data={mesh.shape['data']} "
-                f"model={mesh.shape['model']} ({jax.device_count()} devices), steps {step}"
-                f"->{cfg.train_steps}, batch {cfg.batch_size}, "
-                f"{'packed' if cfg.pack else 'padded'} {dict(cfg.task_feature_lengths)}"
-            )
-            batches = input_pipeline.train_batches(data_config, start_batch=batches_consumed)
-            progress.start(step)
-            with mesh, nn.logical_axis_rules(partitioning.LOGICAL_AXIS_RULES):
-                while step < cfg.train_steps:
-                    try:
-                        local_batch = next(batches)
-                    except StopIteration as e:  # num_epochs=None: only an empty task ends
-                        raise errors.UserError(
-                            f"{cfg.mixture_or_task_name} yielded no training batches"
-                        ) from e
-                    real, total = input_pipeline.real_token_counts(local_batch)
-                    targets = input_pipeline.target_token_count(local_batch)
-                    batch = partitioning.global_batch(local_batch, mesh)
-                    params, opt_state, metrics = step_fn(
-                        params, opt_state, batch, jnp.asarray(step, jnp.int32)
-                    )
-                    loss = float(metrics["loss"])
-                    update_norm = float(metrics["update_norm"])
-                    # A finite loss with a non-finite update still poisons the parameters:
-                    # both are checked before anything is saved.
-                    if not (math.isfinite(loss) and math.isfinite(update_norm)):
-                        where = store.step_dir(last_saved) if last_saved is not None else None
-                        raise TrainingDiverged(
-                            f"training diverged at step {step + 1} (loss {loss}, update norm "
-                            f"{update_norm}); stopped without saving it. "
-                            + (
-                                f"The last good checkpoint is {where}. "
-                                if where
-                                else "No checkpoint was written yet. "
-                            )
-                            + "Lower LEARNING_RATE or check the data."
-                        )
-                    step += 1
-                    batches_consumed += 1
-                    final_loss = loss
-                    real_tokens += real
-                    slots += total
-                    window_real += real
-                    window_slots += total
-                    window_loss += loss
-                    window_steps += 1
-                    progress.add_tokens(real + targets)
-                    if step % cfg.log_period == 0 or step == cfg.train_steps:
-                        host_metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-                        share = window_real / max(window_slots, 1)
-                        rates = progress.report(step, window_loss / window_steps, share)
-                        if writer is not None:
-                            writer.write_scalars(
-                                step,
-                                {
-                                    **host_metrics,
-                                    "loss_mean": window_loss / window_steps,
-                                    "real_token_share": share,
-                                    # the rate of the step just taken (schedules count from 0)
-                                    "learning_rate": float(rate_at(step - 1)),
-                                    **rates,
-                                },
-                            )
-                            writer.flush()
-                        window_real = window_slots = window_steps = 0
-                        window_loss = 0.0
-                    validate_now = validator is not None and (
-                        (cfg.eval_period and step % cfg.eval_period == 0) or step == cfg.train_steps
-                    )
-                    if validate_now:
-                        last_validation, summary = validator.run(params, step)
-                        save(step, {"validation": summary})
-                        best = store.best()
-                        value = summary.get(cfg.best_metric)
-                        if value is not None and (best is None or value > best["value"]):
-                            store.mark_best(step, cfg.best_metric, value)
-                            self._say(f"step {step}: new best {cfg.best_metric} {value:.4f}")
-                    elif step % cfg.checkpoint_period == 0 or step == cfg.train_steps:
-                        save(step)
-                    if on_step is not None:
-                        on_step(step, loss)
-        if writer is not None:
-            writer.close()
-        if validator is not None:
-            validator.close()
-        store.close()
-        best = store.best()
-        # Across hosts no process holds every shard; the checkpoints are the result there.
-        host_params = jax.device_get(params) if jax.process_count() == 1 else None
-        return TrainResult(
-            model_dir=self.model_dir,
-            step=step,
-            model_config=model_config,
-            params=host_params,
-            final_loss=final_loss,
-            real_token_share=(real_tokens / slots) if slots else None,
-            best=best,
-            validation=last_validation,
-            resumed_from=resumed_from,
+    def _loop(self, run: _Run, actions: Sequence[actions_lib.Action]) -> None:
+        cfg = self.config
+        mesh = self.mesh
+        state = run.state
+        self._say(
+            f"training {cfg.mixture_or_task_name} on mesh data={mesh.shape['data']} "
+            f"model={mesh.shape['model']} ({jax.device_count()} devices), steps {state.step}"
+            f"->{cfg.train_steps}, batch {cfg.batch_size}, "
+            f"{'packed' if cfg.pack else 'padded'} {dict(cfg.task_feature_lengths)}"
         )
+        batches = input_pipeline.train_batches(run.data_config, start_batch=state.batches_consumed)
+        for action in actions:
+            action.start(state)
+        with mesh, nn.logical_axis_rules(partitioning.LOGICAL_AXIS_RULES):
+            while state.step < cfg.train_steps:
+                try:
+                    local_batch = next(batches)
+                except StopIteration as e:  # num_epochs=None: only an empty task ends
+                    raise errors.UserError(
+                        f"{cfg.mixture_or_task_name} yielded no training batches"
+                    ) from e
+                real, total = input_pipeline.real_token_counts(local_batch)
+                targets = input_pipeline.target_token_count(local_batch)
+                batch = partitioning.global_batch(local_batch, mesh)
+                state.params, state.opt_state, metrics = run.step.fn(
+                    state.params, state.opt_state, batch, jnp.asarray(state.step, jnp.int32)
+                )
+                outcome = actions_lib.StepOutcome(
+                    loss=float(metrics["loss"]),
+                    update_norm=float(metrics["update_norm"]),
+                    metrics=metrics,
+                    real_tokens=real,
+                    slots=total,
+                    target_tokens=targets,
+                )
+                state.step += 1
+                state.batches_consumed += 1
+                for action in actions:
+                    action.after_step(state, outcome)
+                run.final_loss = outcome.loss
 
     def _optimizer_settings(self) -> dict[str, Any]:
         """The settings that shape the optimizer state (saved in each checkpoint's meta)."""

@@ -6,10 +6,10 @@ optional gradient accumulation over microbatches) is built from abstract arrays
 runner's logical axis rules on a mesh of simulated CPU devices, and compiled ahead of time.
 XLA's `memory_analysis()` of the compiled program then gives the bytes one device holds.
 
-The step mirrors the local runner's (`runner/trainer.py`: same model, loss, optimizer and
-shardings); the runner keeps its step inside its train loop, so it is rebuilt here. CPU
-compilation schedules and fuses differently from TPU/GPU compilation: parameter and
-optimizer bytes are exact, temporaries are an estimate of the same order.
+The step is the local runner's own (`runner/train_step.make_train_step`: same model, loss,
+optimizer, accumulation and shardings). CPU compilation schedules and fuses differently from
+TPU/GPU compilation: parameter and optimizer bytes are exact, temporaries are an estimate of
+the same order.
 """
 
 from __future__ import annotations
@@ -245,123 +245,47 @@ def _model_config(request: PlanRequest, num_layers: int | None):
 
 
 def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, Any, float]:
-    """Lowers and compiles the train step; returns (compiled, abstract inputs, seconds)."""
+    """Lowers and compiles the runner's train step; returns (compiled, abstract inputs,
+    seconds)."""
     import jax
     import jax.numpy as jnp
-    import optax
-    from jax.sharding import NamedSharding, PartitionSpec
 
     from seahorse_t5x import partitioning
     from seahorse_t5x.model import mt5
-    from seahorse_t5x.runner import optimizers, trainer
+    from seahorse_t5x.runner import input_pipeline, optimizers, train_step
 
     config = _model_config(request, num_layers)
     mesh = partitioning.create_mesh(
         partitioning.MeshConfig(model_parallel=request.model_parallel, data_parallel=request.data),
         devices=jax.devices()[: request.devices],
     )
-    model = mt5.MT5(config)
-    boxed = mt5.abstract_params(config)
-    params_sharding = partitioning.params_shardings(boxed, mesh)
-    abstract_params = mt5.unbox(boxed)
     # The learning rate does not change the memory; 1e-3 is the fine-tuning default.
     optimizer = optimizers.create_optimizer(request.optimizer, 1e-3)
-    abstract_opt = jax.eval_shape(optimizer.init, abstract_params)
-    opt_sharding = partitioning.opt_state_shardings(
-        abstract_opt, abstract_params, params_sharding, mesh
+    step = train_step.make_train_step(
+        mt5.MT5(config),
+        optimizer,
+        train_step.DEFAULT_Z_LOSS,
+        microbatches=request.microbatches,
+        mesh=mesh,
     )
-    replicated = partitioning.replicated(mesh)
     batch_sharding = partitioning.batch_sharding(mesh)
-
     lengths = {"encoder": request.input_length, "decoder": request.target_length}
-    batch_shapes = {}
-    for name in (
-        "encoder_input_tokens",
-        "encoder_segment_ids",
-        "encoder_positions",
-        "decoder_input_tokens",
-        "decoder_target_tokens",
-        "decoder_segment_ids",
-        "decoder_positions",
-    ):
-        batch_shapes[name] = ((request.batch_size, lengths[name.split("_")[0]]), jnp.int32)
-    batch_shapes["decoder_loss_weights"] = (
-        (request.batch_size, request.target_length),
-        jnp.float32,
-    )
-    microbatches = request.microbatches
-    z_loss = 1e-4
-
-    def loss_fn(params, batch, rng):
-        dropout_rng = rng if request.dropout_rate > 0 else None
-        return trainer.batch_loss(model, params, batch, z_loss, dropout_rng)[0]
-
-    def constrain_like_params(tree):
-        return jax.lax.with_sharding_constraint(tree, params_sharding)
-
-    def train_step(params, opt_state, batch, step):
-        rng = jax.random.fold_in(jax.random.PRNGKey(0), step)
-        if microbatches == 1:
-            loss, grads = jax.value_and_grad(loss_fn)(params, batch, rng)
-        else:
-            # T5X-style accumulation: the batch is cut into equal microbatches, each still
-            # spread over the whole data axis; gradients are summed in a params-sharded
-            # accumulator, so only one microbatch's activations are alive at a time.
-            split = jax.tree.map(
-                lambda x: jax.lax.with_sharding_constraint(
-                    x.reshape((microbatches, x.shape[0] // microbatches) + x.shape[1:]),
-                    NamedSharding(mesh, PartitionSpec(None, partitioning.DATA_AXIS)),
-                ),
-                batch,
-            )
-
-            def accumulate(carry, micro):
-                loss_sum, grad_sum, index = carry
-                loss, grads = jax.value_and_grad(loss_fn)(
-                    params, micro, jax.random.fold_in(rng, index)
-                )
-                grad_sum = constrain_like_params(jax.tree.map(jnp.add, grad_sum, grads))
-                return (loss_sum + loss, grad_sum, index + 1), None
-
-            zeros = constrain_like_params(jax.tree.map(jnp.zeros_like, params))
-            (loss, grads, _), _ = jax.lax.scan(
-                accumulate, (jnp.float32(0.0), zeros, jnp.int32(0)), split
-            )
-            loss = loss / microbatches
-            grads = jax.tree.map(lambda g: g / microbatches, grads)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
-        return params, opt_state, loss
-
-    def with_sharding(tree, shardings):
-        return jax.tree.map(
-            lambda leaf, s: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=s),
-            tree,
-            shardings,
+    batch = {
+        name: jax.ShapeDtypeStruct(
+            (request.batch_size, lengths[name.split("_")[0]]),
+            jnp.float32 if name == "decoder_loss_weights" else jnp.int32,
+            sharding=batch_sharding,
         )
-
+        for name in input_pipeline.MODEL_FEATURES_PACKED
+    }
     abstract_inputs = (
-        with_sharding(abstract_params, params_sharding),
-        with_sharding(abstract_opt, opt_sharding),
-        {
-            name: jax.ShapeDtypeStruct(shape, dtype, sharding=batch_sharding)
-            for name, (shape, dtype) in batch_shapes.items()
-        },
-        jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated),
-    )
-    step_fn = jax.jit(
-        train_step,
-        in_shardings=(
-            params_sharding,
-            opt_sharding,
-            {name: batch_sharding for name in batch_shapes},
-            replicated,
-        ),
-        out_shardings=(params_sharding, opt_sharding, replicated),
-        donate_argnums=(0, 1),
+        step.layout.sharded_params(),
+        step.layout.sharded_opt_state(),
+        batch,
+        jax.ShapeDtypeStruct((), jnp.int32, sharding=partitioning.replicated(mesh)),
     )
     start = time.perf_counter()
-    compiled = step_fn.lower(*abstract_inputs).compile()
+    compiled = step.fn.lower(*abstract_inputs).compile()
     return compiled, abstract_inputs, time.perf_counter() - start
 
 
