@@ -124,7 +124,8 @@ def get_vocabulary(path: str | None = None, extra_ids: int = MT5_EXTRA_IDS):
     The path is resolved now and the same object is returned for the same path. SeqIO tasks
     hold `deferred_vocabulary()` instead, which equals this object for the same path.
     """
-    return _vocabulary(vocabulary_path(path), extra_ids)
+    # An explicit `path=None` would hide a gin binding of `vocabulary_path.path`.
+    return _vocabulary(vocabulary_path(path) if path else vocabulary_path(), extra_ids)
 
 
 @functools.cache

@@ -19,21 +19,19 @@ import types
 import jax
 import numpy as np
 import pytest
+import runner_fixtures
 from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
+from seahorse_t5x import cli, errors, partitioning, vocab
+from seahorse_t5x.cli import inference_flags
+from seahorse_t5x.cli import score as score_cli
+from seahorse_t5x.inference import engine, inputs
+from seahorse_t5x.inference import scorer as scorer_lib
+from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.runner import checkpointing, trainer
+
 TESTS = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
-
-import runner_fixtures  # noqa: E402
-
-from seahorse_t5x import cli, errors, partitioning, vocab  # noqa: E402
-from seahorse_t5x.cli import inference_flags  # noqa: E402
-from seahorse_t5x.cli import score as score_cli  # noqa: E402
-from seahorse_t5x.inference import engine, inputs  # noqa: E402
-from seahorse_t5x.inference import scorer as scorer_lib  # noqa: E402
-from seahorse_t5x.model import configs, mt5  # noqa: E402
-from seahorse_t5x.runner import checkpointing, trainer  # noqa: E402
 
 INPUT_LENGTH = 64
 WORDS = (

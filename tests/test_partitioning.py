@@ -1,7 +1,6 @@
 """Mesh, logical-axis shardings, and the same training result on 1 and 8 devices."""
 
 import pathlib
-import sys
 import textwrap
 
 import flax.linen as nn
@@ -10,15 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+import runner_fixtures
 from jax.sharding import PartitionSpec as P
 
 from seahorse_t5x import errors, partitioning
 from seahorse_t5x.model import configs, mt5
 
 TESTS = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
-
-import runner_fixtures  # noqa: E402
 
 
 def test_mesh_on_one_device_and_bad_shapes():

@@ -1,7 +1,6 @@
 """The train loop: learning, logs, packing share, NaN stop, gin and the `train` command."""
 
 import json
-import os
 import pathlib
 import sys
 
@@ -18,10 +17,7 @@ from seahorse_t5x.runner import checkpointing, gin_config, input_pipeline, train
 GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "gin"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _setup():
-    os.environ["SEAHORSE_VOCAB"] = "demo"
-    runner_fixtures.register()
+pytestmark = pytest.mark.usefixtures("runner_tasks")
 
 
 def test_cross_entropy_matches_a_direct_computation():
