@@ -241,12 +241,8 @@ def test_nli_split_file_finds_release_names(tmp_path, monkeypatch):
 
 
 @pytest.fixture()
-def task_env(tmp_path_factory, monkeypatch):
-    import tasks_testing
-
-    monkeypatch.setenv(
-        "SEAHORSE_VOCAB", tasks_testing.vocabulary_file(tmp_path_factory.mktemp("v"))
-    )
+def task_env(task_vocab_file, monkeypatch):
+    monkeypatch.setenv("SEAHORSE_VOCAB", task_vocab_file)
     monkeypatch.setenv(benchmarks.ENV_MFACE_PATH, str(MFACE))
     monkeypatch.setenv(benchmarks.ENV_TRUE_DIR, str(DATA / "true"))
     monkeypatch.setenv(benchmarks.ENV_METAL_PATH, str(METAL))
