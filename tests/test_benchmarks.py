@@ -331,8 +331,10 @@ def test_benchmark_tasks_and_mixtures_are_registered():
 
     names = benchmark_tasks.task_names()
     assert len(names) == 3 + 3 + 11 + 5 * 11
+    assert set(names) <= set(seqio.TaskRegistry.names())
+    assert set(benchmark_tasks.MIXTURE_NAMES) <= set(seqio.MixtureRegistry.names())
     for name in names + list(benchmark_tasks.MIXTURE_NAMES):
-        assert seqio.get_mixture_or_task(name) is not None
+        assert seqio.get_mixture_or_task(name).name == name
     true_all = seqio.get_mixture_or_task("true_all")
     assert len(true_all.tasks) == 11
 
