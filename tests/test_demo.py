@@ -39,6 +39,7 @@ def demo_run(tmp_path_factory):
     return out, result, lines
 
 
+@pytest.mark.slow
 def test_demo_trains_evaluates_and_prints_the_table(demo_run):
     out, result, lines = demo_run
     text = "\n".join(lines)
@@ -51,6 +52,7 @@ def test_demo_trains_evaluates_and_prints_the_table(demo_run):
     assert (out / "model" / "checkpoints" / "best.json").is_file()
 
 
+@pytest.mark.slow
 def test_demo_scores_every_labelled_test_row_per_question(demo_run):
     out, result, _ = demo_run
     rows = [
@@ -71,6 +73,7 @@ def test_demo_scores_every_labelled_test_row_per_question(demo_run):
         assert frame["label"].tolist() == [float(r[f"q{q}"]) for r in labelled]
 
 
+@pytest.mark.slow
 def test_demo_refuses_a_folder_of_other_settings(demo_run):
     out, _, _ = demo_run
     other = demo.DemoSettings(**{**TINY_DEMO.__dict__, "train_steps": 4})
@@ -78,6 +81,7 @@ def test_demo_refuses_a_folder_of_other_settings(demo_run):
         demo.run_demo(out, other, log=lambda line: None)
 
 
+@pytest.mark.slow
 def test_demo_settings_reach_the_tasks_only_while_it_runs(demo_run, monkeypatch):
     out, _, _ = demo_run
     # The trainer resolved the demo vocabulary (recorded in the checkpoint's meta) ...

@@ -305,6 +305,7 @@ _MESH_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_every_mesh_gives_the_same_scores(tmp_path):
     result = runner_fixtures.run_on_simulated_devices(
         _MESH_SCRIPT.format(tests=str(TESTS), tmp=str(tmp_path / "hf")), tmp_path / "meshes.py"
@@ -348,6 +349,7 @@ def _lines(path: pathlib.Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_killed_score_resumes_to_the_uninterrupted_output(trained, tmp_path):
     rows = _rows(400, seed=7)
     pairs = tmp_path / "pairs.jsonl"

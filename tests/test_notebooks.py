@@ -76,6 +76,7 @@ def test_dataset_analysis_notebook(demo, tmp_path):
     assert (tmp_path / "label_correlations.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_meta_evaluation_notebook(demo, tmp_path):
     # Two metrics on the demo test split: ROUGE-L between article and summary (the paper's
     # baseline) and a deterministic noisy copy of the label.

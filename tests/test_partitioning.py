@@ -120,6 +120,7 @@ _EQUIVALENCE_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_one_and_eight_devices_train_to_the_same_parameters(tmp_path):
     result = runner_fixtures.run_on_simulated_devices(
         _EQUIVALENCE_SCRIPT.format(tests=str(TESTS), tmp=str(tmp_path)),

@@ -17,7 +17,7 @@ class _Killed(Exception):
     """Stands in for the process dying right after a step."""
 
 
-pytestmark = pytest.mark.usefixtures("runner_tasks")
+pytestmark = [pytest.mark.usefixtures("runner_tasks"), pytest.mark.slow]
 
 
 # The schedule's step count lives in the optimizer state: it must resume too.

@@ -168,6 +168,7 @@ def test_task_dataset_decodes_to_the_fixture_rows(name, split, vocabulary):
             assert result["roc_auc"] == pytest.approx(sk_metrics.roc_auc_score(targets, scores))
 
 
+@pytest.mark.slow
 def test_mixture_seahorse_all_rates_and_examples(vocabulary):
     mixture = seqio.get_mixture_or_task("seahorse_all")
     rates = [mixture.get_rate(t) for t in mixture.tasks]

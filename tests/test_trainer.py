@@ -57,6 +57,7 @@ def test_packing_fills_rows_and_padding_does_not():
     assert packed_share > 1.5 * padded_share
 
 
+@pytest.mark.slow
 def test_training_learns_logs_and_validates(tmp_path):
     result = trainer.train(
         model_dir=str(tmp_path / "run"),
@@ -93,6 +94,7 @@ def test_training_learns_logs_and_validates(tmp_path):
     store.close()
 
 
+@pytest.mark.slow
 def test_divergence_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     def run(steps, learning_rate):
         return trainer.train(
