@@ -12,11 +12,6 @@ CORPUS_WORDS = "Yes No Ja Nein the summary article is good bad 1 0 maybe".split(
 
 
 @pytest.fixture(scope="module")
-def demo_vocabulary():
-    return seqio.SentencePieceVocabulary(vocab.demo_vocab_path())
-
-
-@pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> str:
     """A SentencePiece model without byte fallback, where `Yes` and `No` are whole pieces."""
     root = tmp_path_factory.mktemp("answer_spm")

@@ -241,12 +241,8 @@ def test_nli_split_file_finds_release_names(tmp_path, monkeypatch):
 
 
 @pytest.fixture()
-def task_env(tmp_path_factory, monkeypatch):
-    import tasks_testing
-
-    monkeypatch.setenv(
-        "SEAHORSE_VOCAB", tasks_testing.vocabulary_file(tmp_path_factory.mktemp("v"))
-    )
+def task_env(task_vocab_file, monkeypatch):
+    monkeypatch.setenv("SEAHORSE_VOCAB", task_vocab_file)
     monkeypatch.setenv(benchmarks.ENV_MFACE_PATH, str(MFACE))
     monkeypatch.setenv(benchmarks.ENV_TRUE_DIR, str(DATA / "true"))
     monkeypatch.setenv(benchmarks.ENV_METAL_PATH, str(METAL))
@@ -335,8 +331,10 @@ def test_benchmark_tasks_and_mixtures_are_registered():
 
     names = benchmark_tasks.task_names()
     assert len(names) == 3 + 3 + 11 + 5 * 11
+    assert set(names) <= set(seqio.TaskRegistry.names())
+    assert set(benchmark_tasks.MIXTURE_NAMES) <= set(seqio.MixtureRegistry.names())
     for name in names + list(benchmark_tasks.MIXTURE_NAMES):
-        assert seqio.get_mixture_or_task(name) is not None
+        assert seqio.get_mixture_or_task(name).name == name
     true_all = seqio.get_mixture_or_task("true_all")
     assert len(true_all.tasks) == 11
 

@@ -1,18 +1,17 @@
 """The demo pipeline end to end with a tiny configuration (a few steps)."""
 
 import json
-import pathlib
-import sys
+import os
 
 import pytest
+import runner_fixtures
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from seahorse_t5x import cli, constants, errors, vocab
+from seahorse_t5x.evaluation import scorefiles
+from seahorse_t5x.model import checkpoints
+from seahorse_t5x.runner import demo
 
-import runner_fixtures  # noqa: E402
-
-from seahorse_t5x import cli, constants  # noqa: E402
-from seahorse_t5x.evaluation import scorefiles  # noqa: E402
-from seahorse_t5x.runner import demo  # noqa: E402
+SETTINGS_ENV = (constants.ENV_DATA_DIR, constants.ENV_VOCAB)
 
 TINY_DEMO = demo.DemoSettings(
     train_steps=3,
@@ -31,10 +30,16 @@ def demo_run(tmp_path_factory):
     runner_fixtures.enable_compilation_cache()
     lines: list[str] = []
     out = tmp_path_factory.mktemp("demo") / "out"
-    result = demo.run_demo(out, TINY_DEMO, log=lines.append)
+    with pytest.MonkeyPatch.context() as mp:
+        # The demo must find its data and vocabulary without the environment's help.
+        for name in SETTINGS_ENV:
+            mp.delenv(name, raising=False)
+        result = demo.run_demo(out, TINY_DEMO, log=lines.append)
+        assert {name: os.environ.get(name) for name in SETTINGS_ENV} == dict.fromkeys(SETTINGS_ENV)
     return out, result, lines
 
 
+@pytest.mark.slow
 def test_demo_trains_evaluates_and_prints_the_table(demo_run):
     out, result, lines = demo_run
     text = "\n".join(lines)
@@ -47,6 +52,7 @@ def test_demo_trains_evaluates_and_prints_the_table(demo_run):
     assert (out / "model" / "checkpoints" / "best.json").is_file()
 
 
+@pytest.mark.slow
 def test_demo_scores_every_labelled_test_row_per_question(demo_run):
     out, result, _ = demo_run
     rows = [
@@ -67,11 +73,30 @@ def test_demo_scores_every_labelled_test_row_per_question(demo_run):
         assert frame["label"].tolist() == [float(r[f"q{q}"]) for r in labelled]
 
 
+@pytest.mark.slow
 def test_demo_refuses_a_folder_of_other_settings(demo_run):
     out, _, _ = demo_run
     other = demo.DemoSettings(**{**TINY_DEMO.__dict__, "train_steps": 4})
-    with pytest.raises(Exception, match="other settings"):
+    with pytest.raises(errors.UserError, match="other settings"):
         demo.run_demo(out, other, log=lambda line: None)
+
+
+@pytest.mark.slow
+def test_demo_settings_reach_the_tasks_only_while_it_runs(demo_run, monkeypatch):
+    out, _, _ = demo_run
+    # The trainer resolved the demo vocabulary (recorded in the checkpoint's meta) ...
+    meta = checkpoints.load_meta(out / "model" / "checkpoints" / "3")
+    assert meta["vocabulary"] == vocab.demo_vocab_path()
+    # ... and after the demo the tasks see the user's settings again, not the demo's.
+    from seahorse_t5x.tasks import seahorse
+
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(errors.UserError, match="no SEAHORSE data folder"):
+        seahorse.data_dir()
+    assert vocab.vocabulary_path() == vocab.MT5_VOCAB_PATH
+    monkeypatch.setenv(constants.ENV_DATA_DIR, "/data/prepared")
+    assert seahorse.data_dir() == "/data/prepared"
 
 
 def test_demo_command_rejects_bad_steps(tmp_path, capsys):

@@ -1,31 +1,25 @@
 """`seahorse-t5x evaluate`: P(yes) per example, the score-file contract, metrics and table."""
 
 import json
-import os
-import pathlib
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import runner_fixtures
 from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from seahorse_t5x import cli, vocab
+from seahorse_t5x.evaluation import scorefiles
+from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.runner import checkpointing, evaluation_loop
 
-import runner_fixtures  # noqa: E402
-
-from seahorse_t5x import cli, vocab  # noqa: E402
-from seahorse_t5x.evaluation import scorefiles  # noqa: E402
-from seahorse_t5x.model import configs, mt5  # noqa: E402
-from seahorse_t5x.runner import checkpointing, evaluation_loop  # noqa: E402
+pytestmark = pytest.mark.usefixtures("runner_tasks")
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    os.environ["SEAHORSE_VOCAB"] = "demo"
-    runner_fixtures.register()
     config = configs.get_config("tiny", vocab_size=3072, dropout_rate=0.0)
     params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(3)))
     model_dir = tmp_path_factory.mktemp("eval") / "run"

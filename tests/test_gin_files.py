@@ -63,10 +63,126 @@ def test_t5x_gin_layout_is_complete():
     assert len(experiments) == 45
 
 
+_UNCHECKED = object()  # a value mixing literals with macros or references
+
+
+def _strip_comment(line: str) -> str:
+    """`line` without its `# ...` comment (a `#` inside a quoted string is kept)."""
+    quote = None
+    for i, char in enumerate(line):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def _depth(text: str) -> int:
+    """Open brackets left in `text` (quoted strings skipped)."""
+    depth, quote = 0, None
+    for char in text:
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+    return depth
+
+
+def _value(text: str):
+    """A binding's value as `t5x.statements` gives it: `%M` and `@f`/`@f()` as tagged tuples,
+    Python literals evaluated; anything else `_UNCHECKED`."""
+    if text.startswith("%"):
+        return ("%", text[1:])
+    if text.startswith("@"):
+        return ("@", text[1:].removesuffix("()"), text.endswith("()"))
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return _UNCHECKED
+
+
+def _text_statements(path: pathlib.Path) -> list[tuple]:
+    """What a gin file says, read line by line without gin: imports, includes, blocks and
+    bindings, in order (a block's indented lines bind its selector)."""
+    logical: list[tuple[bool, str]] = []  # (indented, text) with continuation lines joined
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = _strip_comment(raw)
+        if logical and _depth(logical[-1][1]) > 0:
+            logical[-1] = (logical[-1][0], logical[-1][1] + " " + line.strip())
+        elif line.strip():
+            logical.append((line[0].isspace(), line.strip()))
+    found: list[tuple] = []
+    block = None
+    for indented, text in logical:
+        words = text.split()
+        if not indented:
+            block = None
+        if words[0] == "from" and words[2] == "import":
+            alias = words[5] if len(words) == 6 else None
+            found.append(("import", f"{words[1]}.{words[3]}", alias))
+        elif words[0] == "import":
+            found.append(("import", words[1], words[3] if len(words) == 4 else None))
+        elif words[0] == "include":
+            found.append(("include", ast.literal_eval(text[len("include") :].strip())))
+        elif text.endswith(":") and not indented:
+            scope, _, selector = text[:-1].rpartition("/")
+            block = (scope, selector)
+            found.append(("block", scope, selector))
+        else:
+            name, _, value = (part.strip() for part in text.partition("="))
+            if indented:
+                assert block is not None, f"{path}: indented binding outside a block: {text}"
+                scope, selector, arg = (*block, name)
+            else:
+                scope, _, key = name.rpartition("/")
+                selector, _, arg = key.rpartition(".") if key[0].islower() else ("", "", key)
+                selector, arg = (selector, arg) if selector else (key, "")
+            found.append(("bind", scope, selector, arg, _value(value)))
+    return found
+
+
+def _gin_statements(path: pathlib.Path) -> list[tuple]:
+    """gin's parse of the same file in the form of `_text_statements`."""
+    found = []
+    for statement in t5x.statements(path):
+        if isinstance(statement, config_parser.ImportStatement):
+            found.append(("import", statement.module, statement.alias))
+        elif isinstance(statement, config_parser.IncludeStatement):
+            found.append(("include", statement.filename))
+        elif isinstance(statement, config_parser.BlockDeclaration):
+            found.append(("block", statement.scope, statement.selector))
+        else:
+            key = (statement.scope, statement.selector, statement.arg_name)
+            found.append(("bind", *key, statement.value))
+    return found
+
+
 @pytest.mark.parametrize("path", ALL_GIN, ids=lambda p: p.relative_to(t5x.GIN_DIR).as_posix())
 def test_gin_syntax(path):
-    parsed = t5x.statements(path)
-    assert parsed, f"{path} holds no statement"
+    # gin's parser and a plain line-by-line reading agree on every import, include and
+    # binding (scope, selector, parameter and, where it is a literal, macro or reference,
+    # the value): nothing in the file is skipped, misread or bound to another name.
+    from_text = _text_statements(path)
+    from_gin = _gin_statements(path)
+    assert len(from_gin) == len(from_text) > 0
+    for ours, gins in zip(from_text, from_gin, strict=True):
+        if ours[-1] is _UNCHECKED:
+            ours, gins = ours[:-1], gins[:-1]
+        assert ours == gins, path
+    if path.parent.name == "experiments" and not path.name.startswith("ice_"):
+        # Fine-tuning experiments include their size's mT5 gin and the run gin, then name
+        # their task (`xnli_*` trains on the translate-train mixture).
+        task, size = path.stem.rsplit("_", 1)
+        includes = [s[1] for s in from_text if s[0] == "include"]
+        assert includes == [f"gin/models/mt5_{size}.gin", "gin/runs/finetune.gin"]
+        macros = {s[2]: s[4] for s in from_text if s[0] == "bind" and not s[3]}
+        assert macros["MIXTURE_OR_TASK_NAME"].startswith(task)
 
 
 def test_t5x_gins_bind_only_known_configurables_and_parameters():

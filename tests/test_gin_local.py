@@ -5,6 +5,7 @@ import pathlib
 import gin
 import pytest
 
+from seahorse_t5x import errors
 from seahorse_t5x.runner import gin_config, trainer
 
 GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "gin"
@@ -70,9 +71,12 @@ def test_gin_file_parses_and_configures_the_trainer(path):
 
 def test_required_macros_are_reported_by_name():
     gin.clear_config()
-    with pytest.raises(Exception, match="gin macro MODEL_DIR is required"):
+    with pytest.raises(errors.UserError, match="gin macro MODEL_DIR is required") as info:
         gin_config.parse(["local/train.gin"], [], [str(GIN_ROOT)])
     gin.clear_config()
+    assert str(info.value) == (
+        "gin macro MODEL_DIR is required: pass --gin.MODEL_DIR=VALUE or bind it in a gin file"
+    )
 
 
 def test_tiny_test_gin_sets_a_demo_vocabulary_sized_model():

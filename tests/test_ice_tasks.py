@@ -86,11 +86,6 @@ def environment(data_dir, monkeypatch):
     gin.clear_config()
 
 
-@pytest.fixture(scope="module")
-def vocabulary():
-    return seqio.SentencePieceVocabulary(vocab.demo_vocab_path())
-
-
 def _train_labels(data_dir) -> dict[str, int]:
     rows = [json.loads(x) for x in (data_dir / "train.jsonl").read_text().splitlines()]
     return {r["gem_id"]: r[f"q{QUESTION}"] for r in rows}
@@ -267,23 +262,23 @@ def _examples(name, length, split="test"):
 
 
 @pytest.mark.parametrize("length", [2048, 160, 64])
-def test_task_inputs_fit_and_end_with_the_whole_rated_summary(length, vocabulary):
+def test_task_inputs_fit_and_end_with_the_whole_rated_summary(length, demo_vocabulary):
     rows = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice.UNIFORM)
     examples = _examples("ice_q4_k4_uniform", length)
     assert len(examples) == len(rows) == 4
     for ex, row in zip(examples, rows, strict=True):
         inputs = ex["inputs"].tolist()
         assert len(inputs) <= length and inputs[-1] == EOS
-        rest = vocabulary.encode(row["query_rest"])
+        rest = demo_vocabulary.encode(row["query_rest"])
         assert inputs[-1 - len(rest) : -1] == rest
         assert row["query_rest"] == f"Summary: {row['hypothesis']} Answer:"
-        assert row["hypothesis"] in vocabulary.decode(rest)
+        assert row["hypothesis"] in demo_vocabulary.decode(rest)
         assert ex["summary_truncated"] == 0
-        assert ex["targets"].tolist() == vocabulary.encode("Yes") + [EOS]
+        assert ex["targets"].tolist() == demo_vocabulary.encode("Yes") + [EOS]
         assert ex["label"] == row["label"] and ex["question"] == QUESTION
         for field in ("gem_id", "language", "dataset", "system"):
             assert ex[field].decode() == row[field]
-        full = vocabulary.encode(ex["inputs_pretokenized"].decode())
+        full = demo_vocabulary.encode(ex["inputs_pretokenized"].decode())
         dropped = ex["demo_article_tokens_dropped"] + ex["article_tokens_dropped"]
         if ex["demonstrations_dropped"] == 0:
             # Only article tokens were cut, and exactly as many as reported.
@@ -298,7 +293,7 @@ def test_task_inputs_fit_and_end_with_the_whole_rated_summary(length, vocabulary
             assert (dropped == 0) == (row["gem_id"] != "xlsum_en-test-3")
     # The 700-word article of the last item is cut at 2048 only after the demonstrations..
     long_item = _examples("ice_q4_k4_uniform", 2048)[3]
-    demo_tokens = sum(len(vocabulary.encode(a)) for a in rows[3]["demo_articles"])
+    demo_tokens = sum(len(demo_vocabulary.encode(a)) for a in rows[3]["demo_articles"])
     assert long_item["demo_article_tokens_dropped"] == demo_tokens
     assert long_item["article_tokens_dropped"] > 0
     assert long_item["demonstrations_dropped"] == 0
@@ -306,10 +301,10 @@ def test_task_inputs_fit_and_end_with_the_whole_rated_summary(length, vocabulary
         assert all(ex["demonstrations_dropped"] > 0 for ex in examples)
 
 
-def test_answer_words_come_from_the_environment(monkeypatch, vocabulary):
+def test_answer_words_come_from_the_environment(monkeypatch, demo_vocabulary):
     monkeypatch.setenv(ice.ENV_ANSWER_WORDS, "Ja,Nein")
     (ex,) = _examples("ice_q4_k2_stratified.de", 1024)
-    assert ex["targets"].tolist() == vocabulary.encode("Ja") + [EOS]
+    assert ex["targets"].tolist() == demo_vocabulary.encode("Ja") + [EOS]
     text = ex["inputs_pretokenized"].decode()
     assert "Answer Ja or Nein." in text
     assert text.count("Answer: Ja") == 1 and text.count("Answer: Nein") == 1
@@ -373,14 +368,14 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
         import_scores.ice_infer_rows([str(infer)], "seahorse_q4_score", str(data_dir), "test", "m")
 
 
-def test_preprocessors_on_tiny_datasets(vocabulary):
+def test_preprocessors_on_tiny_datasets(demo_vocabulary):
     import tensorflow as tf
 
     labels = tf.data.Dataset.from_tensors({"label": tf.constant(0, tf.int64)})
     seqio.test_utils.assert_dataset(
         ice_tasks.yes_word_targets(labels), [{"label": 0, "targets_pretokenized": b"Yes"}]
     )
-    marker = vocabulary.encode(ice.ARTICLE_MARKER)
+    marker = demo_vocabulary.encode(ice.ARTICLE_MARKER)
     parts = tf.data.Dataset.from_tensors(
         {
             "instruction_tokens": tf.constant([1000], tf.int32),
@@ -391,7 +386,7 @@ def test_preprocessors_on_tiny_datasets(vocabulary):
             "label": tf.constant(1, tf.int64),
         }
     )
-    features = {"inputs": seqio.Feature(vocabulary), "targets": seqio.Feature(vocabulary)}
+    features = {"inputs": seqio.Feature(demo_vocabulary), "targets": seqio.Feature(demo_vocabulary)}
     budget = 1 + 2 * len(marker) + 1 + 2 + 1 + 1  # all but two demonstration-article tokens
     fitted = ice_tasks.fit_ice_inputs(parts, {"inputs": budget + 1}, features)
     seqio.test_utils.assert_dataset(

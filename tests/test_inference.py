@@ -19,21 +19,19 @@ import types
 import jax
 import numpy as np
 import pytest
+import runner_fixtures
 from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
+from seahorse_t5x import cli, errors, partitioning, vocab
+from seahorse_t5x.cli import inference_flags
+from seahorse_t5x.cli import score as score_cli
+from seahorse_t5x.inference import engine, inputs
+from seahorse_t5x.inference import scorer as scorer_lib
+from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.runner import checkpointing, trainer
+
 TESTS = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
-
-import runner_fixtures  # noqa: E402
-
-from seahorse_t5x import cli, errors, partitioning, vocab  # noqa: E402
-from seahorse_t5x.cli import inference_flags  # noqa: E402
-from seahorse_t5x.cli import score as score_cli  # noqa: E402
-from seahorse_t5x.inference import engine, inputs  # noqa: E402
-from seahorse_t5x.inference import scorer as scorer_lib  # noqa: E402
-from seahorse_t5x.model import configs, mt5  # noqa: E402
-from seahorse_t5x.runner import checkpointing, trainer  # noqa: E402
 
 INPUT_LENGTH = 64
 WORDS = (
@@ -307,6 +305,7 @@ _MESH_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_every_mesh_gives_the_same_scores(tmp_path):
     result = runner_fixtures.run_on_simulated_devices(
         _MESH_SCRIPT.format(tests=str(TESTS), tmp=str(tmp_path / "hf")), tmp_path / "meshes.py"
@@ -352,6 +351,7 @@ def _lines(path: pathlib.Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_killed_score_resumes_to_the_uninterrupted_output(trained, tmp_path):
     rows = _rows(400, seed=7)
     pairs = tmp_path / "pairs.jsonl"

@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 import seqio
-import tasks_testing
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
@@ -74,14 +73,9 @@ def _as_dataset(self, split, *args, **kwargs):
     return tf.data.Dataset.from_generator(lambda: iter(rows), output_signature=signature)
 
 
-@pytest.fixture(scope="module")
-def vocab_file(tmp_path_factory):
-    return tasks_testing.vocabulary_file(tmp_path_factory.mktemp("spm"))
-
-
 @pytest.fixture(autouse=True)
-def _env(vocab_file, monkeypatch):
-    monkeypatch.setenv("SEAHORSE_VOCAB", vocab_file)
+def _env(task_vocab_file, monkeypatch):
+    monkeypatch.setenv("SEAHORSE_VOCAB", task_vocab_file)
     with tfds.testing.mock_data(as_dataset_fn=_as_dataset):
         yield
 

@@ -1,4 +1,4 @@
-"""The notebooks run end to end on the demo data (paths passed through the environment)."""
+"""The notebooks run end to end on the demo data (paths passed through the kernel's environment)."""
 
 import json
 import os
@@ -24,22 +24,15 @@ def demo(tmp_path_factory):
 
 
 def _execute(name: str, env: dict[str, str], tmp_path: pathlib.Path) -> nbformat.NotebookNode:
+    """Runs a notebook in a kernel whose environment is this process's plus `env` (passed to
+    the kernel only: this process's environment is left as it is)."""
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the kernel inherits this process's environment
-    try:
-        NotebookClient(
-            notebook,
-            timeout=120,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(tmp_path)}},
-        ).execute()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    ).execute(env={**os.environ, **env})
     return notebook
 
 
@@ -84,6 +77,7 @@ def test_dataset_analysis_notebook(demo, tmp_path):
     assert (tmp_path / "label_correlations.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_meta_evaluation_notebook(demo, tmp_path):
     # Two metrics on the demo test split: ROUGE-L between article and summary (the paper's
     # baseline) and a deterministic noisy copy of the label.

@@ -75,6 +75,7 @@ def test_synthetic_mix_meets_its_tail_anchor(report):
     assert 500 < float(np.median(mix)) < 1000
 
 
+@pytest.mark.slow
 def test_demo_data_packs_at_least_three_examples_per_row(report, tmp_path, monkeypatch):
     from seahorse_t5x.data import demo_data
 
@@ -97,6 +98,7 @@ def test_demo_data_packs_at_least_three_examples_per_row(report, tmp_path, monke
     assert single.examples_per_row == 1.0 and single.rows == stats.examples
 
 
+@pytest.mark.slow
 def test_first_fit_converter_packs_the_mix_densely(report):
     mix = report.synthetic_lengths(3000, seed=2)
     lengths = {"inputs": 2048, "targets": 64}

@@ -1,7 +1,6 @@
 """Mesh, logical-axis shardings, and the same training result on 1 and 8 devices."""
 
 import pathlib
-import sys
 import textwrap
 
 import flax.linen as nn
@@ -10,15 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+import runner_fixtures
 from jax.sharding import PartitionSpec as P
 
 from seahorse_t5x import errors, partitioning
 from seahorse_t5x.model import configs, mt5
 
 TESTS = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
-
-import runner_fixtures  # noqa: E402
 
 
 def test_mesh_on_one_device_and_bad_shapes():
@@ -88,9 +85,14 @@ _EQUIVALENCE_SCRIPT = textwrap.dedent(
     from seahorse_t5x.runner import trainer
 
     runner_fixtures.register()
+    # `tiny` with one encoder and one decoder layer: every kind of parameter and sharding,
+    # half the programs to trace and compile.
+    MODEL = {{"vocab_size": 3072, "num_encoder_layers": 1, "num_decoder_layers": 1}}
     out = {{"devices": jax.device_count(), "runs": {{}}}}
     finals = {{}}
-    for name, data, model in (("one", 1, 1), ("data8", 8, 1), ("data4_model2", 4, 2)):
+    # One device, then all eight split over both mesh axes: data 4 (each device a quarter of
+    # the batch, gradients all-reduced) x model 2 (the vocabulary, MLP and heads halved).
+    for name, data, model in (("one", 1, 1), ("data4_model2", 4, 2)):
         losses = []
         result = trainer.train(
             model_dir=os.path.join({tmp!r}, name),
@@ -101,7 +103,7 @@ _EQUIVALENCE_SCRIPT = textwrap.dedent(
             learning_rate=3e-3,
             dropout_rate=0.1,
             model_size="tiny",
-            model_overrides={{"vocab_size": 3072}},
+            model_overrides=MODEL,
             optimizer="adafactor",
             checkpoint_period=100,
             validation_tasks=(),
@@ -123,6 +125,7 @@ _EQUIVALENCE_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_one_and_eight_devices_train_to_the_same_parameters(tmp_path):
     result = runner_fixtures.run_on_simulated_devices(
         _EQUIVALENCE_SCRIPT.format(tests=str(TESTS), tmp=str(tmp_path)),
@@ -132,6 +135,5 @@ def test_one_and_eight_devices_train_to_the_same_parameters(tmp_path):
     runs = result["runs"]
     base = np.asarray(runs["one"]["losses"])
     assert len(base) == 3 and np.all(np.isfinite(base))
-    for name in ("data8", "data4_model2"):
-        np.testing.assert_allclose(runs[name]["losses"], base, rtol=2e-5, atol=1e-5)
-        assert runs[name]["max_param_diff"] < 1e-4, (name, runs[name])
+    np.testing.assert_allclose(runs["data4_model2"]["losses"], base, rtol=2e-5, atol=1e-5)
+    assert runs["data4_model2"]["max_param_diff"] < 1e-4, runs["data4_model2"]

@@ -115,6 +115,7 @@ def _plan_json(args: list[str]) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_plan_cli_compiles_tiny_model_on_8_simulated_devices():
     # The command starts without the device flag: it must re-execute itself with 8 devices.
     args = ["plan", "--model", "tiny", "--mesh", "data=4,model=2", "--batch_size", "8"]

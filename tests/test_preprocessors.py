@@ -15,9 +15,8 @@ EOS = 1
 
 
 @pytest.fixture(scope="module")
-def vocabulary(tmp_path_factory):
-    path = tasks_testing.vocabulary_file(tmp_path_factory.mktemp("spm"))
-    return seqio.SentencePieceVocabulary(path)
+def vocabulary(task_vocab_file):
+    return seqio.SentencePieceVocabulary(task_vocab_file)
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import pathlib
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli
@@ -152,7 +153,12 @@ def test_table6_uses_graded_labels_for_rho_and_majority_for_roc(score_report):
     assert entry["roc_auc"] == pytest.approx(
         roc_auc_score(attribution["label_binary"].astype(int), attribution["score"])
     )
-    assert entry["spearman"] is not None and entry["kendall"] is not None
+    assert entry["spearman"] == pytest.approx(
+        scipy_stats.spearmanr(attribution["label"], attribution["score"]).statistic
+    )
+    assert entry["kendall"] == pytest.approx(
+        scipy_stats.kendalltau(attribution["label"], attribution["score"]).statistic
+    )
 
 
 def test_table7_has_one_roc_per_true_dataset(score_report):

@@ -1,20 +1,14 @@
 """Kill-and-resume equals an uninterrupted run; damaged or half-written checkpoints are skipped."""
 
 import logging
-import os
-import pathlib
-import sys
 
 import jax
 import numpy as np
 import pytest
+import runner_fixtures
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-import runner_fixtures  # noqa: E402
-
-from seahorse_t5x import errors  # noqa: E402
-from seahorse_t5x.runner import checkpointing, trainer  # noqa: E402
+from seahorse_t5x import errors
+from seahorse_t5x.runner import checkpointing, trainer
 
 STEPS = 4
 
@@ -23,10 +17,7 @@ class _Killed(Exception):
     """Stands in for the process dying right after a step."""
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _setup():
-    os.environ["SEAHORSE_VOCAB"] = "demo"
-    runner_fixtures.register()
+pytestmark = [pytest.mark.usefixtures("runner_tasks"), pytest.mark.slow]
 
 
 # The schedule's step count lives in the optimizer state: it must resume too.

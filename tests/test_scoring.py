@@ -280,6 +280,7 @@ def test_score_cli_skip_bad_rows_writes_null_scores(tmp_path, model_dir, scorer,
     assert "scored 2 rows (5 bad" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_score_cli_label_words_choose_the_answer_tokens(tmp_path, model_dir, demo_vocab):
     words = ("council", "rain")
     ids = vocab.answer_token_ids(demo_vocab, words)

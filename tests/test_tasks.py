@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import pickle
 import re
 
@@ -26,12 +25,11 @@ NAME = re.compile(r"seahorse_(all_)?q([1-6])(_score)?(?:\.([a-z]{2}))?")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def environment(tmp_path_factory):
-    vocab_file = tasks_testing.vocabulary_file(tmp_path_factory.mktemp("spm"))
+def environment(task_vocab_file):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(constants.ENV_DATA_DIR, str(tasks_testing.TESTDATA))
-        mp.setenv(constants.ENV_VOCAB, vocab_file)
-        yield vocab_file
+        mp.setenv(constants.ENV_VOCAB, task_vocab_file)
+        yield task_vocab_file
 
 
 @pytest.fixture(scope="module")
@@ -130,16 +128,9 @@ REPRESENTATIVE = [
     ("seahorse_all_q3_score", "train"),
 ]
 # Every task x split through the whole pipeline takes minutes on two cores: opt in with
-# SEAHORSE_ALL_TASK_DATASETS=1 (the registry and counting tests above cover every task).
+# `--task-datasets` (conftest.py; the registry and counting tests above cover every task).
 EVERY = [
-    pytest.param(
-        name,
-        split,
-        marks=pytest.mark.skipif(
-            os.environ.get("SEAHORSE_ALL_TASK_DATASETS") != "1",
-            reason="set SEAHORSE_ALL_TASK_DATASETS=1 to build every task's datasets",
-        ),
-    )
+    pytest.param(name, split, marks=pytest.mark.task_datasets)
     for name in seahorse.task_names()
     for split in constants.SPLITS
     if (name, split) not in REPRESENTATIVE
@@ -177,6 +168,7 @@ def test_task_dataset_decodes_to_the_fixture_rows(name, split, vocabulary):
             assert result["roc_auc"] == pytest.approx(sk_metrics.roc_auc_score(targets, scores))
 
 
+@pytest.mark.slow
 def test_mixture_seahorse_all_rates_and_examples(vocabulary):
     mixture = seqio.get_mixture_or_task("seahorse_all")
     rates = [mixture.get_rate(t) for t in mixture.tasks]
@@ -248,6 +240,21 @@ def test_gin_binds_data_dir_and_vocabulary_after_import(tmp_path, monkeypatch):
         assert task_vocab == seqio.SentencePieceVocabulary("/models/spm.model")
     finally:
         gin.clear_config()
+
+
+def test_gin_vocabulary_binding_reaches_get_vocabulary(monkeypatch):
+    # What the trainer's size check and the label ids use must be what the tasks use.
+    monkeypatch.setenv(constants.ENV_VOCAB, "/nonexistent/spm.model")
+    try:
+        gin.parse_config(f"seahorse_t5x.vocab.vocabulary_path.path = '{vocab.demo_vocab_path()}'")
+        resolved = vocab.get_vocabulary()
+        task_vocab = seqio.get_mixture_or_task("seahorse_q1").output_features["inputs"].vocabulary
+        assert resolved == task_vocab  # the task's vocabulary resolves while gin binds it
+    finally:
+        gin.clear_config()
+    assert resolved.sentencepiece_model_file == vocab.demo_vocab_path()
+    assert resolved == seqio.SentencePieceVocabulary(vocab.demo_vocab_path(), extra_ids=0)
+    assert vocab.get_vocabulary("demo") is resolved
 
 
 def test_task_vocabulary_equals_the_model_vocabulary_for_the_same_path(environment):

@@ -1,7 +1,6 @@
 """The train loop: learning, logs, packing share, NaN stop, gin and the `train` command."""
 
 import json
-import os
 import pathlib
 import sys
 
@@ -24,10 +23,7 @@ from seahorse_t5x.runner import (  # noqa: E402
 GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "gin"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _setup():
-    os.environ["SEAHORSE_VOCAB"] = "demo"
-    runner_fixtures.register()
+pytestmark = pytest.mark.usefixtures("runner_tasks")
 
 
 def test_cross_entropy_matches_a_direct_computation():
@@ -67,6 +63,7 @@ def test_packing_fills_rows_and_padding_does_not():
     assert packed_share > 1.5 * padded_share
 
 
+@pytest.mark.slow
 def test_training_learns_logs_and_validates(tmp_path):
     result = trainer.train(
         model_dir=str(tmp_path / "run"),
@@ -103,6 +100,7 @@ def test_training_learns_logs_and_validates(tmp_path):
     store.close()
 
 
+@pytest.mark.slow
 def test_divergence_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     def run(steps, learning_rate):
         return trainer.train(

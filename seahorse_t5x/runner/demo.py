@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import gin
+
 from seahorse_t5x import constants, errors
 
 # A small mT5-shaped model: T5.1.1 layers, relative attention, gated GELU, untied logits;
@@ -34,6 +36,8 @@ DEMO_MODEL: dict[str, Any] = {
     "relative_attention_max_distance": 128,
 }
 MIXTURE = "seahorse_all"
+# The gin scope of the demo's data folder and vocabulary bindings (`_task_settings`).
+_GIN_SCOPE = "seahorse_demo"
 
 # SeqIO advice that does not apply to the demo's few thousand in-memory rows (caching them
 # would take longer than reading them); every other warning still shows.
@@ -162,11 +166,34 @@ def _run_demo(
     prepared = demo_data.prepare_demo(
         str(output_dir / "data"), seed=settings.seed, log=log, split_sizes=settings.split_sizes
     )
-    # The tasks resolve their data folder and vocabulary when a dataset is built.
-    os.environ[constants.ENV_DATA_DIR] = prepared
-    os.environ[constants.ENV_VOCAB] = "demo"
+    with _task_settings(prepared):
+        return _train_and_evaluate(output_dir, settings, log, started)
 
-    import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
+
+@contextlib.contextmanager
+def _task_settings(data_dir: str):
+    """Points the SEAHORSE tasks at `data_dir` and the demo vocabulary while the demo runs.
+
+    The tasks look both up (`seahorse.data_dir`, `vocab.vocabulary_path`) when a dataset is
+    built. The demo binds them in its own gin scope, entered only here: outside it (after
+    the demo, or in other code of the same process) the user's gin and environment apply
+    as before, and no environment variable is written.
+    """
+    import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks and their configurables)
+
+    with gin.unlock_config():
+        gin.bind_parameter(f"{_GIN_SCOPE}/seahorse_t5x.tasks.seahorse.data_dir.path", data_dir)
+        gin.bind_parameter(f"{_GIN_SCOPE}/seahorse_t5x.vocab.vocabulary_path.path", "demo")
+    with gin.config_scope(_GIN_SCOPE):
+        yield
+
+
+def _train_and_evaluate(
+    output_dir: pathlib.Path,
+    settings: DemoSettings,
+    log: Callable[[str], None],
+    started: float,
+) -> dict[str, Any]:
     from seahorse_t5x.runner import checkpointing, evaluation_loop, trainer
 
     log(f"== 2/3 training a small mT5-shaped model on {MIXTURE} (all six questions) ==")

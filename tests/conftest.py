@@ -1,0 +1,85 @@
+"""Fixtures and options shared by the test modules.
+
+Helpers that test modules import as libraries stay in their own modules
+(`mt5_fixtures`, `runner_fixtures`, `tasks_testing`, `gin_t5x_testing`, `scripts_testing`);
+this file holds what pytest itself injects. Every environment change goes through
+`monkeypatch` (or `pytest.MonkeyPatch.context()` for a module-wide fixture), so no test
+module leaves a variable behind for the next.
+
+Markers (registered in pyproject.toml):
+  slow            tests that take tens of seconds or more; `-m "not slow"` leaves them out.
+  task_datasets   every SEAHORSE task x split built and decoded (282 tests, minutes); skipped
+                  unless `--task-datasets` is given.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+TASK_DATASETS_OPTION = "--task-datasets"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        TASK_DATASETS_OPTION,
+        action="store_true",
+        default=False,
+        help="also build every SEAHORSE task's datasets (tests marked task_datasets)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption(TASK_DATASETS_OPTION):
+        return
+    skip = pytest.mark.skip(
+        reason=f"pass {TASK_DATASETS_OPTION} to build every task's datasets (minutes)"
+    )
+    for item in items:
+        if "task_datasets" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _project_environment_unchanged(request):
+    """Fails a module that leaves a `SEAHORSE_*` variable changed (set it with monkeypatch)."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("SEAHORSE_")}
+    yield
+    after = {k: v for k, v in os.environ.items() if k.startswith("SEAHORSE_")}
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"{request.module.__name__} changed the environment: {changed}"
+
+
+@pytest.fixture(scope="session")
+def demo_vocabulary():
+    """The shipped demo SentencePiece vocabulary as a plain `seqio.SentencePieceVocabulary`."""
+    import seqio
+
+    from seahorse_t5x import vocab
+
+    return seqio.SentencePieceVocabulary(vocab.demo_vocab_path())
+
+
+@pytest.fixture(scope="session")
+def task_vocab_file(tmp_path_factory) -> str:
+    """The vocabulary file of the preprocessor and task tests (see `tasks_testing`)."""
+    import tasks_testing
+
+    return tasks_testing.vocabulary_file(tmp_path_factory.mktemp("spm"))
+
+
+@pytest.fixture(scope="module")
+def runner_tasks():
+    """The runner's synthetic tasks registered, with the demo vocabulary, for one module.
+
+    `SEAHORSE_VOCAB=demo` holds while the module runs and is undone after it.
+    """
+    import runner_fixtures
+
+    from seahorse_t5x import constants
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(constants.ENV_VOCAB, "demo")
+        runner_fixtures.register()
+        yield
