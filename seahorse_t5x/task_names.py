@@ -140,3 +140,13 @@ def parse_ice_task(name: str) -> IceTask | None:
         mode=match["mode"],
         language=match["language"],
     )
+
+
+def question_of_task(name: str) -> int | None:
+    """The SEAHORSE question a SEAHORSE or ICE task name asks, else None.
+
+    >>> question_of_task("seahorse_all_q4_score.de")
+    4
+    """
+    parsed = parse_seahorse_task(name) or parse_ice_task(name)
+    return None if parsed is None else parsed.question

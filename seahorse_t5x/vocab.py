@@ -62,10 +62,16 @@ def vocabulary_path(path: str | None = None) -> str:
 
 
 def _gin_bound_path() -> str | None:
-    try:
-        return gin.query_parameter(_GIN_PATH)
-    except ValueError:  # not bound
-        return None
+    """The gin binding of `vocabulary_path.path`, the innermost active scope's first (as
+    calling the configurable would see it)."""
+    scopes = gin.current_scope()
+    for depth in range(len(scopes), -1, -1):
+        prefix = "/".join(scopes[:depth])
+        try:
+            return gin.query_parameter(f"{prefix}/{_GIN_PATH}" if prefix else _GIN_PATH)
+        except ValueError:  # not bound in this scope
+            continue
+    return None
 
 
 def checkpoint_sentencepiece(checkpoint: object) -> str | None:

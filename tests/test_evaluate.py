@@ -14,6 +14,7 @@ from seahorse_t5x import cli, vocab
 from seahorse_t5x.evaluation import scorefiles
 from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.runner import checkpointing, evaluation_loop
+from seahorse_t5x.task_names import question_of_task
 
 pytestmark = pytest.mark.usefixtures("runner_tasks")
 
@@ -58,8 +59,8 @@ def test_benchmark_tasks_score_rows_go_to_their_benchmark():
 
 
 def test_question_of_task_names():
-    assert evaluation_loop.question_of_task("seahorse_all_q4_score") == 4
-    assert evaluation_loop.question_of_task("seahorse_q2_score.de") == 2
+    assert question_of_task("seahorse_all_q4_score") == 4
+    assert question_of_task("seahorse_q2_score.de") == 2
 
 
 def test_evaluate_writes_score_files_metrics_and_table(checkpoint, tmp_path, capsys):

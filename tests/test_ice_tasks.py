@@ -13,6 +13,7 @@ import seqio
 import seahorse_t5x.tasks  # noqa: F401  (registers the tasks)
 from seahorse_t5x import constants, errors, ice, vocab
 from seahorse_t5x.runner import evaluation_loop
+from seahorse_t5x.task_names import question_of_task
 from seahorse_t5x.tasks import ice as ice_tasks
 
 EOS = 1
@@ -208,7 +209,7 @@ def test_registry_names():
     assert sorted(names) == sorted(ice_tasks.task_names())
     assert len(names) == 6 * 2 * 2 * 7
     assert "ice_q4_k2_uniform" in names and "ice_q6_k4_stratified.de" in names
-    assert evaluation_loop.question_of_task("ice_q4_k2_uniform.de") == 4
+    assert question_of_task("ice_q4_k2_uniform.de") == 4
 
 
 def test_rows_draw_same_language_demonstrations_deterministically(data_dir):

@@ -21,6 +21,7 @@ from seahorse_t5x import constants, errors
 from seahorse_t5x.evaluation import scorefiles, stats
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.model import mt5
+from seahorse_t5x.task_names import question_of_task
 
 # Metadata carried from the task's examples into the score file.
 PASSTHROUGH_FIELDS = ("gem_id", "language", "dataset", "system")
@@ -43,15 +44,6 @@ def _text(value: Any) -> str:
     if isinstance(value, np.ndarray) and value.shape == ():
         return _text(value.item())
     return str(value)
-
-
-def question_of_task(task_name: str) -> int | None:
-    """4 for `seahorse_q4_score`, `seahorse_all_q4_score` or `seahorse_q4_score.de`."""
-    base = task_name.split(".")[0]
-    for part in base.split("_"):
-        if part[:1] == "q" and part[1:].isdigit():
-            return int(part[1:])
-    return None
 
 
 def load_task_examples(
@@ -116,7 +108,7 @@ def benchmark_of_task(task_name: str) -> tuple[str, str | int | None]:
     """(benchmark, question) that a score task's rows belong to, as the baselines write them:
     `mface_attribution_5lang` -> ("mface", "attribution"), `true_frank` -> ("true", 4),
     `metal_task_quality.de` -> ("metal", "task_quality"); SEAHORSE (and ICE) tasks ->
-    ("seahorse", None): their question comes from the task's examples.
+    (`constants.SEAHORSE_BENCHMARK`, None): their question comes from the task's examples.
     """
     from seahorse_t5x.data import benchmarks
 
@@ -128,7 +120,7 @@ def benchmark_of_task(task_name: str) -> tuple[str, str | int | None]:
         return "true", benchmarks.TRUE_QUESTION
     if base in {f"metal_{m}" for m in benchmarks.METAL_METRICS}:
         return benchmarks.METAL_BENCHMARK, base[len("metal_") :]
-    return "seahorse", None
+    return constants.SEAHORSE_BENCHMARK, None
 
 
 def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> list[dict]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 import jax
 import numpy as np
 
-from seahorse_t5x import errors
+from seahorse_t5x import constants, errors
 
 # Features the model reads; the converter's other outputs are not sent to the devices.
 MODEL_FEATURES_PACKED = (
@@ -75,7 +75,9 @@ def check_data_config(config: DataConfig) -> None:
 
     name = config.mixture_or_task_name
     if name not in seqio.TaskRegistry.names() and name not in seqio.MixtureRegistry.names():
-        known = sorted(n for n in seqio.TaskRegistry.names() if n.startswith("seahorse"))
+        known = sorted(
+            n for n in seqio.TaskRegistry.names() if n.startswith(constants.SEAHORSE_BENCHMARK)
+        )
         raise errors.UserError(
             f"no SeqIO task or mixture named {name!r} (is `import seahorse_t5x.tasks` in the "
             f"gin file?); seahorse tasks: {', '.join(known[:20]) or 'none registered'}"

@@ -306,7 +306,8 @@ def _compile_scoring(request: PlanRequest, num_layers: int | None) -> tuple[Any,
     )
     runner = engine.Engine(config, (0, 1), mesh, request.input_length, 1)
     placer = runner.placer(request.param_dtype)
-    shapes = mt5.unbox(mt5.abstract_params(config))
+    # The scanned layout `score` runs (`Placer.stack_layers`).
+    shapes = mt5.unbox(mt5.abstract_params(config, scan_layers=True))
     params = jax.tree_util.tree_map_with_path(
         lambda path, leaf: jax.ShapeDtypeStruct(
             leaf.shape,

@@ -43,6 +43,7 @@ from seahorse_t5x.runner import (
     optimizers,
     train_step,
 )
+from seahorse_t5x.task_names import question_of_task
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +224,7 @@ def default_validation_tasks(mixture_or_task_name: str) -> list[str]:
             candidate = name
         if candidate in registered:
             result.append(candidate)
-    return sorted(result, key=lambda n: (evaluation_loop.question_of_task(n) or 0, n))
+    return sorted(result, key=lambda n: (question_of_task(n) or 0, n))
 
 
 @dataclasses.dataclass
