@@ -57,7 +57,10 @@ def parse_args() -> argparse.Namespace:
         help="ours: rows at max length (tokens per batch = this x max length)",
     )
     parser.add_argument(
-        "--ladder", default="1.4", choices=engine_lib.LADDERS, help="bucket lengths (engine ladder)"
+        "--ladder",
+        default=engine_lib.DEFAULT_LADDER,
+        choices=engine_lib.LADDERS,
+        help="bucket lengths (engine ladder)",
     )
     parser.add_argument(
         "--packing", action="store_true", help="ours: pack inputs into full rows instead"

@@ -263,7 +263,7 @@ def test_parameter_bytes_per_device_split_over_the_model_axis():
 
 def test_plan_batches_rows_are_a_multiple_of_the_data_axis():
     lengths = [5, 64, 33, 31, 47, 49, 12, 64, 2]
-    batches = engine.plan_batches(lengths, engine.bucket_lengths(64), 128, row_multiple=4)
+    batches = engine.plan_batches(lengths, engine.bucket_lengths(64, "1.4"), 128, row_multiple=4)
     assert [(b.rows, b.length) for b in batches] == [(4, 64), (4, 48), (4, 32)]
     assert sorted(np.concatenate([b.indices for b in batches]).tolist()) == list(range(9))
 

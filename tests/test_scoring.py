@@ -95,7 +95,7 @@ def test_bucketed_equals_unbucketed(scorer):
 
 def test_plan_batches_covers_each_example_once_with_fixed_shapes():
     lengths = [5, 64, 33, 31, 47, 49, 12, 64, 2]
-    batches = engine.plan_batches(lengths, engine.bucket_lengths(64), tokens_per_batch=128)
+    batches = engine.plan_batches(lengths, engine.bucket_lengths(64, "1.4"), tokens_per_batch=128)
     seen = np.concatenate([b.indices for b in batches])
     assert sorted(seen.tolist()) == list(range(len(lengths)))
     shapes = [(b.rows, b.length) for b in batches]
@@ -108,14 +108,16 @@ def test_plan_batches_covers_each_example_once_with_fixed_shapes():
         [31, 33],
         [2, 5, 12],
     ]
-    tail = engine.plan_batches([3, 4, 5], engine.bucket_lengths(64), tokens_per_batch=1024)
+    tail = engine.plan_batches([3, 4, 5], engine.bucket_lengths(64, "1.4"), tokens_per_batch=1024)
     assert [(b.rows, b.length) for b in tail] == [(4, 32)]
     for b in batches:
         assert all(lengths[i] <= b.length for i in b.indices)
         assert len(b.indices) <= b.rows
     with pytest.raises(errors.UserError, match="exceeds"):
         engine.plan_batches([65], engine.bucket_lengths(64), 128)
-    assert engine.bucket_lengths(100) == (32, 48, 64, 96, 100)
+    assert engine.bucket_lengths(100, "1.4") == (32, 48, 64, 96, 100)
+    assert engine.bucket_lengths(100) == (32, 40, 48, 56, 64, 80, 96, 100)  # the default
+    assert engine.bucket_lengths(100, "2") == (32, 64, 100)
 
 
 def test_build_inputs_docstring_example():
