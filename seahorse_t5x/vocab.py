@@ -68,10 +68,20 @@ def _gin_bound_path() -> str | None:
     for depth in range(len(scopes), -1, -1):
         prefix = "/".join(scopes[:depth])
         try:
-            return gin.query_parameter(f"{prefix}/{_GIN_PATH}" if prefix else _GIN_PATH)
+            value = gin.query_parameter(f"{prefix}/{_GIN_PATH}" if prefix else _GIN_PATH)
         except ValueError:  # not bound in this scope
             continue
+        return _evaluated(value)
     return None
+
+
+def _evaluated(value: object) -> object:
+    """A bound gin value as the configurable would receive it: `@fn()` called (T5X's
+    `VOCAB_PATH = @vocab.demo_vocab_path()`), `@fn` as the function, anything else as is."""
+    if isinstance(value, gin.config.ConfigurableReference):
+        fn = value.scoped_configurable_fn
+        return fn() if value.evaluate else fn
+    return value
 
 
 def checkpoint_sentencepiece(checkpoint: object) -> str | None:

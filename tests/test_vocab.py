@@ -78,3 +78,24 @@ def test_check_fits_refuses_a_vocabulary_larger_than_the_model(clean):
         "the vocabulary has 3000 ids but the model only 64: use the vocabulary the model "
         "was trained with"
     )
+
+
+def test_a_gin_reference_or_a_scoped_binding_is_evaluated_as_t5x_gins_write_it(clean):
+    # T5X gins bind `VOCAB_PATH = @vocab.demo_vocab_path()` and pass the macro on.
+    gin.parse_config(
+        "from __gin__ import dynamic_registration\n"
+        "from seahorse_t5x import vocab\n"
+        "VOCAB_PATH = @vocab.demo_vocab_path()\n"
+        "vocab.vocabulary_path.path = %VOCAB_PATH\n"
+    )
+    assert vocab.resolve_vocabulary_path() == vocab.demo_vocab_path()
+    deferred = vocab.deferred_vocabulary()
+    assert deferred._sentencepiece_model_file == vocab.demo_vocab_path()
+    assert deferred.vocab_size == vocab.get_vocabulary("demo").vocab_size
+    gin.clear_config()
+    # A binding in a gin scope applies inside that scope only (the demo binds its own).
+    with gin.unlock_config():
+        gin.bind_parameter("outer/inner/seahorse_t5x.vocab.vocabulary_path.path", "/scoped.model")
+    assert vocab.resolve_vocabulary_path() == vocab.MT5_VOCAB_PATH
+    with gin.config_scope("outer"), gin.config_scope("inner"):
+        assert vocab.resolve_vocabulary_path() == "/scoped.model"
