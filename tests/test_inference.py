@@ -4,6 +4,7 @@ output-path mistakes caught before scoring; checkpoints that say how they were t
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -395,6 +396,38 @@ def test_inputs_keep_the_summary_and_the_minimum_length(trained):
     encoded = inputs.encode_pairs(demo, ["long article " * 50] * 2, summaries, need)
     assert not encoded.summary_truncated.any()
     assert inputs.encode_pairs(demo, ["x"], summaries[:1], need - 1).summary_truncated.all()
+
+
+def test_bucket_shapes_lower_from_one_trace_to_the_same_programs(trained):
+    demo = vocab.get_vocabulary("demo")
+    rows = _rows(40, seed=11)
+    tokens = inputs.encode_pairs(
+        demo, [r["article"] for r in rows], [r["summary"] for r in rows], INPUT_LENGTH
+    ).tokens
+    runner = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2)
+    placer = runner.placer()
+    params = placer.stack_layers(placer.place_tree(trained.params))
+    batches = runner.plan([len(t) for t in tokens])
+    shapes = sorted({(b.rows, b.length) for b in batches})
+    assert len(shapes) >= 3
+    traced_shapes = []
+
+    def counted(params, batch):  # runs once per trace
+        traced_shapes.append(batch.shape)
+        return engine.label_logits(trained.config, (3, 4), params, batch)
+
+    once = engine.TracedOnce(jax.jit(counted), data_size=1)
+    per_shape = jax.jit(functools.partial(engine.label_logits, trained.config, (3, 4)))
+    for rows_, length in shapes:
+        batch = np.zeros((rows_, length), np.int32)
+        batch[:, : length - 1] = np.arange(5, 5 + length - 1) % 90 + 5
+        batch[:, length - 1] = 1
+        compiled = once.lower(params, batch).compile()
+        np.testing.assert_array_equal(
+            np.asarray(compiled(params, batch)), np.asarray(per_shape(params, batch))
+        )
+    assert once.traces == 1 and len(traced_shapes) == 1
+    assert not all(isinstance(d, int) for d in traced_shapes[0])  # symbolic (rows, length)
 
 
 def test_packed_rows_give_the_bucketed_scores(trained):

@@ -60,7 +60,8 @@ def _environment_fingerprint(sources: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def _describe_arguments(args: Sequence[Any]) -> str:
+def describe_arguments(args: Any) -> str:
+    """Tree structure, shapes, dtypes and shardings: what a compiled program is specialized to."""
     leaves, treedef = jax.tree_util.tree_flatten(args)
     parts = [str(treedef)]
     for leaf in leaves:
@@ -124,7 +125,7 @@ class ExecutableCache:
             _environment_fingerprint(self.sources),
             name,
             static,
-            _describe_arguments(args),
+            describe_arguments(args),
             _describe_devices(args),
         ):
             digest.update(part.encode())
