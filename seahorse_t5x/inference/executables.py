@@ -2,9 +2,9 @@
 
 JAX's persistent compilation cache (`engine.enable_compilation_cache`) keys a program by its
 lowered HLO, so a new process still traces and lowers every shape before it finds the
-program on disk: for mT5-small on a CPU that is most of a second per shape, most of what a
-second run spends before scoring. This cache keys the *executable* by what the program is
-made of instead:
+program on disk (for mT5-small on a CPU 0.25 s a shape traced by `jax.jit`; the export
+`engine.TracedOnce` makes still costs 0.4 s, and each shape 0.05 s to lower from it). This
+cache keys the *executable* by what the program is made of instead:
 
 - the program's name and static settings (model config, answer ids);
 - every argument's tree structure, shape, dtype and sharding;
