@@ -398,12 +398,19 @@ def test_inputs_keep_the_summary_and_the_minimum_length(trained):
     assert inputs.encode_pairs(demo, ["x"], summaries[:1], need - 1).summary_truncated.all()
 
 
-def test_bucket_shapes_lower_from_one_trace_to_the_same_programs(trained):
-    demo = vocab.get_vocabulary("demo")
-    rows = _rows(40, seed=11)
-    tokens = inputs.encode_pairs(
-        demo, [r["article"] for r in rows], [r["summary"] for r in rows], INPUT_LENGTH
+def _row_tokens(count: int, seed: int) -> list[np.ndarray]:
+    """Token ids of `_rows(count, seed)` with the demo vocabulary, cut to INPUT_LENGTH."""
+    rows = _rows(count, seed)
+    return inputs.encode_pairs(
+        vocab.get_vocabulary("demo"),
+        [r["article"] for r in rows],
+        [r["summary"] for r in rows],
+        INPUT_LENGTH,
     ).tokens
+
+
+def test_bucket_shapes_lower_from_one_trace_to_the_same_programs(trained):
+    tokens = _row_tokens(40, seed=11)
     runner = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2)
     placer = runner.placer()
     params = placer.stack_layers(placer.place_tree(trained.params))
@@ -431,11 +438,7 @@ def test_bucket_shapes_lower_from_one_trace_to_the_same_programs(trained):
 
 
 def test_packed_rows_give_the_bucketed_scores(trained):
-    demo = vocab.get_vocabulary("demo")
-    rows = _rows(40, seed=3)
-    tokens = inputs.encode_pairs(
-        demo, [r["article"] for r in rows], [r["summary"] for r in rows], INPUT_LENGTH
-    ).tokens
+    tokens = _row_tokens(40, seed=3)
     bucketed = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2)
     packed = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2, packing=True)
     placer = bucketed.placer()

@@ -254,39 +254,37 @@ class TracedOnce:
     def __init__(self, jitted: Callable, data_size: int) -> None:
         self.jitted = jitted
         self.data_size = data_size
-        self._exported: dict[str, Any] = {}
-        self.traces = 0  # exports made (or per-shape traces where a program does not export)
-
-    def __call__(self, *args: Any) -> Any:
-        return self.jitted(*args)
+        self._exported: dict[str, Any] = {}  # by arguments; None: does not export
+        self.traces = 0  # exports made, and per-shape traces where there is none
 
     def lower(self, params: Any, tokens: jax.Array) -> Any:
         if jax.process_count() > 1:
-            self.traces += 1
-            return self.jitted.lower(params, tokens)
+            return self._trace_this_shape(params, tokens)
         sharding = getattr(tokens, "sharding", None)
         key = f"{executables.describe_arguments(params)}|{tokens.dtype}|{sharding}"
-        exported = self._exported.get(key)
+        if key not in self._exported:
+            self._exported[key] = self._export(params, tokens.dtype, sharding)
+        exported = self._exported[key]
         if exported is None:
-            exported = self._exported[key] = self._export(params, tokens)
-            self.traces += exported is not False
-        if exported is False:
-            self.traces += 1
-            return self.jitted.lower(params, tokens)
+            return self._trace_this_shape(params, tokens)
         return jax.jit(exported.call).lower(params, tokens)
 
-    def _export(self, params: Any, tokens: jax.Array) -> Any:
+    def _trace_this_shape(self, params: Any, tokens: jax.Array) -> Any:
+        self.traces += 1
+        return self.jitted.lower(params, tokens)
+
+    def _export(self, params: Any, dtype: Any, sharding: Any) -> Any:
         rows = f"{self.data_size}*rows" if self.data_size > 1 else "rows"
         spec = jax.ShapeDtypeStruct(
-            jax.export.symbolic_shape(f"{rows}, length"),
-            tokens.dtype,
-            sharding=getattr(tokens, "sharding", None),
+            jax.export.symbolic_shape(f"{rows}, length"), dtype, sharding=sharding
         )
         try:
-            return jax.export.export(self.jitted)(params, spec)
+            exported = jax.export.export(self.jitted)(params, spec)
         except Exception as e:  # noqa: BLE001 (tracing per shape makes the same program)
             logger.info("the scoring program does not export (%s); tracing it per shape", e)
-            return False
+            return None
+        self.traces += 1
+        return exported
 
 
 @functools.cache
