@@ -11,6 +11,7 @@ import os
 import pathlib
 import random
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -78,7 +79,8 @@ def trained(tmp_path_factory):
     """A runner MODEL_DIR (tiny random model, meta as `train` writes it) + a prepared split."""
     root = tmp_path_factory.mktemp("inference")
     config = configs.get_config("tiny", dropout_rate=0.0)
-    params = jax.device_get(mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(5))))
+    # Device arrays, as the trainer saves them: orbax records the devices they were on.
+    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(5)))
     model_dir = root / "run"
     store = checkpointing.CheckpointStore(model_dir, keep=1)
     store.save(
@@ -330,8 +332,8 @@ def test_every_mesh_gives_the_same_scores(tmp_path):
     assert runs["1x1_float32"]["wi_dtype"] == "float32"
 
 
-def _score_process(trained, pairs, out, *extra) -> subprocess.Popen:
-    env = dict(os.environ)
+def _score_process(trained, pairs, out, *extra, env=None) -> subprocess.Popen:
+    env = {**os.environ, **(env or {})}
     env.update(
         JAX_PLATFORMS="cpu",
         SEAHORSE_COMPILATION_CACHE=runner_fixtures.compilation_cache_dir(),
@@ -387,6 +389,70 @@ def test_killed_score_resumes_to_the_uninterrupted_output(trained, tmp_path):
     assert [r["id"] for r in resumed] == list(range(400))  # none lost, none twice
     assert resumed == expected  # row for row, scores bit for bit
     assert not partial.exists() and not (tmp_path / "resumed.jsonl.partial.run.json").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        return probe.getsockname()[1]
+
+
+def _two_processes(trained, pairs, out, *extra) -> list[subprocess.Popen]:
+    """`score` as on two hosts: `jax.distributed` on localhost, two CPU devices per process,
+    one `data=4` mesh over both."""
+    port, processes = _free_port(), []
+    for process_id in range(2):
+        flags = ["--mesh", "data=4", "--coordinator_address", f"localhost:{port}"]
+        flags += ["--num_processes", "2", "--process_id", str(process_id), *extra]
+        env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+        processes.append(_score_process(trained, pairs, out, *flags, env=env))
+    return processes
+
+
+@pytest.mark.slow
+def test_two_processes_write_one_file_in_input_order_and_resume(trained, tmp_path):
+    rows = _rows(200, seed=11)
+    pairs = tmp_path / "pairs.jsonl"
+    _write_jsonl(pairs, [{"id": i, "article": r["article"], "summary": r["summary"]}
+                         for i, r in enumerate(rows)])  # fmt: skip
+    reference = tmp_path / "reference.jsonl"
+    assert _score(["--checkpoint", str(trained.model_dir), "--input", str(pairs)] + [
+        "--output", str(reference), "--chunk_size", "8", "--batch_size", "1"
+    ]) == 0  # fmt: skip
+    expected = _read_jsonl(reference)
+
+    def check(path: pathlib.Path) -> None:
+        got = _read_jsonl(path)
+        assert [r["id"] for r in got] == list(range(200))  # one file, input order
+        assert [{k: v for k, v in r.items() if k != "score"} for r in got] == [
+            {k: v for k, v in r.items() if k != "score"} for r in expected
+        ]
+        np.testing.assert_allclose(
+            [r["score"] for r in got], [r["score"] for r in expected], atol=1e-5
+        )
+
+    both = tmp_path / "both.jsonl"
+    for process in _two_processes(trained, pairs, both):
+        assert process.wait(timeout=600) == 0, process.stderr.read()[-2000:]
+    check(both)
+
+    # A one-process run killed after 16+ rows, resumed by two processes: process 0 finds
+    # the rows already written and tells the other where to start.
+    resumed = tmp_path / "resumed.jsonl"
+    partial = tmp_path / "resumed.jsonl.partial"
+    first = _score_process(trained, pairs, resumed)
+    while first.poll() is None and _lines(partial) < 16:
+        time.sleep(0.002)
+    assert first.poll() is None, "the run ended before it could be interrupted"
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert not resumed.exists() and _lines(partial) >= 16
+    processes = _two_processes(trained, pairs, resumed, "--resume")
+    outputs = [p.communicate(timeout=600) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs[0][1][-2000:]
+    assert "resumed after" in outputs[0][0]
+    check(resumed)
+    assert not partial.exists()
 
 
 def test_inputs_keep_the_summary_and_the_minimum_length(trained):

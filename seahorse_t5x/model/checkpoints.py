@@ -717,10 +717,20 @@ def load_orbax(
     step_dir = pathlib.Path(step_dir).absolute()
     ocp, checkpointer = _composite_checkpointer()
     try:
+        # Host (numpy) arrays, not arrays on the devices the step was saved from: in a run of
+        # several processes, those are not every process's own (and `placement` puts the
+        # parameters where this run wants them).
+        saved = ocp.PyTreeCheckpointHandler().metadata(step_dir / PARAMS_ITEM)
+        as_numpy = jax.tree_util.tree_map(
+            lambda _: ocp.RestoreArgs(restore_type=np.ndarray), getattr(saved, "tree", saved)
+        )
         restored = checkpointer.restore(
             step_dir,
             ocp.args.Composite(
-                **{PARAMS_ITEM: ocp.args.StandardRestore(), META_ITEM: ocp.args.JsonRestore()}
+                **{
+                    PARAMS_ITEM: ocp.args.PyTreeRestore(restore_args=as_numpy),
+                    META_ITEM: ocp.args.JsonRestore(),
+                }
             ),
         )
     except Exception as e:  # noqa: BLE001 - orbax wraps IO and format errors variously
