@@ -180,6 +180,41 @@ def test_cli_missing_split_file_names_prepare(tmp_path, capsys):
     assert "test.jsonl" in err and "seahorse-t5x prepare" in err
 
 
+def test_cli_empty_split_is_an_error_and_writes_nothing(tmp_path, capsys):
+    data = tmp_path / "prepared"
+    _write_split(data, "train", TRAIN)
+    _write_split(data, "test", [])
+    out = tmp_path / "o"
+    code = cli.main(["baselines", "--data_dir", str(data), "--output_dir", str(out)])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"seahorse-t5x baselines: error: {data / 'test.jsonl'}: holds no rows (expected the "
+        "rows of a `seahorse-t5x prepare` run that kept some)\n"
+    )
+    assert not out.exists()
+
+
+def test_cli_benchmark_with_every_row_dropped_writes_nothing(tmp_path, sp_model, capsys):
+    data = tmp_path / "prepared"
+    _write_split(data, "train", TRAIN)
+    _write_split(data, "test", TEST)
+    true_dir = tmp_path / "true"
+    true_dir.mkdir()
+    (true_dir / "frank_valid_download.csv").write_text(
+        "grounding,generated_text,label\nAn article.,A summary.,maybe\n", encoding="utf-8"
+    )
+    out = tmp_path / "o"
+    args = ["baselines", "--data_dir", str(data), "--output_dir", str(out), "--vocab", sp_model]
+    assert cli.main(args + ["--true_dir", str(true_dir)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"seahorse-t5x baselines: error: --true_dir {true_dir}: no true example kept, all "
+        "dropped (see the lines above; expected rows with texts and labels)\n"
+    )
+    assert "frank_valid_download.csv: 0 examples kept, 1 dropped" in captured.out
+    assert not out.exists()
+
+
 def test_cli_benchmarks_without_rouge_l_is_a_clear_error(tmp_path, capsys):
     data = tmp_path / "prepared"
     _write_split(data, "train", TRAIN)

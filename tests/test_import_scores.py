@@ -232,6 +232,59 @@ def test_metal_llm_scores_become_score_files_and_reach_the_report(tmp_path, caps
     assert any(t["name"] == "metal_table" for t in result["tables"])
 
 
+def test_metal_llm_file_without_llm_scores_is_an_error_and_writes_nothing(tmp_path, capsys):
+    # Human labels only: every record is dropped for want of LLM scores.
+    labels_only = pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "metal.json"
+    out = tmp_path / "metal_scores"
+    assert cli.main(["import-scores", "--metal_llm", str(labels_only), "--output", str(out)]) == 2
+    captured = capsys.readouterr()
+    first_key = next(iter(json.loads(labels_only.read_text())))
+    # 5 records x 5 metrics x 2 prompts, less the record without linguistic_acceptability
+    # annotator scores, which is dropped once (Human_Scores) instead of twice.
+    assert captured.err == (
+        f"seahorse-t5x import-scores: error: {labels_only}: no METAL LLM score kept: 5 records "
+        "read, all dropped (49 drops by field: LLM_Scores_Simple 24, LLM_Scores_Detailed 24, "
+        f"Human_Scores 1; first: {labels_only}[{first_key}] field "
+        "'LLM_Scores_Simple.linguistic_acceptability.scores': missing) (expected records with "
+        "Language, Human_Scores, Generated_Summary and LLM_Scores_Simple/LLM_Scores_Detailed; "
+        "nothing was written)\n"
+    )
+    assert captured.out == ""
+    assert not out.exists()
+    one = tmp_path / "one.json"
+    one.write_text('{"k": {"XLSum_ID": 5}}')
+    assert cli.main(["import-scores", "--metal_llm", str(one), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "no METAL LLM score kept: 1 records read, all dropped (5 drops by field: Language 5;" in err
+    )
+    assert not out.exists()
+
+
+def test_csv_without_a_required_column_is_an_error_at_its_header(tmp_path, capsys):
+    rows = _split_rows()
+    path = tmp_path / "m.csv"
+    path.write_text(f"gem_id,system,value\n{rows[0]['gem_id']},{rows[0]['system']},0.5\n")
+    argv = ["import-scores", "--scores", str(path), "--metric", "m", "--data_dir", str(PREPARED)]
+    out = tmp_path / "m.seahorse.jsonl"
+    assert cli.main([*argv, "--output", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"seahorse-t5x import-scores: error: {path}:1: missing column 'score' (columns found: "
+        "gem_id, system, value; --key and --score_field name the columns used)\n"
+    )
+    assert not out.exists()
+    # Any of a key field's names will do; a key field under none of them is named with them.
+    tsv = tmp_path / "m.tsv"
+    tsv.write_text(f"id\tscore\n{rows[0]['gem_id']}\t0.5\n")
+    with pytest.raises(errors.DataError) as info:
+        import_scores.read_external_scores(tsv, ("gem_id", "system"))
+    assert str(info.value) == (
+        f"{tsv}:1: missing column 'system' (or model) (columns found: id, score; --key and "
+        "--score_field name the columns used)"
+    )
+    assert import_scores.read_external_scores(tsv, ("gem_id",)).rows == 1
+
+
 def test_metal_labels_join_external_scores_by_record_id(tmp_path):
     data = json.loads(METAL.read_text())
     path = tmp_path / "ext.json"

@@ -287,3 +287,25 @@ def test_byte_order_mark_and_non_text_articles(tmp_path):
         f"{path}:3: field 'article' is dict, expected text",
         f"{path}:4: not valid UTF-8",
     ]
+
+
+def test_nothing_kept_is_an_error_and_writes_nothing(tmp_path, capsys):
+    # The only wanted record's article is a number: every rating row is left without one.
+    bad = tmp_path / "articles.jsonl"
+    bad.write_text('{"gem_id": "xlsum_english-test-1", "article": 12345}\n', encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["prepare", "--seahorse_dir", str(SEAHORSE), "--articles", str(bad)]
+    assert cli.main(argv + ["--output_dir", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    train = SEAHORSE / "seahorse_data" / "train.tsv"
+    assert captured.err == (
+        f"seahorse-t5x prepare: error: {SEAHORSE}: no rows kept of 19 read (missing_article 13, "
+        "missing_gem_id 1, malformed_row 1; first: "
+        f"{train}:2 field 'gem_id': no article for 'xlsum_english-validation-6416' in the "
+        "article sources); article sources: 1 records read, 0 articles for the ratings' "
+        "gem_ids, 1 bad records (expected rating rows whose gem_id has an article in "
+        "--articles; nothing was written)\n"
+    )
+    # Neither empty split files nor a report are published.
+    assert not out.exists()

@@ -299,6 +299,25 @@ def test_dataset_folder_without_split_files_is_a_user_error(tmp_path, capsys):
     assert "holds no split files" in capsys.readouterr().err
 
 
+def test_dataset_of_empty_split_files_is_a_user_error(tmp_path, capsys):
+    data = tmp_path / "prepared"
+    data.mkdir()
+    (data / "test.jsonl").write_text("")
+    out = tmp_path / "o"
+    assert cli.main(["report", "--dataset", str(data), "--output_dir", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"seahorse-t5x report: error: {data / 'test.jsonl'}: holds no rows (expected the rows "
+        "of a `seahorse-t5x prepare` run that kept some)\n"
+    )
+    (data / "train.jsonl").write_text("\n")
+    assert cli.main(["report", "--dataset", str(data), "--output_dir", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"seahorse-t5x report: error: {data} ({data / 'train.jsonl'}, {data / 'test.jsonl'}): "
+        "hold no rows"
+    )
+    assert not out.exists()
+
+
 def test_one_model_per_question_reads_as_one_metric(tmp_path):
     # Per-question models `seahorse_qN`, as T5X fine-tunes them, score their own question
     # (and the benchmark dimension mapped to it); the tables show them as one metric.

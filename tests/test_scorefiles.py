@@ -222,6 +222,47 @@ def test_labels_and_questions_are_checked_per_benchmark(tmp_path, overrides, fie
     assert scorefiles.read_score_files([path])["label"].tolist() == [0.75]
 
 
+@pytest.mark.parametrize(
+    "overrides, reason",
+    [
+        (
+            {"label": True},
+            "expected 1 (Yes), 0 (No) or a graded number, got True; true/false are not labels",
+        ),
+        (
+            {"benchmark": "mface", "question": "quality", "label": False},
+            "expected 1 (Yes), 0 (No) or a graded number, got False; true/false are not labels",
+        ),
+        (
+            {"label": 1.0},
+            "seahorse labels are 0 (No) or 1 (Yes), got 1.0; write 1 or 0, not a decimal",
+        ),
+        (
+            {"benchmark": "true", "label": 0.0},
+            "true labels are 0 (No) or 1 (Yes), got 0.0; write 1 or 0, not a decimal",
+        ),
+    ],
+)
+def test_labels_are_numbers_never_booleans_as_in_split_files(tmp_path, overrides, reason):
+    # The split files' reader refuses true/false and 1.0 as labels; score files agree.
+    path = tmp_path / "scores.jsonl"
+    path.write_text(json.dumps(_row()) + "\n" + json.dumps(_row(**overrides)) + "\n")
+    with pytest.raises(errors.DataError) as e:
+        scorefiles.read_score_files([path])
+    assert (e.value.path, e.value.line, e.value.field) == (str(path), 2, "label")
+    assert e.value.reason == reason
+
+
+def test_writer_writes_a_decimal_binary_label_as_an_integer(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    scorefiles.write_score_file(path, [_row(label=1.0)])
+    assert json.loads(path.read_text())["label"] == 1
+    assert scorefiles.read_score_files([path])["label"].tolist() == [1.0]
+    with pytest.raises(errors.DataError, match="true/false are not labels"):
+        scorefiles.write_score_file(tmp_path / "b.jsonl", [_row(label=True)])
+    assert not (tmp_path / "b.jsonl").exists()
+
+
 def test_bom_and_invalid_utf8_in_score_files(tmp_path):
     path = tmp_path / "scores.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_row()).encode() + b"\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import pathlib
 
 from seahorse_t5x import constants, errors, fileio, vocab
@@ -52,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"XL-Sum test articles (JSON Lines) for METAL (default: ${benchmarks.ENV_XLSUM_ARTICLES})",
     )
+
+
+# Benchmark name -> the flag that gives its file.
+_BENCHMARK_FLAGS: dict[str, str] = {"mface": "mface", "true": "true_dir", "metal": "metal"}
 
 
 def _chosen_baselines(text: str) -> list[str]:
@@ -159,7 +164,13 @@ def run(args: argparse.Namespace) -> int:
     chosen = _chosen_baselines(args.baselines)
     fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
     data_dir = pathlib.Path(args.data_dir)
-    test_rows = splits.read_rows(splits.split_path(data_dir, args.split))
+    test_path = splits.split_path(data_dir, args.split)
+    test_rows = splits.read_rows(test_path)
+    if not test_rows:
+        raise errors.UserError(
+            f"{test_path}: holds no rows (expected the rows of a `seahorse-t5x prepare` run "
+            "that kept some)"
+        )
     rates = None
     if baselines.MAJORITY in chosen:
         rates = baselines.yes_rates(splits.read_rows(splits.split_path(data_dir, args.train_split)))
@@ -170,6 +181,16 @@ def run(args: argparse.Namespace) -> int:
             "--baselines (the majority baseline is written for SEAHORSE only)"
         )
     sets = _benchmark_sets(args) if tokenize is not None else []
+    kept: collections.Counter[str] = collections.Counter()
+    for name, result in sets:
+        kept[name] += len(result.examples)
+    if empty := [name for name, count in kept.items() if not count]:
+        flag = _BENCHMARK_FLAGS[empty[0]]
+        # Checked before any file is written: an empty score file is no result.
+        raise errors.UserError(
+            f"--{flag} {getattr(args, flag)}: no {empty[0]} example kept, all dropped (see "
+            "the lines above; expected rows with texts and labels)"
+        )
     out = pathlib.Path(args.output_dir)
     written: list[str] = []
 

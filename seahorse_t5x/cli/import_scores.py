@@ -100,11 +100,10 @@ def _questions(text: str) -> tuple[int, ...]:
 
 def _metal_llm(args: argparse.Namespace) -> int:
     from seahorse_t5x import fileio
-    from seahorse_t5x.data import benchmarks
-    from seahorse_t5x.evaluation import scorefiles
+    from seahorse_t5x.evaluation import import_scores, scorefiles
 
     fileio.check_output_path(args.output, "directory", "--output")
-    result = benchmarks.read_metal_llm_scores(args.metal_llm)
+    result = import_scores.metal_llm_scores(args.metal_llm)
     out = pathlib.Path(args.output)
     by_metric: dict[str, list[dict]] = {}
     for row in result.examples:

@@ -83,6 +83,28 @@ def _split_line(split: str, report: dict, output: str) -> str:
     )
 
 
+def _nothing_kept(
+    seahorse_dir: str,
+    report: dict,
+    drops: list[readers.Drop],  # in split order, each split's in line order
+    source_reports: list[articles.SourceReport],
+) -> str:
+    """The error when no rating row was kept: counts, top drop reasons, article sources."""
+    by_reason = collections.Counter(d.reason for d in drops).most_common(3)
+    reasons = ", ".join(f"{reason} {count}" for reason, count in by_reason)
+    first = next((d for d in drops if by_reason and d.reason == by_reason[0][0]), None)
+    records = sum(s.records_read for s in source_reports)
+    added = sum(s.articles_added for s in source_reports)
+    bad = sum(s.bad_records for s in source_reports)
+    return (
+        f"{seahorse_dir}: no rows kept of {report['totals']['rows_read']} read"
+        + (f" ({reasons}; first: {first.as_error()})" if first else "")
+        + f"; article sources: {records} records read, {added} articles for the ratings' "
+        f"gem_ids, {bad} bad records (expected rating rows whose gem_id has an article in "
+        "--articles; nothing was written)"
+    )
+
+
 def prepare(
     seahorse_dir: str,
     article_sources: list[str],
@@ -121,6 +143,8 @@ def prepare(
         "article_sources": [vars(s) for s in source_reports],
         "splits": {},
     }
+    kept: dict[str, list[dict]] = {}
+    all_drops: list[readers.Drop] = []
     for split, ratings_file in read.items():
         drops = list(ratings_file.drops)
         records = []
@@ -140,7 +164,8 @@ def prepare(
                 continue
             records.append(_joined_record(rating, article))
         output = os.path.join(output_dir, f"{split}.jsonl")
-        _write_jsonl(output, records)
+        kept[split] = records
+        all_drops.extend(sorted(drops, key=lambda d: d.line))
         by_reason = collections.Counter(d.reason for d in drops)
         examples: dict[str, list[dict]] = collections.defaultdict(list)
         for d in sorted(drops, key=lambda d: d.line):
@@ -162,12 +187,19 @@ def prepare(
         # The accounting every consumer relies on: nothing is lost silently.
         assert split_report["rows_kept"] + split_report["rows_dropped"] == ratings_file.rows_read
         report["splits"][split] = split_report
-        if log:
-            log(_split_line(split, split_report, output))
-    splits = report["splits"].values()
+    split_reports = report["splits"].values()
     report["totals"] = {
-        key: sum(s[key] for s in splits) for key in ("rows_read", "rows_kept", "rows_dropped")
+        key: sum(s[key] for s in split_reports)
+        for key in ("rows_read", "rows_kept", "rows_dropped")
     }
+    if not report["totals"]["rows_kept"]:
+        # Empty split files would only move the failure to `train` or `baselines`.
+        raise errors.UserError(_nothing_kept(seahorse_dir, report, all_drops, source_reports))
+    for split, records in kept.items():
+        split_report = report["splits"][split]
+        _write_jsonl(split_report["output"], records)
+        if log:
+            log(_split_line(split, split_report, split_report["output"]))
     report_path = os.path.join(output_dir, REPORT_NAME)
     fileio.atomic_write_text(report_path, json.dumps(report, ensure_ascii=False, indent=2) + "\n")
     if log:

@@ -68,12 +68,42 @@ def parse_key(text: str) -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- external rows
 
 
-def _external_records(path: pathlib.Path) -> Iterator[tuple[int | None, dict]]:
-    """(line or position, record) for each item of a JSON, JSON Lines, CSV or TSV file."""
+def _check_header(
+    path: pathlib.Path, columns: Sequence[str] | None, required: Mapping[str, Sequence[str]]
+) -> None:
+    """A CSV/TSV header must name each required column (under one of its names).
+
+    Raises:
+      DataError: at line 1, naming the missing column and the columns found.
+    """
+    if not columns:
+        raise errors.DataError(
+            str(path), 1, None, f"no header line; expected columns {', '.join(required)}"
+        )
+    for name, aliases in required.items():
+        if not any(a in columns for a in aliases):
+            also = f" (or {', '.join(a for a in aliases if a != name)})" if len(aliases) > 1 else ""
+            raise errors.DataError(
+                str(path),
+                1,
+                None,
+                f"missing column {name!r}{also} (columns found: {', '.join(columns)}; "
+                "--key and --score_field name the columns used)",
+            )
+
+
+def _external_records(
+    path: pathlib.Path, required: Mapping[str, Sequence[str]]
+) -> Iterator[tuple[int | None, dict]]:
+    """(line or position, record) for each item of a JSON, JSON Lines, CSV or TSV file.
+
+    `required` maps each column a CSV/TSV header must hold to the names it may have.
+    """
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
         with fileio.open_text_input(path) as f:
             reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",")
+            _check_header(path, reader.fieldnames, required)
             for row in reader:
                 yield reader.line_num, row
         return
@@ -135,7 +165,8 @@ def read_external_scores(
     """Reads an external metric's file into scores keyed by `key`.
 
     Raises:
-      UserError: the file is missing or of an unknown kind.
+      UserError: the file is missing or of an unknown kind; DataError: a CSV/TSV header
+        without a key or score column.
     """
     p = pathlib.Path(path)
     if not p.is_file():
@@ -143,7 +174,9 @@ def read_external_scores(
     by_key: dict[tuple[str, ...], list[tuple[str, float]]] = collections.defaultdict(list)
     invalid: list[errors.DataError] = []
     rows = 0
-    for where, record in _external_records(p):
+    required = {KEY_ALIASES[f][0]: KEY_ALIASES[f] for f in key}
+    required[score_field] = (score_field,)
+    for where, record in _external_records(p, required):
         rows += 1
         location = f"{p}:{where}" if where is not None else str(p)
         if not isinstance(record, Mapping):
@@ -380,6 +413,36 @@ def join_scores(
             f"{','.join(key)}: {report.summary()}"
         )
     return rows, report
+
+
+# ----------------------------------------------------------------------------- METAL's LLM scores
+
+
+def metal_llm_scores(path: str | None) -> benchmarks.ReadResult:
+    """METAL's own LLM scores as score rows (`benchmarks.read_metal_llm_scores`).
+
+    Raises:
+      UserError: the reader's errors, and a file of which no score row was kept (its record
+        count, drop count and most frequent drop reasons, by top-level field).
+    """
+    result = benchmarks.read_metal_llm_scores(path)
+    if result.examples:
+        return result
+    # Nothing kept, so every record read was dropped: each drop is located `FILE[key]`.
+    records = len({d.path for d in result.dropped})
+    by_field = collections.Counter((d.field or "record").split(".")[0] for d in result.dropped)
+    reasons = ", ".join(f"{field} {count}" for field, count in by_field.most_common(3))
+    found = (
+        f"{records} records read, all dropped ({len(result.dropped)} drops by field: {reasons}; "
+        f"first: {result.dropped[0]})"
+        if records
+        else "the file holds no records"
+    )
+    raise errors.UserError(
+        f"{result.path}: no METAL LLM score kept: {found} (expected records with Language, "
+        f"Human_Scores, Generated_Summary and {'/'.join(benchmarks.METAL_LLM_PROMPTS.values())}; "
+        "nothing was written)"
+    )
 
 
 # ----------------------------------------------------------------------------- T5X ICE output

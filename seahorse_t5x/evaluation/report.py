@@ -360,7 +360,8 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
     """The split files of a `prepare` output folder, with a `split` column.
 
     Raises:
-      errors.UserError: the folder or all of its split files are missing.
+      errors.UserError: the folder or all of its split files are missing, or its split files
+        hold no rows.
       errors.DataError: a row lacks a field, or holds a label other than 1, 0 or null, or
         an unknown language.
     """
@@ -368,9 +369,11 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
     if not directory.is_dir():
         raise errors.UserError(f"dataset folder not found: {directory}")
     frames = []
+    present: list[pathlib.Path] = []
     for split in constants.SPLITS:
         path = pathlib.Path(splits.split_path(directory, split))
         if path.is_file():
+            present.append(path)
             rows = splits.read_rows(path)
             frame = pd.DataFrame.from_records(rows, columns=None if rows else list(splits.FIELDS))
             frames.append(frame.assign(split=split))
@@ -379,7 +382,16 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
             f"{directory} holds no split files ({', '.join(s + '.jsonl' for s in constants.SPLITS)}):"
             " is it a `seahorse-t5x prepare` output folder?"
         )
-    return pd.concat(frames, ignore_index=True)
+    items = pd.concat(frames, ignore_index=True)
+    if items.empty:
+        # Tables of no items say nothing, as for a score file without rows.
+        found = [str(p) for p in present]
+        where = found[0] if len(found) == 1 else f"{directory} ({', '.join(found)})"
+        raise errors.UserError(
+            f"{where}: {'holds' if len(found) == 1 else 'hold'} no rows (expected the rows of "
+            "a `seahorse-t5x prepare` run that kept some)"
+        )
+    return items
 
 
 def read_duplicate_ratings(path: str | pathlib.Path) -> pd.DataFrame:

@@ -74,8 +74,12 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def validate_row(row: object, path: str, line: int) -> dict:
+def validate_row(row: object, path: str, line: int, exact_labels: bool = False) -> dict:
     """Checks one score row and returns it normalized (question as str, label/score floats).
+
+    Labels are numbers, never booleans. With `exact_labels` (rows read from a file) the
+    labels of 0/1 benchmarks must be the integers 0 or 1, as in the split files; rows given
+    to the writer may hold 1.0, which it writes as 1.
 
     Raises:
       errors.DataError: naming the file, line and field that is wrong.
@@ -99,7 +103,14 @@ def validate_row(row: object, path: str, line: int) -> dict:
         raise errors.DataError(path, line, "question", f"{e} (got {row['question']!r})") from None
     label = row["label"]
     if isinstance(label, bool):
-        label = int(label)
+        # bool is an int subclass; the split files refuse true/false as labels too.
+        raise errors.DataError(
+            path,
+            line,
+            "label",
+            f"expected 1 (Yes), 0 (No) or a graded number, got {label!r}; true/false are not "
+            "labels",
+        )
     if not isinstance(label, _NUMBER) or not math.isfinite(label):
         raise errors.DataError(
             path, line, "label", f"expected 0/1 or a finite number, got {label!r}"
@@ -112,6 +123,15 @@ def validate_row(row: object, path: str, line: int) -> dict:
             "label",
             f"{out['benchmark']} labels are 0 (No) or 1 (Yes), got {label!r}; graded labels "
             "belong to graded benchmarks (mface, metal)",
+        )
+    if out["benchmark"] in BINARY_LABEL_BENCHMARKS and exact_labels and type(label) is not int:
+        # As in the split files, a 0/1 label is written 0 or 1 (the writer writes 1.0 as 1).
+        raise errors.DataError(
+            path,
+            line,
+            "label",
+            f"{out['benchmark']} labels are 0 (No) or 1 (Yes), got {label!r}; write 1 or 0, "
+            "not a decimal",
         )
     # A numbered SEAHORSE question is 1..6. A named one is the score task's name, which
     # `evaluate` writes for tasks that are not one question's (e.g. the NLI score tasks).
@@ -191,7 +211,7 @@ def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
         raise errors.UserError(f"score file not found: {path}")
     records = []
     for number, row in fileio.iter_json_objects(path):
-        record = validate_row(row, str(path), number)
+        record = validate_row(row, str(path), number, exact_labels=True)
         record[SOURCE_FIELD] = str(path)
         record[LINE_FIELD] = number
         records.append(record)
