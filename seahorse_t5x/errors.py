@@ -7,6 +7,11 @@ class UserError(Exception):
     """A mistake in the user's input or configuration (bad file, bad flag, missing data)."""
 
 
+class SettingsError(UserError):
+    """A run's settings do not suit the model being loaded (raised while loading it, but no
+    other checkpoint step would load either: not a sign of a damaged checkpoint)."""
+
+
 class DataError(UserError):
     """A bad record in an input file, located by file, line and field.
 

@@ -20,6 +20,11 @@ import re
 from seahorse_t5x import constants
 
 SCORE_SUFFIX = "_score"
+# The multi-question mixtures: one model for all six questions, each input naming its own.
+SEAHORSE_MIXTURES = (
+    f"{constants.SEAHORSE_BENCHMARK}_all",
+    f"{constants.SEAHORSE_BENCHMARK}_all_score",
+)
 ICE_PREFIX = "ice"
 
 _SEAHORSE = re.compile(
@@ -123,6 +128,19 @@ def parse_seahorse_task(name: str) -> SeahorseTask | None:
         score=match["score"] is not None,
         multi_question=match["all"] is not None,
     )
+
+
+def names_the_question(name: str) -> bool | None:
+    """Whether a SEAHORSE task or mixture's inputs name the question (the multi-question
+    ones: `seahorse_all_q4`, `seahorse_all`); None for other names.
+
+    >>> names_the_question("seahorse_all"), names_the_question("seahorse_q4_score.de")
+    (True, False)
+    """
+    if name in SEAHORSE_MIXTURES:
+        return True
+    task = parse_seahorse_task(name)
+    return None if task is None else task.multi_question
 
 
 def parse_ice_task(name: str) -> IceTask | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 import pathlib
 from collections.abc import Iterator, Sequence
@@ -59,6 +60,21 @@ def vocabulary_path(path: str | None = None) -> str:
     checkpoint). The value `demo` names the shipped demo vocabulary.
     """
     return resolve_vocabulary_path(path)
+
+
+def file_sha256(path: str | os.PathLike) -> str | None:
+    """The SHA-256 of a vocabulary file's bytes (None when it cannot be read): what a
+    checkpoint records, so the same vocabulary at another path is recognised."""
+    try:
+        return _file_sha256(os.path.abspath(os.fspath(path)), os.stat(path).st_mtime_ns)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _file_sha256(path: str, mtime_ns: int) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _gin_bound_path() -> str | None:

@@ -227,14 +227,14 @@ def task_names() -> list[str]:
     ]
 
 
-MIXTURE_NAMES: tuple[str, ...] = ("seahorse_all", "seahorse_all_score")
+MIXTURE_NAMES: tuple[str, ...] = names.SEAHORSE_MIXTURES
 
 
 def _register() -> None:
     for settings in _task_settings():
         _add_task(**settings)
     seqio.MixtureRegistry.add(
-        "seahorse_all",
+        MIXTURE_NAMES[0],
         [names.seahorse_task(q, multi_question=True) for q in constants.QUESTIONS],
         # Proportional to each question's labelled train rows (counted when mixing).
         default_rate=seqio.mixing_rate_num_examples,
@@ -242,7 +242,7 @@ def _register() -> None:
     # Evaluation only (T5X evaluates each sub-task of a mixture on its own), so the rate
     # does not read the train split.
     seqio.MixtureRegistry.add(
-        "seahorse_all_score",
+        MIXTURE_NAMES[1],
         [names.seahorse_task(q, score=True, multi_question=True) for q in constants.QUESTIONS],
         default_rate=1.0,
     )

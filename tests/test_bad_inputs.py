@@ -193,7 +193,7 @@ def _t5x(ctx, tmp, infer, extra=(), output=None):
 def _train(tmp, *extra, model_dir=None):
     model_dir = model_dir or tmp / "run"
     argv = ["train", "--gin_file", "test/tiny.gin", f"--gin.MODEL_DIR={model_dir}"]
-    return [*argv, *extra], [model_dir / "checkpoints"]
+    return [*argv, *extra], [model_dir]  # a failed run leaves no MODEL_DIR it created
 
 
 def _evaluate(tmp, checkpoint):
@@ -632,6 +632,11 @@ CASES = {
             "--gin.TASK_FEATURE_LENGTHS={'inputs': 1, 'targets': 4}",
         )[0],
         "TASK_FEATURE_LENGTHS['inputs'] must be at least 2 (one token and the EOS), got 1",
+        _train(tmp)[1],
+    ),
+    "train/unknown_task": lambda ctx, tmp: (
+        _train(tmp, "--gin.MIXTURE_OR_TASK_NAME=seahorse_q44")[0],
+        "no SeqIO task or mixture named 'seahorse_q44'",
         _train(tmp)[1],
     ),
     "train/required_macro_unset": lambda ctx, tmp: (

@@ -188,6 +188,102 @@ def test_resume_point_keeps_whole_chunks_and_cuts_the_rest(tmp_path):
         score_cli.resume_point(output, {"chunk_size": 4, "input": "x"})
 
 
+def test_resume_settings_see_the_whole_input_and_the_checkpoint_step(trained, tmp_path):
+    pairs = tmp_path / "pairs.jsonl"
+    head = json.dumps({"article": "x" * (1 << 20), "summary": "A cat."}) + "\n"
+    pairs.write_text(head + json.dumps({"article": "A dog ran.", "summary": "A dog."}) + "\n")
+    parser = cli.build_parser("score")
+    args = parser.parse_args(
+        ["score", "--checkpoint", str(trained.model_dir), "--input", str(pairs), "--output", "o"]
+    )
+    before = score_cli.run_settings(args, pairs)
+    assert before["checkpoint_step"].endswith("checkpoints/3")  # the step a MODEL_DIR means
+    # An edit past the first MiB that keeps the size: another input all the same.
+    pairs.write_text(head + json.dumps({"article": "A cat ran.", "summary": "A dog."}) + "\n")
+    after = score_cli.run_settings(args, pairs)
+    assert after["input_bytes"] == before["input_bytes"]
+    assert sorted(k for k in before if before[k] != after[k]) == ["input_sha256"]
+
+
+def test_batch_size_and_model_mismatches_are_not_taken_for_damaged_steps(trained, tmp_path, capsys):
+    pairs = tmp_path / "pairs.jsonl"
+    _write_jsonl(pairs, [{"article": "A cat sat.", "summary": "A cat."}])
+    code = _score(["--checkpoint", str(trained.model_dir), "--input", str(pairs)] + [
+        "--output", str(tmp_path / "out.jsonl"), "--batch_size", "0"
+    ])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().endswith("--batch_size must be at least 1, got 0")
+    assert len(err.strip().splitlines()) == 1
+
+    # A setting the model refuses while it loads is this run's mistake: no step is skipped.
+    def placement(config):
+        raise errors.UserError("the vocabulary has 5 ids; the model 4000")
+
+    from seahorse_t5x.model import checkpoints
+
+    with pytest.raises(errors.SettingsError, match="^the vocabulary has 5 ids; the model 4000$"):
+        checkpoints.load_model_dir(trained.model_dir, placement=placement)
+    assert "skipping checkpoint" not in capsys.readouterr().err
+
+
+def test_the_same_vocabulary_at_another_path_is_not_a_mismatch(tmp_path, caplog):
+    demo = vocab.get_vocabulary("demo")
+    copy = tmp_path / "copy.model"
+    copy.write_bytes(pathlib.Path(demo.sentencepiece_model_file).read_bytes())
+    other = tmp_path / "other.model"
+    other.write_bytes(copy.read_bytes() + b"x")
+    with caplog.at_level(logging.WARNING):
+        scorer_lib.warn_on_vocabulary_mismatch({"vocabulary": str(copy)}, "ckpt", demo)
+        moved = {"vocabulary": "/gone/demo.model", "vocabulary_sha256": vocab.file_sha256(copy)}
+        scorer_lib.warn_on_vocabulary_mismatch(moved, "ckpt", demo)
+    assert caplog.records == []
+    with caplog.at_level(logging.WARNING):
+        scorer_lib.warn_on_vocabulary_mismatch({"vocabulary": str(other)}, "ckpt", demo)
+        scorer_lib.warn_on_vocabulary_mismatch({"vocabulary": "/gone/demo.model"}, "ckpt", demo)
+    assert [r.getMessage().split(";")[0] for r in caplog.records] == [
+        f"ckpt was trained with the vocabulary {other}",
+        "ckpt was trained with the vocabulary /gone/demo.model",
+    ]
+
+
+def test_a_multi_question_model_scored_without_the_question_warns(caplog):
+    cases = [
+        ({"mixture_or_task_name": "seahorse_all"}, False),
+        ({"mixture_or_task_name": "seahorse_all"}, True),
+        ({"mixture_or_task_name": "seahorse_q4"}, True),
+        ({"mixture_or_task_name": "seahorse_q4.de"}, False),
+        ({"mixture_or_task_name": "xnli_zero_shot"}, True),
+        ({}, True),
+    ]
+    for meta, names_question in cases:
+        with caplog.at_level(logging.WARNING):
+            scorer_lib.warn_on_question_mismatch(meta, "ckpt", names_question)
+    assert [r.getMessage().split(",")[0] for r in caplog.records] == [
+        "ckpt was trained on seahorse_all",
+        "ckpt was trained on seahorse_q4",
+    ]
+    assert "pass --question N" in caplog.records[0].getMessage()
+    assert caplog.records[1].getMessage().endswith("do not name the question; these do")
+
+
+def test_evaluate_checks_its_output_folder_and_input_length_before_scoring(
+    trained, seahorse_env, tmp_path, capsys
+):
+    (tmp_path / "a_file").write_text("old\n")
+    base = ["evaluate", "--checkpoint", str(trained.model_dir), "--tasks", "seahorse_q4_score"]
+    for output, extra, message in [
+        ("a_file", [], "--output_dir {} is a file; expected a folder"),
+        ("a_file/eval", [], "cannot create --output_dir {}: "),
+        ("eval", ["--input_length", "3"], "--input_length 3 leaves no room for the summary"),
+    ]:
+        path = tmp_path / output
+        code = cli.main([*base, "--output_dir", str(path), *extra])
+        out, err = capsys.readouterr()
+        assert code == 2 and message.format(path) in err, err
+        assert len(err.strip().splitlines()) == 1 and "n=" not in out  # nothing was scored
+    assert (tmp_path / "a_file").read_text() == "old\n" and not (tmp_path / "eval").exists()
+
+
 def test_output_path_mistakes_are_caught_before_the_model_loads(tmp_path, capsys):
     pairs = tmp_path / "pairs.jsonl"
     _write_jsonl(pairs, [{"article": "A cat sat.", "summary": "A cat."}])

@@ -211,15 +211,21 @@ def _run_file(output: pathlib.Path) -> pathlib.Path:
 
 def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str, Any]:
     """What decides the output's rows: a resumed run must have the same."""
-    stat = input_path.stat()
-    digest = hashlib.sha256()
+    from seahorse_t5x.model import checkpoints  # (reads files only; no device is touched)
+
     with open(input_path, "rb") as f:
-        digest.update(f.read(1 << 20))
+        digest = hashlib.file_digest(f, "sha256")
+    # A MODEL_DIR stands for its best (else latest) step: a resumed run must use the same.
+    try:
+        _, checkpoint_dir = checkpoints.detect_format(args.checkpoint)
+    except errors.UserError:  # reported, after the output path is checked, by the loader
+        checkpoint_dir = args.checkpoint
     return {
         "input": str(input_path.resolve()),
-        "input_bytes": stat.st_size,
-        "input_head_sha256": digest.hexdigest(),
+        "input_bytes": input_path.stat().st_size,
+        "input_sha256": digest.hexdigest(),
         "checkpoint": str(pathlib.Path(args.checkpoint).resolve()),
+        "checkpoint_step": str(pathlib.Path(checkpoint_dir).resolve()),
         "vocab": args.vocab,
         "question": args.question,
         "max_input_length": args.max_input_length,
@@ -361,6 +367,8 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError(f"input file not found: {input_path}")
     if args.chunk_size < 1:
         raise errors.UserError(f"--chunk_size must be at least 1, got {args.chunk_size}")
+    if args.batch_size < 1:
+        raise errors.UserError(f"--batch_size must be at least 1, got {args.batch_size}")
     if args.max_input_length is not None:
         from seahorse_t5x.inference import inputs as inputs_lib
 
@@ -435,11 +443,12 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
         packing=args.packing,
         label_words=inference_flags.label_words(args),
     )
-    smallest = inputs_lib.min_input_length(scorer.vocab, ["x"], args.question)
-    if scorer.max_input_length < smallest:
-        raise errors.UserError(
-            f"--max_input_length {scorer.max_input_length} leaves no room for the summary: "
-            f"the markers and EOS alone take {smallest - 1} tokens"
+    inputs_lib.check_room_for_summary(
+        scorer.vocab, scorer.max_input_length, "--max_input_length", args.question
+    )
+    if writer:
+        scorer_lib.warn_on_question_mismatch(
+            scorer.meta, args.checkpoint, names_question=args.question is not None
         )
     if writer:
         _run_file(pathlib.Path(args.output)).write_text(json.dumps(settings, indent=2) + "\n")

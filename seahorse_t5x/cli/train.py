@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
+import pathlib
+
+from seahorse_t5x import errors
 
 HELP = "Train (or resume) a metric locally with JAX: gin-configured, sharded, checkpointed."
 EXAMPLE = (
@@ -56,8 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 _SHOWN_COUNT = 11
 
 
-def _check_model_dir() -> None:
-    """Refuses a MODEL_DIR that cannot hold checkpoints before the model is built."""
+def _check_model_dir() -> str | None:
+    """Refuses a MODEL_DIR that cannot hold checkpoints before the model is built; returns
+    it when it is set by the macro."""
     import gin
 
     from seahorse_t5x import fileio
@@ -65,9 +70,23 @@ def _check_model_dir() -> None:
     try:
         model_dir = gin.query_parameter("MODEL_DIR/macro.value")
     except ValueError:
-        return  # bound some other way; the trainer reports it
+        return None  # bound some other way; the trainer reports it
     if isinstance(model_dir, str) and model_dir:
         fileio.check_output_path(model_dir, "directory", flag="--gin.MODEL_DIR")
+        return model_dir
+    return None
+
+
+def _remove_if_unused(model_dir: str) -> None:
+    """Removes a MODEL_DIR this run created when the run failed before its first step (a
+    task, data or setting mistake found while setting up): nothing of it is worth keeping."""
+    import shutil
+
+    path = pathlib.Path(model_dir)
+    checkpoints = path / "checkpoints"
+    if checkpoints.is_dir() and any(p.name.isdigit() for p in checkpoints.iterdir()):
+        return
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,7 +100,11 @@ def run(args: argparse.Namespace) -> int:
         if (value := getattr(args, f"gin_macro_{macro}")) is not None
     ]
     gin_config.parse(args.gin_file, bindings + list(args.gin_bindings), args.gin_search_path)
-    _check_model_dir()
+    model_dir = _check_model_dir()
+    # A local MODEL_DIR that this run creates; removed if the run fails before any step.
+    created = model_dir if model_dir and "://" not in model_dir else None
+    if created and os.path.exists(created):
+        created = None
     extra = {}
     if args.coordinator_address:
         extra = {
@@ -89,7 +112,18 @@ def run(args: argparse.Namespace) -> int:
             "num_processes": args.num_processes,
             "process_id": args.process_id,
         }
-    result = gin.get_configurable(trainer.train)(**extra)
+    stepped = []
+
+    def on_step(step: int, loss: float) -> None:
+        if not stepped:
+            stepped.append(step)
+
+    try:
+        result = gin.get_configurable(trainer.train)(on_step=on_step, **extra)
+    except errors.UserError:
+        if created and not stepped:
+            _remove_if_unused(created)
+        raise
     print(f"trained to step {result.step}; checkpoints in {result.model_dir / 'checkpoints'}")
     if result.real_token_share is not None:
         print(f"real (non-padding) input tokens: {100 * result.real_token_share:.1f}%")

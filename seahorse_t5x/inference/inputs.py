@@ -132,6 +132,22 @@ def min_input_length(vocab, summaries: Sequence[str], question: int | None = Non
     return len(marker) + max((len(h) for h in hypotheses), default=0) + 1
 
 
+def check_room_for_summary(
+    vocab, input_length: int, name: str, question: int | None = None
+) -> None:
+    """Raises UserError when `input_length` cannot hold the markers, a summary and EOS.
+
+    Args:
+      name: how the user set the length (a flag), for the message.
+    """
+    smallest = min_input_length(vocab, ["x"], question)
+    if input_length < smallest:
+        raise errors.UserError(
+            f"{name} {input_length} leaves no room for the summary: "
+            f"the markers and EOS alone take {smallest - 1} tokens"
+        )
+
+
 def encode_pairs(
     vocab,
     articles: Sequence[str],

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from jax.sharding import Mesh
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, task_names
 from seahorse_t5x import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import inputs
@@ -30,6 +30,8 @@ COMPUTE_DTYPES = ("float32", "bfloat16")
 # Keys of the runner's checkpoint meta this module reads (written by runner/trainer.py).
 META_TASK_FEATURE_LENGTHS = "task_feature_lengths"
 META_VOCABULARY = "vocabulary"
+META_VOCABULARY_SHA256 = "vocabulary_sha256"
+META_TASK = "mixture_or_task_name"
 
 
 def input_length_for(meta: dict[str, Any], requested: int | None, checkpoint: Any) -> int:
@@ -54,8 +56,35 @@ def warn_on_vocabulary_mismatch(meta: dict[str, Any], checkpoint: Any, vocab: An
     if not trained:
         return
     used = getattr(vocab, "sentencepiece_model_file", None) or vocab_lib.vocabulary_path()
-    if os.path.abspath(str(used)) != os.path.abspath(str(trained)):
-        log.warning("%s was trained with the vocabulary %s; using %s", checkpoint, trained, used)
+    if os.path.abspath(str(used)) == os.path.abspath(str(trained)):
+        return
+    # The same file at another path (another checkout, a copy) is the same vocabulary.
+    recorded = meta.get(META_VOCABULARY_SHA256) or vocab_lib.file_sha256(str(trained))
+    if recorded is not None and recorded == vocab_lib.file_sha256(str(used)):
+        return
+    log.warning("%s was trained with the vocabulary %s; using %s", checkpoint, trained, used)
+
+
+def warn_on_question_mismatch(meta: dict[str, Any], checkpoint: Any, names_question: bool) -> None:
+    """Warns when inputs name the question and the model was trained on inputs that did
+    not (or the other way round): its scores would not be the ones it learnt to give."""
+    trained_on = meta.get(META_TASK)
+    trained = task_names.names_the_question(trained_on) if isinstance(trained_on, str) else None
+    if trained is None or trained == names_question:
+        return
+    if trained:
+        log.warning(
+            "%s was trained on %s, whose inputs name the question; these do not (pass "
+            "--question N to `score`, or use the seahorse_all_qN_score tasks)",
+            checkpoint,
+            trained_on,
+        )
+    else:
+        log.warning(
+            "%s was trained on %s, whose inputs do not name the question; these do",
+            checkpoint,
+            trained_on,
+        )
 
 
 class Scorer:
@@ -111,6 +140,7 @@ class Scorer:
             checkpoint=None if isinstance(checkpoint, tuple) else checkpoint,
         )
         warn_on_vocabulary_mismatch(meta, checkpoint, self.vocab)
+        self.meta = meta  # how a runner checkpoint was trained ({} for other formats)
         if label_ids is None and label_words is not None:
             label_ids = vocab_lib.answer_token_ids(self.vocab, label_words)
         if label_ids is None:

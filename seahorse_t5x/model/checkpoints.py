@@ -195,7 +195,12 @@ def _to_tree(
       UserError: parameters that do not fit `config`, or that hold NaN or infinity.
     """
     check_params(config, flat, source)
-    place = placement(config) if placement is not None else _float32_host
+    try:
+        place = placement(config) if placement is not None else _float32_host
+    except errors.SettingsError:
+        raise
+    except errors.UserError as e:  # the run's settings against this model, not the file
+        raise errors.SettingsError(str(e)) from None
     arrays = {}
     for name, value in flat.items():
         array = place(name, value)
@@ -772,6 +777,8 @@ def load_model_dir(
     for step_dir in candidates:
         try:
             loaded = load_orbax(step_dir, dtype, placement)
+        except errors.SettingsError:
+            raise  # another step would not load either
         except errors.UserError as e:
             first_error = first_error or e
             log.warning("skipping checkpoint %s: %s", step_dir, e)
