@@ -443,6 +443,14 @@ def _score_process(trained, pairs, out, *extra, env=None) -> subprocess.Popen:
     )
 
 
+def _numbered_pairs(tmp_path: pathlib.Path, count: int, seed: int) -> pathlib.Path:
+    """`pairs.jsonl`: `count` (id, article, summary) rows, ids 0..count-1 in file order."""
+    pairs = tmp_path / "pairs.jsonl"
+    _write_jsonl(pairs, [{"id": i, "article": r["article"], "summary": r["summary"]}
+                         for i, r in enumerate(_rows(count, seed))])  # fmt: skip
+    return pairs
+
+
 def _lines(path: pathlib.Path) -> int:
     try:
         return path.read_bytes().count(b"\n")
@@ -452,10 +460,7 @@ def _lines(path: pathlib.Path) -> int:
 
 @pytest.mark.slow
 def test_killed_score_resumes_to_the_uninterrupted_output(trained, tmp_path):
-    rows = _rows(400, seed=7)
-    pairs = tmp_path / "pairs.jsonl"
-    _write_jsonl(pairs, [{"id": i, "article": r["article"], "summary": r["summary"]}
-                         for i, r in enumerate(rows)])  # fmt: skip
+    pairs = _numbered_pairs(tmp_path, 400, seed=7)
     reference = tmp_path / "reference.jsonl"
     done = _score_process(trained, pairs, reference)
     assert done.wait(timeout=600) == 0, done.stderr.read()[-2000:]
@@ -507,10 +512,7 @@ def _two_processes(trained, pairs, out, *extra) -> list[subprocess.Popen]:
 
 @pytest.mark.slow
 def test_two_processes_write_one_file_in_input_order_and_resume(trained, tmp_path):
-    rows = _rows(200, seed=11)
-    pairs = tmp_path / "pairs.jsonl"
-    _write_jsonl(pairs, [{"id": i, "article": r["article"], "summary": r["summary"]}
-                         for i, r in enumerate(rows)])  # fmt: skip
+    pairs = _numbered_pairs(tmp_path, 200, seed=11)
     reference = tmp_path / "reference.jsonl"
     assert _score(["--checkpoint", str(trained.model_dir), "--input", str(pairs)] + [
         "--output", str(reference), "--chunk_size", "8", "--batch_size", "1"
