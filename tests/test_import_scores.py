@@ -378,3 +378,22 @@ def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_
         [str(infer)], "ice_q4_k2_uniform", str(PREPARED), "test", "ice", join_by_position=True
     )
     assert counts == {"examples": len(rows), "non_finite_scores": 0, "unchecked": len(rows)}
+
+
+def test_flags_that_would_change_nothing_are_errors(tmp_path, capsys):
+    out = tmp_path / "m.seahorse.jsonl"
+    argv = ["import-scores", "--scores", str(TIGERSCORE), "--metric", "m", "--output", str(out)]
+    assert cli.main([*argv, "--data_dir", str(PREPARED), "--join_by_position"]) == 2
+    assert capsys.readouterr().err == (
+        "seahorse-t5x import-scores: error: --join_by_position applies to --t5x_infer only; "
+        "--scores joins by --key\n"
+    )
+    assert not out.exists()
+    report_dir = tmp_path / "report"
+    argv = ["report", "--scores", str(out), "--duplicates", str(tmp_path / "d.tsv")]
+    assert cli.main([*argv, "--output_dir", str(report_dir)]) == 2
+    assert capsys.readouterr().err == (
+        "seahorse-t5x report: error: --duplicates needs --dataset (rater agreement is a table "
+        "of the dataset's)\n"
+    )
+    assert not report_dir.exists()

@@ -153,6 +153,10 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError("--metric must name the imported metric (e.g. tigerscore)")
     if args.t5x_infer:
         return _t5x_infer(args)
+    if args.join_by_position:
+        raise errors.UserError(
+            "--join_by_position applies to --t5x_infer only; --scores joins by --key"
+        )
     key = import_scores.parse_key(args.key)
     fileio.check_output_path(args.output, "file", "--output")
     items, dropped = import_scores.benchmark_items(

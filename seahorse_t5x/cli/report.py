@@ -66,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 0:
         raise errors.UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+    if args.duplicates and not args.dataset:
+        raise errors.UserError(
+            "--duplicates needs --dataset (rater agreement is a table of the dataset's)"
+        )
     by = tuple(field.strip() for field in args.by.split(",") if field.strip())
     settings = report.ReportSettings(
         by=by,
