@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -295,6 +296,16 @@ def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8
     """Writes `text` to `path` atomically (see `atomic_writer`)."""
     with atomic_writer(path, "w", encoding=encoding) as f:
         f.write(text)
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 (hex) of a file's bytes, read in blocks.
+
+    Raises:
+      OSError: when the file cannot be read.
+    """
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:

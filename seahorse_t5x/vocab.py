@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import pathlib
 from collections.abc import Iterator, Sequence
 
 import gin
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, fileio
 
 MT5_VOCAB_PATH = "gs://t5-data/vocabs/mc4.250000.100extra/sentencepiece.model"
 # The mc4.250000.100extra model already holds its 100 sentinel ids: T5X's mT5 gins use the
@@ -66,15 +65,9 @@ def file_sha256(path: str | os.PathLike) -> str | None:
     """The SHA-256 of a vocabulary file's bytes (None when it cannot be read): what a
     checkpoint records, so the same vocabulary at another path is recognised."""
     try:
-        return _file_sha256(os.path.abspath(os.fspath(path)), os.stat(path).st_mtime_ns)
+        return fileio.file_sha256(path)
     except OSError:
         return None
-
-
-@functools.lru_cache(maxsize=8)
-def _file_sha256(path: str, mtime_ns: int) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _gin_bound_path() -> str | None:

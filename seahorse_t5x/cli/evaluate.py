@@ -55,19 +55,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors
+    from seahorse_t5x import errors, fileio
+    from seahorse_t5x import task_names as names
+    from seahorse_t5x.inference import inputs
 
     if args.batch_size < 1:
         raise errors.UserError(f"--batch_size must be at least 1, got {args.batch_size}")
     if args.input_length is not None:
-        from seahorse_t5x.inference import inputs
-
         inputs.check_input_length(args.input_length, "--input_length")
     checkpoint = pathlib.Path(args.checkpoint)
     if not checkpoint.exists():
         raise errors.UserError(f"--checkpoint {checkpoint} does not exist")
-    from seahorse_t5x import fileio
-
     fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
     mesh_shape = inference_flags.mesh_shape(args)
     words = inference_flags.label_words(args)
@@ -88,8 +86,6 @@ def run(args: argparse.Namespace) -> int:
     )
     vocabulary = vocab.get_vocabulary(vocab_path)
     scorer_lib.warn_on_vocabulary_mismatch(meta, checkpoint, vocabulary)
-    from seahorse_t5x.inference import inputs
-
     inputs.check_room_for_summary(vocabulary, input_length, "--input_length")
     mesh = inference_flags.create_mesh(mesh_shape)
     placers = []
@@ -105,8 +101,6 @@ def run(args: argparse.Namespace) -> int:
     model_config, params = checkpoints.load_checkpoint(str(checkpoint), placement=placement)
     params = placers[-1].stack_layers(params, consume=True)  # the engine's scanned layout
     task_names = evaluation_loop.expand_task_names(args.tasks.split(","))
-    from seahorse_t5x import task_names as names
-
     for named in {names.names_the_question(n) for n in task_names} - {None}:
         scorer_lib.warn_on_question_mismatch(meta, checkpoint, names_question=named)
     if words is None and all(n.startswith("ice_") for n in task_names):

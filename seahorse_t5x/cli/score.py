@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import math
 import os
@@ -211,10 +210,9 @@ def _run_file(output: pathlib.Path) -> pathlib.Path:
 
 def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str, Any]:
     """What decides the output's rows: a resumed run must have the same."""
+    from seahorse_t5x import fileio
     from seahorse_t5x.model import checkpoints  # (reads files only; no device is touched)
 
-    with open(input_path, "rb") as f:
-        digest = hashlib.file_digest(f, "sha256")
     # A MODEL_DIR stands for its best (else latest) step: a resumed run must use the same.
     try:
         _, checkpoint_dir = checkpoints.detect_format(args.checkpoint)
@@ -223,7 +221,7 @@ def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str
     return {
         "input": str(input_path.resolve()),
         "input_bytes": input_path.stat().st_size,
-        "input_sha256": digest.hexdigest(),
+        "input_sha256": fileio.file_sha256(input_path),
         "checkpoint": str(pathlib.Path(args.checkpoint).resolve()),
         "checkpoint_step": str(pathlib.Path(checkpoint_dir).resolve()),
         "vocab": args.vocab,
@@ -450,7 +448,6 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
         scorer_lib.warn_on_question_mismatch(
             scorer.meta, args.checkpoint, names_question=args.question is not None
         )
-    if writer:
         _run_file(pathlib.Path(args.output)).write_text(json.dumps(settings, indent=2) + "\n")
     truncated = summaries_cut = scored = 0
     bar = _progress_bar(total, done, writer)
