@@ -58,11 +58,17 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.11,<3.14",
-    packages=find_packages(include=["seahorse_t5x", "seahorse_t5x.*"]) + ["seahorse_t5x.tasks"],
-    # The task registrations live in the top-level tasks/ folder but are importable only
-    # as seahorse_t5x.tasks: one canonical module path for SeqIO's registry.
-    package_dir={"seahorse_t5x.tasks": "tasks"},
-    package_data={"seahorse_t5x": ["assets/*", "assets/**/*", "data/lexicons.json"]},
+    packages=find_packages(include=["seahorse_t5x", "seahorse_t5x.*"]),
+    # The gin files travel with the package (`seahorse-t5x gin-path` prints their folder).
+    package_data={
+        "seahorse_t5x": [
+            "assets/*",
+            "assets/**/*",
+            "data/lexicons.json",
+            "gin/*.gin",
+            "gin/**/*.gin",
+        ],
+    },
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require={

@@ -14,9 +14,9 @@ Usage: scripts/launch_tpu.sh [--dry-run] ACTION --name NAME --zone ZONE [options
 Actions:
   create     create the TPU VM (or reuse it when one with that name exists)
   setup      install T5X and this package on every host (--worker=all)
-  train      python -m t5x.train with gin/experiments/EXPERIMENT.gin on every host
-  eval       python -m t5x.eval  (gin/runs/eval.gin) on a score task, every host
-  infer      python -m t5x.infer (gin/runs/infer_score.gin) on a score task, every host
+  train      python -m t5x.train with experiments/EXPERIMENT.gin on every host
+  eval       python -m t5x.eval  (runs/eval.gin) on a score task, every host
+  infer      python -m t5x.infer (runs/infer_score.gin) on a score task, every host
   delete     delete the TPU VM
 
 Common options:
@@ -40,7 +40,7 @@ setup:
                          image lacks is downloaded by uv)
 
 train:
-  --experiment NAME      gin/experiments/NAME.gin, e.g. seahorse_q4_xxl (required)
+  --experiment NAME      experiments/NAME.gin of the installed gins, e.g. seahorse_q4_xxl (required)
   --model_dir DIR        gs:// folder for checkpoints and logs (required)
   --data_dir DIR         gs:// folder with the prepared split files (SEAHORSE experiments)
   --cache_dir DIR        read cached tasks from DIR (scripts/cache_tasks.sh's output)
@@ -197,6 +197,11 @@ require_gs() {
   [[ "$2" == gs://* ]] || die "$1 must be a gs:// path (every host reads and writes it), got: $2"
 }
 
+# The package's gins; on the hosts, runs start in the installed checkout, where
+# `seahorse-t5x gin-path` is seahorse_t5x/gin.
+GIN_ROOT="${REPO_ROOT}/seahorse_t5x/gin"
+GIN_SEARCH="--gin_search_paths=seahorse_t5x/gin"
+
 case "${ACTION}" in
   create)
     [[ -n "${ACCELERATOR}" ]] || die "create needs --accelerator (e.g. v4-64)"
@@ -247,13 +252,13 @@ ${PY} -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index(), 
 
   train)
     [[ -n "${EXPERIMENT}" ]] || die "train needs --experiment (e.g. seahorse_q4_xxl)"
-    [[ -f "${REPO_ROOT}/gin/experiments/${EXPERIMENT}.gin" ]] ||
-      die "no gin/experiments/${EXPERIMENT}.gin (see ls gin/experiments)"
+    [[ -f "${GIN_ROOT}/experiments/${EXPERIMENT}.gin" ]] ||
+      die "no experiments/${EXPERIMENT}.gin (see ls \$(seahorse-t5x gin-path)/experiments)"
     [[ -n "${MODEL_DIR}" ]] || die "train needs --model_dir gs://..."
     require_gs --model_dir "${MODEL_DIR}"
-    flags="--gin_file=gin/experiments/${EXPERIMENT}.gin"
+    flags="${GIN_SEARCH} --gin_file=experiments/${EXPERIMENT}.gin"
     if [[ -n "${CACHE_DIR}" ]]; then
-      flags+=" --gin_file=gin/runs/use_cached_tasks.gin"
+      flags+=" --gin_file=runs/use_cached_tasks.gin"
       flags+=" --seqio_additional_cache_dirs=$(printf %q "${CACHE_DIR}")"
     fi
     flags+=" $(gin_string MODEL_DIR "${MODEL_DIR}")"
@@ -267,19 +272,19 @@ ${PY} -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index(), 
 
   eval | infer)
     [[ -n "${SIZE}" ]] || die "${ACTION} needs --size (small, base, large, xl, xxl)"
-    [[ -f "${REPO_ROOT}/gin/models/mt5_${SIZE}.gin" ]] || die "no gin/models/mt5_${SIZE}.gin"
+    [[ -f "${GIN_ROOT}/models/mt5_${SIZE}.gin" ]] || die "no models/mt5_${SIZE}.gin"
     [[ -n "${TASK}" ]] || die "${ACTION} needs --task (e.g. seahorse_q4_score)"
     [[ -n "${CHECKPOINT}" ]] || die "${ACTION} needs --checkpoint gs://.../checkpoint_N"
     [[ -n "${OUTPUT_DIR}" ]] || die "${ACTION} needs --output_dir gs://..."
     require_gs --output_dir "${OUTPUT_DIR}"
     [[ "${SPLIT}" == test || "${SPLIT}" == validation ]] || die "--split must be test or validation"
     if [[ "${ACTION}" == eval ]]; then
-      module=t5x.eval run_gin=gin/runs/eval.gin out_macro=EVAL_OUTPUT_DIR split_macro=EVAL_SPLIT
+      module=t5x.eval run_gin=runs/eval.gin out_macro=EVAL_OUTPUT_DIR split_macro=EVAL_SPLIT
     else
-      module=t5x.infer run_gin=gin/runs/infer_score.gin out_macro=INFER_OUTPUT_DIR
+      module=t5x.infer run_gin=runs/infer_score.gin out_macro=INFER_OUTPUT_DIR
       split_macro=INFER_SPLIT
     fi
-    flags="--gin_file=gin/models/mt5_${SIZE}.gin --gin_file=${run_gin}"
+    flags="${GIN_SEARCH} --gin_file=models/mt5_${SIZE}.gin --gin_file=${run_gin}"
     flags+=" $(gin_string MIXTURE_OR_TASK_NAME "${TASK}")"
     flags+=" $(gin_string CHECKPOINT_PATH "${CHECKPOINT}")"
     flags+=" $(gin_string "${out_macro}" "${OUTPUT_DIR}")"

@@ -5,8 +5,8 @@ gin's TASK_FEATURE_LENGTHS. SeqIO packs in dataset order and closes a row as soo
 next example does not fit in the inputs *or* the targets, so both lengths matter: each
 SEAHORSE example needs 2 target slots ('1' or '0', then EOS).
 
-For every distinct TASK_FEATURE_LENGTHS of the gins (default: gin/experiments/*.gin and
-gin/local/*.gin) this script runs the converter on
+For every distinct TASK_FEATURE_LENGTHS of the package gins (default: experiments/*.gin and
+local/*.gin) this script runs the converter on
 
 - the demo data, through the real task (`--data_dir`, `--task`; SEAHORSE_VOCAB=demo), and
 - a synthetic SEAHORSE-like length mix (`--synthetic_examples`; see SOURCE_MIX below),
@@ -36,9 +36,10 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-DEFAULT_GINS = ("gin/experiments/*.gin", "gin/local/*.gin")
-TRAINING_RUN_GINS = ("gin/runs/finetune.gin", "local/train.gin")
+# The package's gin folder (`seahorse-t5x gin-path`); patterns and names are relative to it.
+GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "seahorse_t5x" / "gin"
+DEFAULT_GINS = ("experiments/*.gin", "local/*.gin")
+TRAINING_RUN_GINS = ("runs/finetune.gin", "local/train.gin")
 LENGTHS_RE = re.compile(r"^TASK_FEATURE_LENGTHS\s*=\s*(\{[^}]*\})", re.MULTILINE)
 
 # The synthetic SEAHORSE-like mix: one entry per (dataset, language) of the SEAHORSE paper's
@@ -106,7 +107,7 @@ def gin_lengths(patterns: Iterable[str]) -> dict[tuple[tuple[str, int], ...], li
     """Distinct TASK_FEATURE_LENGTHS literals of the gin files -> the files that set them."""
     found: dict[tuple[tuple[str, int], ...], list[str]] = {}
     for pattern in patterns:
-        for path in sorted(ROOT.glob(pattern)):
+        for path in sorted(GIN_ROOT.glob(pattern)):
             text = path.read_text(encoding="utf-8")
             match = LENGTHS_RE.search(text)
             # Only training gins pack (T5X's finetune.gin, the local runner's train.gin);
@@ -115,7 +116,7 @@ def gin_lengths(patterns: Iterable[str]) -> dict[tuple[tuple[str, int], ...], li
                 continue
             lengths = ast.literal_eval(match.group(1))
             key = tuple(sorted((k, int(v)) for k, v in lengths.items()))
-            found.setdefault(key, []).append(str(path.relative_to(ROOT)))
+            found.setdefault(key, []).append(str(path.relative_to(GIN_ROOT)))
     return found
 
 
@@ -223,10 +224,10 @@ def task_dataset(task: str, split: str, lengths: dict[str, int], seed: int):
 
 
 def _summarize(gins: list[str]) -> list[str]:
-    """gin/experiments/* files as a count, other gin files by path."""
-    experiments = [g for g in gins if g.startswith("gin/experiments/")]
-    others = [g for g in gins if not g.startswith("gin/experiments/")]
-    return ([f"{len(experiments)} gin/experiments/*.gin"] if experiments else []) + others
+    """experiments/* files as a count, other gin files by path."""
+    experiments = [g for g in gins if g.startswith("experiments/")]
+    others = [g for g in gins if not g.startswith("experiments/")]
+    return ([f"{len(experiments)} experiments/*.gin"] if experiments else []) + others
 
 
 def _format(rows: list[dict], fmt: str) -> str:

@@ -14,7 +14,7 @@ import pathlib
 from gin import config_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-GIN_DIR = ROOT / "gin"
+GIN_DIR = ROOT / "seahorse_t5x" / "gin"
 T5X_GIN_DIRS = ("models", "runs", "experiments", "smoke")
 SIZES = ("small", "base", "large", "xl", "xxl")
 
@@ -244,7 +244,7 @@ def resolve(path: pathlib.Path, into: Resolved | None = None) -> Resolved:
                 state.macros.update(t5x_gin.defaults)
                 state.imports.update(("t5x.utils", "t5x.partitioning", "seqio"))
             else:
-                local = ROOT / name
+                local = GIN_DIR / name
                 assert local.is_file(), f"{path}: include {name!r} is neither T5X's nor here"
                 resolve(local, state)
         elif isinstance(statement, config_parser.ImportStatement):

@@ -42,7 +42,7 @@ def _project_configurables() -> dict[str, tuple[str, ...]]:
         # Referenced, not configured: a feature converter class T5X instantiates.
         "seahorse_t5x.packing.FirstFitPackingConverter": (),
         "seahorse_t5x.tasks.seahorse.data_dir": _function_parameters(
-            t5x.ROOT / "tasks" / "seahorse.py", "data_dir"
+            t5x.ROOT / "seahorse_t5x" / "tasks" / "seahorse.py", "data_dir"
         ),
     }
 
@@ -180,7 +180,7 @@ def test_gin_syntax(path):
         # their task (`xnli_*` trains on the translate-train mixture).
         task, size = path.stem.rsplit("_", 1)
         includes = [s[1] for s in from_text if s[0] == "include"]
-        assert includes == [f"gin/models/mt5_{size}.gin", "gin/runs/finetune.gin"]
+        assert includes == [f"models/mt5_{size}.gin", "runs/finetune.gin"]
         macros = {s[2]: s[4] for s in from_text if s[0] == "bind" and not s[3]}
         assert macros["MIXTURE_OR_TASK_NAME"].startswith(task)
 
@@ -198,7 +198,7 @@ def test_t5x_gins_bind_only_known_configurables_and_parameters():
                 aliases[short] = statement.module
             elif isinstance(statement, config_parser.IncludeStatement):
                 name = statement.filename
-                if name not in T5X_KNOWN_INCLUDES and not (t5x.ROOT / name).is_file():
+                if name not in T5X_KNOWN_INCLUDES and not (t5x.GIN_DIR / name).is_file():
                     problems.append(f"{path.name}: unknown include {name}")
             elif isinstance(statement, config_parser.BindingStatement) and statement.arg_name:
                 head, _, rest = statement.selector.partition(".")

@@ -8,7 +8,7 @@ import pytest
 from seahorse_t5x import errors
 from seahorse_t5x.runner import gin_config, trainer
 
-GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "gin"
+GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "seahorse_t5x" / "gin"
 LOCAL_FILES = sorted(
     str(p.relative_to(GIN_ROOT)) for d in ("local", "test") for p in (GIN_ROOT / d).rglob("*.gin")
 )
@@ -115,7 +115,7 @@ def test_the_documented_macro_defaults_are_train_config_s():
     import ast
     import dataclasses
 
-    docs = (GIN_ROOT.parent / "docs" / "runner.md").read_text(encoding="utf-8")
+    docs = (GIN_ROOT.parents[1] / "docs" / "runner.md").read_text(encoding="utf-8")
     fields = {f.name: f for f in dataclasses.fields(trainer.TrainConfig)}
     checked = 0
     for line in docs.splitlines():

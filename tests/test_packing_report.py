@@ -38,13 +38,11 @@ def test_every_experiment_and_local_gin_is_measured_at_its_lengths(report):
     experiments = [f for f in by_lengths[64] + by_lengths[128] if "experiments" in f]
     assert len(experiments) == 45
     assert sorted(f for f in by_lengths[128] if "experiments" in f) == sorted(
-        f"gin/experiments/{kind}_{size}.gin"
+        f"experiments/{kind}_{size}.gin"
         for kind in ("nli_mixture", "xnli")
         for size in ("small", "base", "large", "xl", "xxl")
     )
-    assert {"gin/local/seahorse_q4_small.gin", "gin/local/seahorse_all_small.gin"} <= set(
-        by_lengths[64]
-    )
+    assert {"local/seahorse_q4_small.gin", "local/seahorse_all_small.gin"} <= set(by_lengths[64])
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from seahorse_t5x.runner import (  # noqa: E402
     trainer,
 )
 
-GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "gin"
+GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "seahorse_t5x" / "gin"
 
 
 pytestmark = pytest.mark.usefixtures("runner_tasks")

@@ -33,6 +33,7 @@ SUBCOMMANDS: dict[str, str] = {
     "t5x-scores": "t5x_scores",
     "import-scores": "import_scores",
     "plan": "plan",
+    "gin-path": "gin_path",
 }
 
 

@@ -1,7 +1,10 @@
 """Reading gin files and `--gin.MACRO=value` flags for the local runner.
 
 Gin files are looked up in the given search paths, then the current directory, then the
-project's `gin/` folder (so `include 'local/train.gin'` works from anywhere in a checkout).
+gin folder installed with the package (`package_gin_dir()`, printed by `seahorse-t5x
+gin-path`): `local/train.gin`, `experiments/seahorse_q4_small.gin` and every `include` inside
+them resolve there from any folder, for a wheel install as for a checkout. The older spelling
+`gin/local/train.gin` resolves too (the package folder is searched last).
 
 A macro that is set (in a file, by `--gin.NAME=...` or a binding) but that no binding reads
 is an error naming it and the closest macro that is read: a typo in a macro name would
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import importlib.resources
 import logging
 import pathlib
 import re
@@ -24,7 +28,7 @@ from collections.abc import Iterator, Sequence
 import gin
 import gin.config
 
-from seahorse_t5x import errors
+from seahorse_t5x import errors, user_modules
 
 # T5X's macro names (and this runner's few additions) that `--gin.NAME=value` accepts.
 MACROS: tuple[str, ...] = (
@@ -54,9 +58,16 @@ MACROS: tuple[str, ...] = (
 _GIN_LITERAL_START = re.compile(r"""^\s*(['"{\[(@%]|-?\d|True$|False$|None$)""")
 
 
-def project_gin_dir() -> pathlib.Path:
-    """The checkout's `gin/` folder (next to the `seahorse_t5x` package)."""
-    return pathlib.Path(__file__).resolve().parents[2] / "gin"
+def package_gin_dir() -> pathlib.Path:
+    """The gin folder installed with the package: `seahorse_t5x/gin/` (package data)."""
+    return pathlib.Path(str(importlib.resources.files("seahorse_t5x").joinpath("gin")))
+
+
+def gin_search_paths(extra: Sequence[str] = ()) -> list[str]:
+    """Where gin files and includes are looked up, in order: `extra`, the current folder,
+    the package's gin folder, and the package folder (for the `gin/...` spelling)."""
+    gin_dir = package_gin_dir()
+    return [*extra, ".", str(gin_dir), str(gin_dir.parent)]
 
 
 def macro_binding(name: str, value: str) -> str:
@@ -197,7 +208,7 @@ def parse(
     """Parses `gin_files` and `bindings` into gin's global configuration.
 
     Args:
-      gin_files: gin files, looked up in `search_paths`, the current folder and `gin/`.
+      gin_files: gin files, looked up in `gin_search_paths(search_paths)`.
       bindings: extra bindings (`NAME = value`), applied after the files.
       search_paths: folders to look gin files and includes up in.
       finalize: lock the configuration afterwards.
@@ -209,9 +220,21 @@ def parse(
         unset (naming the flag that sets it).
     """
     if not gin_files:
-        raise errors.UserError("give at least one --gin_file (e.g. gin/local/train.gin)")
-    for path in [*search_paths, ".", str(project_gin_dir())]:
+        raise errors.UserError("give at least one --gin_file (e.g. local/train.gin)")
+    paths = gin_search_paths(search_paths)
+    for path in paths:
         gin.add_config_file_search_path(path)
+    # A gin `import polite_task` line finds modules in the current folder and beside the
+    # gin files (the package's own folders excepted: they hold no user modules).
+    user_modules.make_importable(
+        ["."]
+        + [
+            found.parent
+            for name in gin_files
+            for found in [pathlib.Path(p) / name for p in [*search_paths, "."]]
+            if found.is_file()
+        ]
+    )
     try:
         with _quiet_lookups():
             gin.parse_config_files_and_bindings(
@@ -224,6 +247,8 @@ def parse(
             gin.finalize()
     except errors.UserError:
         raise
+    except ImportError as e:
+        raise user_modules.import_error(e.name or "?", e) from None
     except OSError as e:
         raise errors.UserError(f"gin: {e}") from None
     except ValueError as e:
