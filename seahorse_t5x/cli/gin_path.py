@@ -1,8 +1,18 @@
-"""`seahorse-t5x gin-path`: the folder of the gin files installed with the package."""
+"""`seahorse-t5x gin-path`: the folder of the gin files installed with the package.
+
+T5X users pass it as `--gin_search_paths`; every `include` inside the package's gins is
+relative to it (`models/mt5_xxl.gin`, `runs/finetune.gin`), except T5X's own
+(`t5x/configs/runs/finetune.gin`), which gin finds in the installed `t5x` package.
+`--includes FILE` prints where each include of FILE resolves, without T5X installed.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import pathlib
+
+from seahorse_t5x import errors
 
 HELP = "Print the folder of the installed gin files (for T5X's --gin_search_paths)."
 EXAMPLE = (
@@ -10,14 +20,79 @@ EXAMPLE = (
     "--gin_search_paths=$(seahorse-t5x gin-path) --gin_file=experiments/seahorse_q4_small.gin ..."
 )
 
+# Includes under these prefixes are T5X's own gin files, read from the installed t5x package.
+T5X_PREFIX = "t5x/"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser  # no options
+    parser.add_argument(
+        "--includes",
+        metavar="FILE",
+        default=None,
+        help="print the include tree of FILE (a path under the gin folder, e.g. "
+        "experiments/seahorse_q4_xxl.gin) with where each include resolves; exit 2 if one "
+        "resolves nowhere (default: print the folder only)",
+    )
+
+
+def _t5x_gin(name: str) -> pathlib.Path | None:
+    """T5X's gin file `t5x/...` in the installed t5x package, or None without T5X."""
+    if importlib.util.find_spec("t5x") is None:
+        return None
+    from importlib import resources
+
+    return pathlib.Path(str(resources.files("t5x").joinpath(name[len(T5X_PREFIX) :])))
+
+
+def include_tree(name: str, gin_dir: pathlib.Path) -> list[tuple[int, str, str]]:
+    """(depth, include, where it resolves) for `name` and every include below it, depth first.
+
+    Raises:
+      UserError: for a file or include found neither under `gin_dir` nor as T5X's.
+    """
+    from gin import config_parser
+
+    rows: list[tuple[int, str, str]] = []
+
+    def visit(include: str, depth: int, parent: str | None) -> None:
+        if include.startswith(T5X_PREFIX):
+            found = _t5x_gin(include)
+            rows.append((depth, include, str(found) if found else "T5X's (t5x not installed)"))
+            return
+        path = gin_dir / include
+        if not path.is_file():
+            where = f" (included by {parent})" if parent else ""
+            raise errors.UserError(f"gin file {include}{where} is not in {gin_dir}")
+        rows.append((depth, include, str(path)))
+        parser = config_parser.ConfigParser(path.read_text(encoding="utf-8"), _Literal())
+        for statement in parser:
+            if isinstance(statement, config_parser.IncludeStatement):
+                visit(statement.filename, depth + 1, include)
+
+    visit(name, 0, None)
+    return rows
+
+
+class _Literal:
+    """A gin parser delegate that keeps references and macros unresolved (only includes
+    matter here)."""
+
+    def configurable_reference(self, scoped_name: str, evaluate: bool) -> str:
+        return scoped_name
+
+    def macro(self, macro_name: str) -> str:
+        return macro_name
 
 
 def run(args: argparse.Namespace) -> int:
-    del args
     from seahorse_t5x.runner import gin_config
 
-    print(gin_config.package_gin_dir())
+    gin_dir = gin_config.package_gin_dir()
+    if args.includes is None:
+        print(gin_dir)
+        return 0
+    rows = include_tree(args.includes, gin_dir)
+    for depth, include, where in rows:
+        print(f"{'  ' * depth}{include} -> {where}")
+    print(f"{len(rows)} gin files; search path for T5X: --gin_search_paths={gin_dir}")
     return 0

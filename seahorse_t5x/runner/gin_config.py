@@ -198,6 +198,19 @@ def bind_default_macros() -> list[str]:
     return bound
 
 
+def _gin_import_error(error: ImportError) -> errors.UserError:
+    """One line for a gin `import` line that failed, naming the module, file and line."""
+    text = str(error)
+    message, _, where = text.partition(' In file "')
+    name = error.name or (re.findall(r"No module named '([^']+)'", message) or ["?"])[0]
+    location = re.match(r'([^"]+)", line (\d+)', where)
+    at = f" at {location.group(1)}:{location.group(2)}" if location else ""
+    detail = " ".join(f"{type(error).__name__}: {message}".split())
+    return errors.UserError(
+        f"cannot import '{name}' ({detail}){at}; pass --module or set PYTHONPATH"
+    )
+
+
 def parse(
     gin_files: Sequence[str],
     bindings: Sequence[str] = (),
@@ -248,7 +261,7 @@ def parse(
     except errors.UserError:
         raise
     except ImportError as e:
-        raise user_modules.import_error(e.name or "?", e) from None
+        raise _gin_import_error(e) from None
     except OSError as e:
         raise errors.UserError(f"gin: {e}") from None
     except ValueError as e:
