@@ -2,7 +2,7 @@
 # The package off the checkout's path: builds the wheel, installs it alone in a fresh virtual
 # environment and, from an empty folder, runs what the docs tell a new user to run:
 #   - `seahorse-t5x gin-path --includes` on a T5X experiment gin (every include resolves
-#     under the installed gin folder, T5X's own named as T5X's);
+#     under the installed gin folder, T5X's own named as T5X's), `seahorse-t5x demo-data`;
 #   - docs/extending.md's ```bash blocks: your own ratings -> register_rating_tasks in a
 #     module -> a small `train` from local/small_from_scratch.gin -> `evaluate` -> `report`;
 #   - with --demo, `seahorse-t5x demo` as well (about 8 minutes on 2 cores).
@@ -46,6 +46,7 @@ echo "== from an empty folder: $(pwd)"
 python -c 'import seahorse_t5x, sys; print("seahorse_t5x from", seahorse_t5x.__file__)' |
   tee /dev/stderr | grep -q "${WORK}/venv/" || { echo "not the installed package" >&2; exit 1; }
 seahorse-t5x gin-path --includes experiments/seahorse_q4_xxl.gin
+seahorse-t5x demo-data --output_dir demo_data
 seahorse-t5x gin-path --includes experiments/ice_mt0_small.gin >/dev/null
 
 echo "== docs/extending.md"
