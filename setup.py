@@ -59,15 +59,11 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11,<3.14",
     packages=find_packages(include=["seahorse_t5x", "seahorse_t5x.*"]),
-    # The gin files travel with the package (`seahorse-t5x gin-path` prints their folder).
+    # The gin files travel with the package, each folder of them a package (seahorse_t5x.gin,
+    # seahorse_t5x.gin.runs, ...) so gin finds `seahorse_t5x/gin/runs/finetune.gin` as T5X's.
     package_data={
-        "seahorse_t5x": [
-            "assets/*",
-            "assets/**/*",
-            "data/lexicons.json",
-            "gin/*.gin",
-            "gin/**/*.gin",
-        ],
+        "": ["*.gin"],
+        "seahorse_t5x": ["assets/*", "assets/**/*", "data/lexicons.json"],
     },
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,

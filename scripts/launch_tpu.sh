@@ -14,9 +14,9 @@ Usage: scripts/launch_tpu.sh [--dry-run] ACTION --name NAME --zone ZONE [options
 Actions:
   create     create the TPU VM (or reuse it when one with that name exists)
   setup      install T5X and this package on every host (--worker=all)
-  train      python -m t5x.train with experiments/EXPERIMENT.gin on every host
-  eval       python -m t5x.eval  (runs/eval.gin) on a score task, every host
-  infer      python -m t5x.infer (runs/infer_score.gin) on a score task, every host
+  train      python -m t5x.train with seahorse_t5x/gin/experiments/EXPERIMENT.gin, every host
+  eval       python -m t5x.eval  (seahorse_t5x/gin/runs/eval.gin) on a score task, every host
+  infer      python -m t5x.infer (seahorse_t5x/gin/runs/infer_score.gin) on a score task, every host
   delete     delete the TPU VM
 
 Common options:
@@ -197,10 +197,8 @@ require_gs() {
   [[ "$2" == gs://* ]] || die "$1 must be a gs:// path (every host reads and writes it), got: $2"
 }
 
-# The package's gins; on the hosts, runs start in the installed checkout, where
-# `seahorse-t5x gin-path` is seahorse_t5x/gin.
+# The package's gins, named on the hosts by package path (seahorse_t5x/gin/...) as T5X's are.
 GIN_ROOT="${REPO_ROOT}/seahorse_t5x/gin"
-GIN_SEARCH="--gin_search_paths=seahorse_t5x/gin"
 
 case "${ACTION}" in
   create)
@@ -256,9 +254,9 @@ ${PY} -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index(), 
       die "no experiments/${EXPERIMENT}.gin (see ls \$(seahorse-t5x gin-path)/experiments)"
     [[ -n "${MODEL_DIR}" ]] || die "train needs --model_dir gs://..."
     require_gs --model_dir "${MODEL_DIR}"
-    flags="${GIN_SEARCH} --gin_file=experiments/${EXPERIMENT}.gin"
+    flags="--gin_file=seahorse_t5x/gin/experiments/${EXPERIMENT}.gin"
     if [[ -n "${CACHE_DIR}" ]]; then
-      flags+=" --gin_file=runs/use_cached_tasks.gin"
+      flags+=" --gin_file=seahorse_t5x/gin/runs/use_cached_tasks.gin"
       flags+=" --seqio_additional_cache_dirs=$(printf %q "${CACHE_DIR}")"
     fi
     flags+=" $(gin_string MODEL_DIR "${MODEL_DIR}")"
@@ -279,12 +277,12 @@ ${PY} -c 'import jax, t5x.train, seahorse_t5x.tasks; print(jax.process_index(), 
     require_gs --output_dir "${OUTPUT_DIR}"
     [[ "${SPLIT}" == test || "${SPLIT}" == validation ]] || die "--split must be test or validation"
     if [[ "${ACTION}" == eval ]]; then
-      module=t5x.eval run_gin=runs/eval.gin out_macro=EVAL_OUTPUT_DIR split_macro=EVAL_SPLIT
+      module=t5x.eval run_gin=seahorse_t5x/gin/runs/eval.gin out_macro=EVAL_OUTPUT_DIR split_macro=EVAL_SPLIT
     else
-      module=t5x.infer run_gin=runs/infer_score.gin out_macro=INFER_OUTPUT_DIR
+      module=t5x.infer run_gin=seahorse_t5x/gin/runs/infer_score.gin out_macro=INFER_OUTPUT_DIR
       split_macro=INFER_SPLIT
     fi
-    flags="${GIN_SEARCH} --gin_file=models/mt5_${SIZE}.gin --gin_file=${run_gin}"
+    flags="--gin_file=seahorse_t5x/gin/models/mt5_${SIZE}.gin --gin_file=${run_gin}"
     flags+=" $(gin_string MIXTURE_OR_TASK_NAME "${TASK}")"
     flags+=" $(gin_string CHECKPOINT_PATH "${CHECKPOINT}")"
     flags+=" $(gin_string "${out_macro}" "${OUTPUT_DIR}")"

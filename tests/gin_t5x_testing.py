@@ -244,7 +244,7 @@ def resolve(path: pathlib.Path, into: Resolved | None = None) -> Resolved:
                 state.macros.update(t5x_gin.defaults)
                 state.imports.update(("t5x.utils", "t5x.partitioning", "seqio"))
             else:
-                local = GIN_DIR / name
+                local = ROOT / name
                 assert local.is_file(), f"{path}: include {name!r} is neither T5X's nor here"
                 resolve(local, state)
         elif isinstance(statement, config_parser.ImportStatement):

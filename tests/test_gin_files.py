@@ -48,14 +48,24 @@ def _project_configurables() -> dict[str, tuple[str, ...]]:
 
 
 def test_t5x_gin_layout_is_complete():
-    names = {p.relative_to(t5x.GIN_DIR).as_posix() for p in T5X_GIN}
-    assert {f"models/mt5_{s}.gin" for s in t5x.SIZES} <= names
-    assert {"runs/finetune.gin", "runs/eval.gin", "runs/infer_score.gin"} <= names
+    names = {p.relative_to(t5x.ROOT).as_posix() for p in T5X_GIN}
+    assert {f"seahorse_t5x/gin/models/mt5_{s}.gin" for s in t5x.SIZES} <= names
+    assert {
+        "seahorse_t5x/gin/runs/finetune.gin",
+        "seahorse_t5x/gin/runs/eval.gin",
+        "seahorse_t5x/gin/runs/infer_score.gin",
+    } <= names
     # Fine-tuning experiments; the ICE inference gins are checked in test_ice_gins.py.
-    experiments = {n for n in names if n.startswith("experiments/") and "/ice_" not in n}
-    expected = {f"experiments/seahorse_q{q}_{s}.gin" for q in range(1, 7) for s in t5x.SIZES}
+    experiments = {
+        n for n in names if n.startswith("seahorse_t5x/gin/experiments/") and "/ice_" not in n
+    }
+    expected = {
+        f"seahorse_t5x/gin/experiments/seahorse_q{q}_{s}.gin"
+        for q in range(1, 7)
+        for s in t5x.SIZES
+    }
     expected |= {
-        f"experiments/{kind}_{s}.gin"
+        f"seahorse_t5x/gin/experiments/{kind}_{s}.gin"
         for kind in ("seahorse_all", "xnli", "nli_mixture")
         for s in t5x.SIZES
     }
@@ -180,7 +190,10 @@ def test_gin_syntax(path):
         # their task (`xnli_*` trains on the translate-train mixture).
         task, size = path.stem.rsplit("_", 1)
         includes = [s[1] for s in from_text if s[0] == "include"]
-        assert includes == [f"models/mt5_{size}.gin", "runs/finetune.gin"]
+        assert includes == [
+            f"seahorse_t5x/gin/models/mt5_{size}.gin",
+            "seahorse_t5x/gin/runs/finetune.gin",
+        ]
         macros = {s[2]: s[4] for s in from_text if s[0] == "bind" and not s[3]}
         assert macros["MIXTURE_OR_TASK_NAME"].startswith(task)
 
@@ -198,7 +211,7 @@ def test_t5x_gins_bind_only_known_configurables_and_parameters():
                 aliases[short] = statement.module
             elif isinstance(statement, config_parser.IncludeStatement):
                 name = statement.filename
-                if name not in T5X_KNOWN_INCLUDES and not (t5x.GIN_DIR / name).is_file():
+                if name not in T5X_KNOWN_INCLUDES and not (t5x.ROOT / name).is_file():
                     problems.append(f"{path.name}: unknown include {name}")
             elif isinstance(statement, config_parser.BindingStatement) and statement.arg_name:
                 head, _, rest = statement.selector.partition(".")

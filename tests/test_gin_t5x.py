@@ -63,9 +63,9 @@ def test_experiment_sets_what_t5x_requires(path):
     resolved = t5x.resolve(path)
     size = _size(path)
     # Model gin first, then the run gin: a T5X model gin resets bindings made before it.
-    assert resolved.includes.index(f"models/mt5_{size}.gin") < resolved.includes.index(
-        "runs/finetune.gin"
-    )
+    assert resolved.includes.index(
+        f"seahorse_t5x/gin/models/mt5_{size}.gin"
+    ) < resolved.includes.index("seahorse_t5x/gin/runs/finetune.gin")
     still_required = {m for m, v in resolved.macros.items() if t5x.is_macro(v, t5x.REQUIRED)}
     assert still_required == _required_in_header(_header(path))
     assert "MODEL_DIR" in still_required
@@ -101,9 +101,8 @@ def test_header_has_the_exact_train_command(path):
     assert "Required to be set:" in header and "Commonly overridden:" in header
     command = header.split("python -m t5x.train")[1]
     flags = re.findall(r"(--[\w.]+)(?:=(\S+))?", command)
-    # T5X finds the gins in the installed package's folder: one search path, includes under it.
-    assert flags[0] == ("--gin_search_paths", "$(seahorse-t5x")
-    assert flags[1] == ("--gin_file", f"experiments/{path.stem}.gin")
+    # T5X finds the gins in the installed package, from any folder, as it finds its own.
+    assert flags[0] == ("--gin_file", f"seahorse_t5x/gin/experiments/{path.stem}.gin")
     names = [name for name, _ in flags]
     assert names[-1] == "--alsologtostderr"
     for macro in _required_in_header(header):
@@ -231,8 +230,8 @@ def test_smoke_gins_run_the_q4_experiment_with_a_tiny_network_on_the_demo_vocabu
     path = t5x.GIN_DIR / "smoke" / "train.gin"
     resolved = t5x.resolve(path)
     # The experiment gin as users run it, then the tiny network on top of it.
-    assert resolved.includes.index("experiments/seahorse_q4_small.gin") < (
-        resolved.includes.index("smoke/tiny.gin")
+    assert resolved.includes.index("seahorse_t5x/gin/experiments/seahorse_q4_small.gin") < (
+        resolved.includes.index("seahorse_t5x/gin/smoke/tiny.gin")
     )
     macros = resolved.macros
     still_required = {m for m, v in macros.items() if t5x.is_macro(v, t5x.REQUIRED)}
@@ -270,9 +269,9 @@ def test_smoke_gins_run_the_q4_experiment_with_a_tiny_network_on_the_demo_vocabu
     docs = (t5x.ROOT / "docs" / "tpu.md").read_text(encoding="utf-8")
     docs = docs.split("## Smoke-test on CPU before renting a pod")[1].split("\n## ")[0]
     for module, gins in (
-        ("t5x.train", ["smoke/train.gin"]),
-        ("t5x.eval", ["models/mt5_small.gin", "runs/eval.gin", "smoke/tiny.gin"]),
-        ("t5x.infer", ["models/mt5_small.gin", "runs/infer_score.gin", "smoke/tiny.gin"]),
+        ("t5x.train", ["seahorse_t5x/gin/smoke/train.gin"]),
+        ("t5x.eval", ["seahorse_t5x/gin/models/mt5_small.gin", "seahorse_t5x/gin/runs/eval.gin", "seahorse_t5x/gin/smoke/tiny.gin"]),
+        ("t5x.infer", ["seahorse_t5x/gin/models/mt5_small.gin", "seahorse_t5x/gin/runs/infer_score.gin", "seahorse_t5x/gin/smoke/tiny.gin"]),
     ):  # fmt: skip
         command = docs.split(f"python -m {module} ")[1].split("--alsologtostderr")[0]
         assert re.findall(r"--gin_file=(\S+)", command) == gins

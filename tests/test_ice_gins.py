@@ -58,9 +58,11 @@ def test_flan_t5_model_gin_shares_the_t5_vocabulary_with_the_tasks(size):
 def test_ice_gin_runs_t5x_infer_in_score_mode(path):
     family, size = re.fullmatch(r"ice_(flan_t5|mt0)_(\w+)", path.stem).groups()
     resolved = t5x.resolve(path)
-    model_gin = f"models/{'flan_t5' if family == 'flan_t5' else 'mt5'}_{size}.gin"
+    model_gin = f"seahorse_t5x/gin/models/{'flan_t5' if family == 'flan_t5' else 'mt5'}_{size}.gin"
     # Model gin first: a T5X model gin included later would reset the run's bindings.
-    assert resolved.includes.index(model_gin) < resolved.includes.index("runs/infer_score.gin")
+    assert resolved.includes.index(model_gin) < resolved.includes.index(
+        "seahorse_t5x/gin/runs/infer_score.gin"
+    )
     assert "t5x/configs/runs/infer.gin" in resolved.includes
     macros = resolved.macros
     still_required = {m for m, v in macros.items() if t5x.is_macro(v, t5x.REQUIRED)}
@@ -89,9 +91,8 @@ def test_ice_gin_header_has_the_exact_infer_command(path):
     header = _header(path)
     command = header.split("python -m t5x.infer")[1]
     flags = re.findall(r"(--[\w.]+)(?:=(\S+))?", command)
-    # T5X finds the gins in the installed package's folder: one search path, includes under it.
-    assert flags[0] == ("--gin_search_paths", "$(seahorse-t5x")
-    assert flags[1] == ("--gin_file", f"experiments/{path.stem}.gin")
+    # T5X finds the gins in the installed package, from any folder, as it finds its own.
+    assert flags[0] == ("--gin_file", f"seahorse_t5x/gin/experiments/{path.stem}.gin")
     assert flags[-1][0] == "--alsologtostderr"
     names = [name for name, _ in flags]
     for macro in _required_in_header(header):

@@ -44,31 +44,42 @@ def test_gin_path_includes_shows_where_each_include_resolves(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         f"experiments/seahorse_q4_xxl.gin -> {GIN_DIR}/experiments/seahorse_q4_xxl.gin",
-        f"  models/mt5_xxl.gin -> {GIN_DIR}/models/mt5_xxl.gin",
+        f"  seahorse_t5x/gin/models/mt5_xxl.gin -> {GIN_DIR}/models/mt5_xxl.gin",
         "    t5x/examples/t5/mt5/xxl.gin -> T5X's (t5x not installed)",
-        f"  runs/finetune.gin -> {GIN_DIR}/runs/finetune.gin",
+        f"  seahorse_t5x/gin/runs/finetune.gin -> {GIN_DIR}/runs/finetune.gin",
         "    t5x/configs/runs/finetune.gin -> T5X's (t5x not installed)",
-        f"5 gin files; search path for T5X: --gin_search_paths={GIN_DIR}",
+        "5 gin files",
     ]
 
 
 @pytest.mark.parametrize("name", [g for g in SOURCE_GINS if g.split("/")[0] != "test"])
 def test_every_include_of_every_gin_resolves_under_the_gin_folder(name):
     tree = gin_path.include_tree(name, GIN_DIR)
-    for _, include, where in tree:
-        assert include.startswith("t5x/") or where == str(GIN_DIR / include)
+    assert tree[0][2] == str(GIN_DIR / name)
+    for _, include, where in tree[1:]:
+        # By package path, as T5X's own gins are named: no search path needed.
+        assert include.startswith(("t5x/", "seahorse_t5x/gin/"))
+        assert include.startswith("t5x/") or where == str(ROOT / include)
 
 
 def test_an_include_outside_the_gin_folder_is_one_line(capsys):
     assert cli.main(["gin-path", "--includes", "experiments/nope.gin"]) == 2
     assert capsys.readouterr().err == (
-        f"seahorse-t5x gin-path: error: gin file experiments/nope.gin is not in {GIN_DIR}\n"
+        "seahorse-t5x gin-path: error: gin file experiments/nope.gin not found: not a file "
+        f"here, nor in the package's gin folder {GIN_DIR} (`ls $(seahorse-t5x gin-path)` "
+        "lists them)\n"
     )
 
 
-@pytest.mark.parametrize("spelling", ["local/train.gin", "gin/local/train.gin"])
+@pytest.mark.parametrize(
+    "spelling", ["local/train.gin", "seahorse_t5x/gin/local/train.gin", "gin/local/train.gin"]
+)
 def test_local_gins_resolve_from_any_folder(spelling, tmp_path, monkeypatch):
+    # Folders named like the gin folders cannot hide the package's gins or break gin's lookup.
+    for name in ("local", "runs", "models", "experiments"):
+        (tmp_path / name).mkdir()
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
     gin_config.parse(
         [spelling, "local/models/tiny.gin"],
         [
@@ -90,7 +101,7 @@ def _user_gin(folder: pathlib.Path, module: str) -> pathlib.Path:
     path.write_text(
         "from __gin__ import dynamic_registration\n"
         f"import {module}\n"
-        "include 'local/train.gin'\n"
+        "include 'seahorse_t5x/gin/local/train.gin'\n"
         f"{module}.politeness.threshold = 0.75\n"
     )
     return path
@@ -168,7 +179,9 @@ def test_the_wheel_carries_every_gin_file_and_task_module(tmp_path):
     )
     (wheel,) = tmp_path.glob("seahorse_t5x-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {n for n in names if n.endswith(".gin")} == {f"seahorse_t5x/gin/{g}" for g in SOURCE_GINS}
+    assert {n for n in names if n.endswith(".gin")} == {
+        f"seahorse_t5x/gin/{g}" for g in SOURCE_GINS
+    }
     tasks = {p.name for p in (ROOT / "seahorse_t5x" / "tasks").glob("*.py")}
     assert {n.rsplit("/", 1)[1] for n in names if n.startswith("seahorse_t5x/tasks/")} == tasks
     assert "seahorse_t5x/assets/demo_spm.model" in names

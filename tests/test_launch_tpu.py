@@ -82,8 +82,7 @@ def test_train_runs_t5x_train_with_the_experiment_gin_on_every_host():
         "~/seahorse-venv/bin/python",
         "-m",
         "t5x.train",
-        "--gin_search_paths=seahorse_t5x/gin",
-        "--gin_file=experiments/seahorse_q4_xxl.gin",
+        "--gin_file=seahorse_t5x/gin/experiments/seahorse_q4_xxl.gin",
         # T5X parses the value as gin: a quoted string literal, spaces kept.
         '--gin.MODEL_DIR="gs://bucket/q4 xxl"',
         '--gin.SEAHORSE_DATA_DIR="gs://bucket/prepared"',
@@ -109,7 +108,7 @@ def test_train_with_cache_adds_the_cached_tasks_gin_and_cache_dir():
         "gs://b/cache",
     )
     remote = _remote_argv(argv)
-    assert "--gin_file=runs/use_cached_tasks.gin" in remote
+    assert "--gin_file=seahorse_t5x/gin/runs/use_cached_tasks.gin" in remote
     assert "--seqio_additional_cache_dirs=gs://b/cache" in remote
     assert not any("SEAHORSE_DATA_DIR" in a for a in remote)
 
@@ -119,19 +118,18 @@ def test_infer_and_eval_use_the_model_and_run_gins():
     common += ["--checkpoint", "gs://b/q4/checkpoint_1003000", "--output_dir", "gs://b/out"]
     common += ["--data_dir", "gs://b/prep"]
     infer = _remote_argv(_dry_run(LAUNCH, "infer", *common))
-    assert infer[3:9] == [
+    assert infer[3:8] == [
         "~/seahorse-venv/bin/python",
         "-m",
         "t5x.infer",
-        "--gin_search_paths=seahorse_t5x/gin",
-        "--gin_file=models/mt5_xxl.gin",
-        "--gin_file=runs/infer_score.gin",
+        "--gin_file=seahorse_t5x/gin/models/mt5_xxl.gin",
+        "--gin_file=seahorse_t5x/gin/runs/infer_score.gin",
     ]
     assert '--gin.INFER_OUTPUT_DIR="gs://b/out"' in infer
     assert '--gin.CHECKPOINT_PATH="gs://b/q4/checkpoint_1003000"' in infer
     assert '--gin.INFER_SPLIT="test"' in infer
     evaluate = _remote_argv(_dry_run(LAUNCH, "eval", *common, "--split", "validation"))
-    assert evaluate[5] == "t5x.eval" and "--gin_file=runs/eval.gin" in evaluate
+    assert evaluate[5] == "t5x.eval" and "--gin_file=seahorse_t5x/gin/runs/eval.gin" in evaluate
     assert '--gin.EVAL_OUTPUT_DIR="gs://b/out"' in evaluate
     assert '--gin.EVAL_SPLIT="validation"' in evaluate
 

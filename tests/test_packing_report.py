@@ -33,8 +33,10 @@ def _next_fit(lengths, input_length: int, target_length: int) -> tuple[int, int]
 def test_every_experiment_and_local_gin_is_measured_at_its_lengths(report):
     groups = report.gin_lengths(report.DEFAULT_GINS)
     by_lengths = {dict(key)["targets"]: files for key, files in groups.items()}
+    # local/small_from_scratch.gin: the CPU trial run at 256/16.
+    assert by_lengths.pop(16) == ["local/small_from_scratch.gin"]
     assert set(by_lengths) == {64, 128}
-    assert all(dict(key)["inputs"] == 2048 for key in groups)
+    assert all(dict(key)["inputs"] == 2048 for key in groups if dict(key)["targets"] != 16)
     experiments = [f for f in by_lengths[64] + by_lengths[128] if "experiments" in f]
     assert len(experiments) == 45
     assert sorted(f for f in by_lengths[128] if "experiments" in f) == sorted(

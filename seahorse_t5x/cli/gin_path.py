@@ -1,8 +1,9 @@
 """`seahorse-t5x gin-path`: the folder of the gin files installed with the package.
 
-T5X users pass it as `--gin_search_paths`; every `include` inside the package's gins is
-relative to it (`models/mt5_xxl.gin`, `runs/finetune.gin`), except T5X's own
-(`t5x/configs/runs/finetune.gin`), which gin finds in the installed `t5x` package.
+The package's gins name each other by package path, as T5X's do
+(`include 'seahorse_t5x/gin/runs/finetune.gin'`, `include 't5x/configs/runs/finetune.gin'`):
+gin finds both in the installed packages from any folder, so T5X needs no search path:
+`python -m t5x.train --gin_file=seahorse_t5x/gin/experiments/seahorse_q4_small.gin`.
 `--includes FILE` prints where each include of FILE resolves, without T5X installed.
 """
 
@@ -14,11 +15,8 @@ import pathlib
 
 from seahorse_t5x import errors
 
-HELP = "Print the folder of the installed gin files (for T5X's --gin_search_paths)."
-EXAMPLE = (
-    "seahorse-t5x gin-path    # then: python -m t5x.train "
-    "--gin_search_paths=$(seahorse-t5x gin-path) --gin_file=experiments/seahorse_q4_small.gin ..."
-)
+HELP = "Print the folder of the installed gin files, or where each include of one resolves."
+EXAMPLE = "seahorse-t5x gin-path --includes experiments/seahorse_q4_xxl.gin"
 
 # Includes under these prefixes are T5X's own gin files, read from the installed t5x package.
 T5X_PREFIX = "t5x/"
@@ -29,9 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--includes",
         metavar="FILE",
         default=None,
-        help="print the include tree of FILE (a path under the gin folder, e.g. "
-        "experiments/seahorse_q4_xxl.gin) with where each include resolves; exit 2 if one "
-        "resolves nowhere (default: print the folder only)",
+        help="print the include tree of FILE (e.g. experiments/seahorse_q4_xxl.gin, a path "
+        "under the gin folder, or any gin file) with where each include resolves; exit 2 "
+        "if one resolves nowhere (default: print the folder only)",
     )
 
 
@@ -47,22 +45,34 @@ def _t5x_gin(name: str) -> pathlib.Path | None:
 def include_tree(name: str, gin_dir: pathlib.Path) -> list[tuple[int, str, str]]:
     """(depth, include, where it resolves) for `name` and every include below it, depth first.
 
+    `name` is found as `--gin_file` finds it (`gin_config.find_gin_file`); includes under
+    `seahorse_t5x/gin/` resolve in `gin_dir`, T5X's in the installed `t5x` package.
+
     Raises:
-      UserError: for a file or include found neither under `gin_dir` nor as T5X's.
+      UserError: for a file or include found nowhere.
     """
     from gin import config_parser
 
+    from seahorse_t5x.runner import gin_config
+
     rows: list[tuple[int, str, str]] = []
+    package_prefix = f"{gin_dir.parent.name}/{gin_dir.name}/"
 
     def visit(include: str, depth: int, parent: str | None) -> None:
         if include.startswith(T5X_PREFIX):
             found = _t5x_gin(include)
             rows.append((depth, include, str(found) if found else "T5X's (t5x not installed)"))
             return
-        path = gin_dir / include
+        if parent is None:
+            path = gin_config.find_gin_file(include)
+        elif include.startswith(package_prefix):
+            path = gin_dir / include[len(package_prefix) :]
+        else:
+            path = pathlib.Path(include)
         if not path.is_file():
-            where = f" (included by {parent})" if parent else ""
-            raise errors.UserError(f"gin file {include}{where} is not in {gin_dir}")
+            raise errors.UserError(
+                f"gin file {include} (included by {parent}) is neither in {gin_dir} nor T5X's"
+            )
         rows.append((depth, include, str(path)))
         parser = config_parser.ConfigParser(path.read_text(encoding="utf-8"), _Literal())
         for statement in parser:
@@ -94,5 +104,5 @@ def run(args: argparse.Namespace) -> int:
     rows = include_tree(args.includes, gin_dir)
     for depth, include, where in rows:
         print(f"{'  ' * depth}{include} -> {where}")
-    print(f"{len(rows)} gin files; search path for T5X: --gin_search_paths={gin_dir}")
+    print(f"{len(rows)} gin files")
     return 0

@@ -1,10 +1,12 @@
 """Reading gin files and `--gin.MACRO=value` flags for the local runner.
 
-Gin files are looked up in the given search paths, then the current directory, then the
-gin folder installed with the package (`package_gin_dir()`, printed by `seahorse-t5x
-gin-path`): `local/train.gin`, `experiments/seahorse_q4_small.gin` and every `include` inside
-them resolve there from any folder, for a wheel install as for a checkout. The older spelling
-`gin/local/train.gin` resolves too (the package folder is searched last).
+The package's gin files include each other as T5X's do, by package path
+(`include 'seahorse_t5x/gin/local/train.gin'`): gin finds those in the installed package from
+any folder, and a folder of the user's that happens to be called `runs/` or `local/` cannot
+hide them. A `--gin_file` is looked up by `find_gin_file`: as given, in the search paths,
+then in the package's gin folder (`package_gin_dir()`, printed by `seahorse-t5x gin-path`),
+so `local/train.gin`, `seahorse_t5x/gin/local/train.gin` and the older `gin/local/train.gin`
+all name the same file.
 
 A macro that is set (in a file, by `--gin.NAME=...` or a binding) but that no binding reads
 is an error naming it and the closest macro that is read: a typo in a macro name would
@@ -65,9 +67,32 @@ def package_gin_dir() -> pathlib.Path:
 
 def gin_search_paths(extra: Sequence[str] = ()) -> list[str]:
     """Where gin files and includes are looked up, in order: `extra`, the current folder,
-    the package's gin folder, and the package folder (for the `gin/...` spelling)."""
+    the package's gin folder, the package folder (for the `gin/...` spelling) and the folder
+    holding the package (for `seahorse_t5x/gin/...`)."""
     gin_dir = package_gin_dir()
-    return [*extra, ".", str(gin_dir), str(gin_dir.parent)]
+    return [*extra, ".", str(gin_dir), str(gin_dir.parent), str(gin_dir.parents[1])]
+
+
+def find_gin_file(name: str, search_paths: Sequence[str] = ()) -> pathlib.Path:
+    """The gin file `name` names: as given if it exists, else the first match under
+    `gin_search_paths(search_paths)`.
+
+    Raises:
+      UserError: if no such file exists, naming where it was looked for.
+    """
+    given = pathlib.Path(name)
+    if given.is_file():
+        return given.resolve()
+    if not given.is_absolute():
+        for folder in gin_search_paths(search_paths):
+            candidate = pathlib.Path(folder) / name
+            if candidate.is_file():
+                return candidate.resolve()
+    where = "".join(f", nor under {folder}" for folder in search_paths)
+    raise errors.UserError(
+        f"gin file {name} not found: not a file here{where}, nor in the package's gin folder "
+        f"{package_gin_dir()} (`ls $(seahorse-t5x gin-path)` lists them)"
+    )
 
 
 def macro_binding(name: str, value: str) -> str:
@@ -234,24 +259,19 @@ def parse(
     """
     if not gin_files:
         raise errors.UserError("give at least one --gin_file (e.g. local/train.gin)")
-    paths = gin_search_paths(search_paths)
-    for path in paths:
+    for path in gin_search_paths(search_paths):
         gin.add_config_file_search_path(path)
+    found = [find_gin_file(name, search_paths) for name in gin_files]
     # A gin `import polite_task` line finds modules in the current folder and beside the
-    # gin files (the package's own folders excepted: they hold no user modules).
+    # user's gin files (the package's own gin folders hold no user modules).
+    gin_dir = package_gin_dir()
     user_modules.make_importable(
-        ["."]
-        + [
-            found.parent
-            for name in gin_files
-            for found in [pathlib.Path(p) / name for p in [*search_paths, "."]]
-            if found.is_file()
-        ]
+        ["."] + [path.parent for path in found if gin_dir not in path.parents]
     )
     try:
         with _quiet_lookups():
             gin.parse_config_files_and_bindings(
-                list(gin_files), list(bindings), finalize_config=False
+                [str(path) for path in found], list(bindings), finalize_config=False
             )
         bind_default_macros()
         if check_macros:
@@ -271,6 +291,16 @@ def parse(
                 f"gin macro {macro} is required: pass --gin.{macro}=VALUE or bind it in a gin file"
             ) from None
         raise errors.UserError(f"gin: {str(e).splitlines()[0]}") from None
+    except TypeError as e:
+        # gin's package-resource lookup of a relative include fails this way when a folder
+        # of that name without `__init__.py` is importable (e.g. `runs/` in the current one).
+        if "NoneType" not in str(e):
+            raise
+        raise errors.UserError(
+            f"gin: an include could not be looked up ({' '.join(str(e).split())}); a folder of "
+            "the include's first name in the current folder hides it: include the package's "
+            "gins as 'seahorse_t5x/gin/...'"
+        ) from None
     except Exception as e:  # gin's parser raises SyntaxError and its own error types
         if type(e).__module__.startswith("gin") or isinstance(e, SyntaxError):
             raise errors.UserError(f"gin: {' '.join(str(e).split())}") from None
