@@ -72,7 +72,7 @@ def main() -> None:
                 output = tmp / f"out_{rows}_{chunk}.jsonl"
                 command = [sys.executable, "-m", "seahorse_t5x.cli", "score", "--checkpoint"]
                 command += [str(tmp / "model"), "--vocab", "demo", "--input", str(pairs)]
-                command += ["--output", str(output), "--max_input_length", "64"]
+                command += ["--output", str(output), "--input_length", "64"]
                 command += ["--batch_size", str(args.batch_size), "--chunk_size", str(chunk)]
                 command += ["--compilation_cache", str(tmp / "cache")]
                 load = os.getloadavg()

@@ -461,21 +461,21 @@ CASES = {
         _report(tmp)[1],
     ),
     "report/dataset_label": lambda ctx, tmp: (
-        _report(tmp, "--dataset", str(_copy_prepared(ctx, tmp, lambda r: r.update(q1=2))))[0],
+        _report(tmp, "--data_dir", str(_copy_prepared(ctx, tmp, lambda r: r.update(q1=2))))[0],
         f"{tmp / 'prepared' / 'test.jsonl'}:3 field 'q1': expected 1 (Yes), 0 (No) or null",
         _report(tmp)[1],
     ),
     "report/dataset_language": lambda ctx, tmp: (
-        _report(tmp, "--dataset", str(_copy_prepared(ctx, tmp, lambda r: r.update(language="xx"))))[
-            0
-        ],
+        _report(
+            tmp, "--data_dir", str(_copy_prepared(ctx, tmp, lambda r: r.update(language="xx")))
+        )[0],
         f"{tmp / 'prepared' / 'test.jsonl'}:3 field 'language'",
         _report(tmp)[1],
     ),
     "report/duplicates_tsv_invalid_utf8": lambda ctx, tmp: (
         _report(
             tmp,
-            "--dataset",
+            "--data_dir",
             str(ctx["prepared"]),
             "--duplicates",
             str(_articles(tmp, b"gem_id\tworker_lang\n\xff\tde\n", name="dups.tsv")),
@@ -725,10 +725,10 @@ CASES = {
     "score/truncated_checkpoint": _score_case(
         _GOOD_PAIR, "model.safetensors is not a valid safetensors file", damage=_truncate
     ),
-    "score/max_input_length_too_short": _score_case(
+    "score/input_length_too_short": _score_case(
         _GOOD_PAIR,
-        "--max_input_length must be at least 2 (one token and the EOS), got 1",
-        extra=("--max_input_length", "1"),
+        "--input_length must be at least 2 (one token and the EOS), got 1",
+        extra=("--input_length", "1"),
     ),
     "score/vocabulary_larger_than_the_model": _score_case(
         _GOOD_PAIR, "the vocabulary has 3000 ids but the model only 64"

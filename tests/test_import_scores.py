@@ -393,7 +393,7 @@ def test_flags_that_would_change_nothing_are_errors(tmp_path, capsys):
     argv = ["report", "--scores", str(out), "--duplicates", str(tmp_path / "d.tsv")]
     assert cli.main([*argv, "--output_dir", str(report_dir)]) == 2
     assert capsys.readouterr().err == (
-        "seahorse-t5x report: error: --duplicates needs --dataset (rater agreement is a table "
+        "seahorse-t5x report: error: --duplicates needs --data_dir (rater agreement is a table "
         "of the dataset's)\n"
     )
     assert not report_dir.exists()

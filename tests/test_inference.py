@@ -314,14 +314,14 @@ def test_output_path_mistakes_are_caught_before_the_model_loads(tmp_path, capsys
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("new")) == []
 
 
-def test_max_input_length_without_room_for_the_summary_is_an_error(trained, tmp_path, capsys):
+def test_input_length_without_room_for_the_summary_is_an_error(trained, tmp_path, capsys):
     pairs = tmp_path / "pairs.jsonl"
     _write_jsonl(pairs, [{"article": "A cat sat.", "summary": "A cat."}])
     # The markers `premise:` and `hypothesis:` and EOS: one token each in the demo vocabulary.
     too_short = inputs.min_input_length(vocab.get_vocabulary("demo"), ["x"]) - 1
     assert too_short == 3
     code = _score(["--checkpoint", str(trained.model_dir), "--input", str(pairs)] + [
-        "--output", str(tmp_path / "out.jsonl"), "--max_input_length", str(too_short),
+        "--output", str(tmp_path / "out.jsonl"), "--input_length", str(too_short),
         "--vocab", "demo",
         "--no_compilation_cache"
     ])  # fmt: skip

@@ -249,7 +249,7 @@ def test_dataset_report_tables_and_heatmap(prepared, tmp_path):
     code = cli.main(
         [
             "report",
-            "--dataset",
+            "--data_dir",
             str(prepared_dir),
             "--duplicates",
             str(duplicates),
@@ -294,7 +294,7 @@ def test_dataset_report_tables_and_heatmap(prepared, tmp_path):
 
 def test_dataset_folder_without_split_files_is_a_user_error(tmp_path, capsys):
     assert (
-        cli.main(["report", "--dataset", str(tmp_path), "--output_dir", str(tmp_path / "o")]) == 2
+        cli.main(["report", "--data_dir", str(tmp_path), "--output_dir", str(tmp_path / "o")]) == 2
     )
     assert "holds no split files" in capsys.readouterr().err
 
@@ -304,13 +304,13 @@ def test_dataset_of_empty_split_files_is_a_user_error(tmp_path, capsys):
     data.mkdir()
     (data / "test.jsonl").write_text("")
     out = tmp_path / "o"
-    assert cli.main(["report", "--dataset", str(data), "--output_dir", str(out)]) == 2
+    assert cli.main(["report", "--data_dir", str(data), "--output_dir", str(out)]) == 2
     assert capsys.readouterr().err == (
         f"seahorse-t5x report: error: {data / 'test.jsonl'}: holds no rows (expected the rows "
         "of a `seahorse-t5x prepare` run that kept some)\n"
     )
     (data / "train.jsonl").write_text("\n")
-    assert cli.main(["report", "--dataset", str(data), "--output_dir", str(out)]) == 2
+    assert cli.main(["report", "--data_dir", str(data), "--output_dir", str(out)]) == 2
     assert capsys.readouterr().err.startswith(
         f"seahorse-t5x report: error: {data} ({data / 'train.jsonl'}, {data / 'test.jsonl'}): "
         "hold no rows"

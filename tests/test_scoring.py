@@ -201,7 +201,7 @@ def _score_cli(model_dir, input_path, output_path, *extra):
             str(input_path),
             "--output",
             str(output_path),
-            "--max_input_length",
+            "--input_length",
             str(MAX_LEN),
             "--batch_size",
             "2",

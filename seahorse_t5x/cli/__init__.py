@@ -7,6 +7,9 @@ their subcommand runs, so `seahorse-t5x report --help` does not pay for TensorFl
 A user's mistake (`errors.UserError`, `errors.DataError`) or a file-system fault (`OSError`:
 full disk, read-only location) ends the command with one line on stderr and exit code 2;
 `--verbose` adds the full traceback.
+
+A flag has one spelling in every command; renamed ones keep working as hidden aliases
+that print a one-line note (`flags.add_alias`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import traceback
 from collections.abc import Sequence
 
 from seahorse_t5x import errors
+from seahorse_t5x.cli import flags
 
 # Subcommand name -> module under seahorse_t5x.cli, in the order `--help` lists them.
 SUBCOMMANDS: dict[str, str] = {
@@ -69,7 +73,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
             name,
             help=module.HELP,
             description=f"{module.HELP}\n\nexample:\n  {module.EXAMPLE}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=flags.HelpFormatter,  # every option's default shown
             # `--gin.MODEL_D=...` must not silently mean --gin.MODEL_DIR.
             allow_abbrev=False,
         )

@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output_dir",
         default="seahorse_demo",
-        help="folder for the data, the model run and the evaluation (default: ./seahorse_demo)",
+        help="folder for the data, the model run and the evaluation",
     )
     parser.add_argument(
         "--train_steps", type=int, default=None, help="optimizer steps (default: the demo's)"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import pathlib
+from collections.abc import Iterator
 
-from seahorse_t5x.cli import inference_flags
+from seahorse_t5x.cli import flags, inference_flags
 
 HELP = "Score SeqIO score tasks with a checkpoint: score files, metrics.json, Markdown table."
 EXAMPLE = (
@@ -15,8 +17,6 @@ EXAMPLE = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from seahorse_t5x import constants
-
     parser.add_argument(
         "--checkpoint",
         required=True,
@@ -29,29 +29,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated score tasks or mixtures, e.g. seahorse_q4_score or "
         "seahorse_all_score",
     )
-    parser.add_argument("--split", default="test", help="dataset split (default: test)")
+    flags.add_module(parser)
+    parser.add_argument("--split", default="test", help="dataset split")
     parser.add_argument("--output_dir", required=True, help="where the results go")
+    parser.add_argument("--batch_size", type=int, default=8, help=inference_flags.BATCH_SIZE_HELP)
     parser.add_argument(
-        "--batch_size",
-        type=int,
-        default=8,
-        help="rows per batch at the input length; shorter inputs batch more rows (default 8)",
-    )
-    parser.add_argument(
-        "--input_length",
+        "--max_examples",
         type=int,
         default=None,
-        help="input tokens per example (longer articles are cut, the summary is kept); "
-        f"default: the length a runner checkpoint was trained with, else "
-        f"{constants.DEFAULT_INPUT_LENGTH}",
+        help="score only the first N per task (default: all)",
     )
     parser.add_argument(
-        "--max_examples", type=int, default=None, help="score only the first N per task"
+        "--metric",
+        default=None,
+        help="metric name the score files' rows carry (default: the checkpoint folder's name)",
     )
-    parser.add_argument(
-        "--metric_name", default=None, help="name in the score files (default: folder name)"
-    )
+    flags.add_alias(parser, "--metric_name", "--metric")
     inference_flags.add_arguments(parser)
+
+
+# The gin scope in which `--truncation` is bound for the tasks `evaluate` reads.
+_TRUNCATION_SCOPE = "seahorse_t5x_evaluate"
+_TRUNCATION_BINDING = "seahorse_t5x.preprocessors.configured_truncation.mode"
+
+
+@contextlib.contextmanager
+def _tasks_truncate(mode: str) -> Iterator[None]:
+    """Inside the block, the registered tasks cut their inputs as `mode` says.
+
+    The tasks read their truncation from gin (`preprocessors.configured_truncation`) when a
+    dataset is built; the binding is scoped, so it applies to this command's datasets only
+    and wins over an unscoped binding.
+    """
+    import gin
+
+    from seahorse_t5x import preprocessors  # noqa: F401  (defines the configurable)
+
+    with gin.unlock_config():
+        gin.bind_parameter(f"{_TRUNCATION_SCOPE}/{_TRUNCATION_BINDING}", mode)
+    with gin.config_scope(_TRUNCATION_SCOPE):
+        yield
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,18 +88,20 @@ def run(args: argparse.Namespace) -> int:
     words = inference_flags.label_words(args)
 
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
-    from seahorse_t5x import vocab
+    from seahorse_t5x import user_modules, vocab
     from seahorse_t5x.inference import engine as engine_lib
     from seahorse_t5x.inference import scorer as scorer_lib
     from seahorse_t5x.model import checkpoints
     from seahorse_t5x.runner import evaluation_loop
 
+    # The user's tasks are registered before any task name is resolved (or the model loaded).
+    user_modules.import_modules(args.module)
     inference_flags.enable_compilation_cache(args)
     meta = checkpoints.load_meta(checkpoint)
     input_length = scorer_lib.input_length_for(meta, args.input_length, checkpoint)
     # The order `score` uses too (vocab.RESOLUTION_ORDER), with this checkpoint.
     vocab_path = vocab.resolve_vocabulary_path(
-        trained_with=meta.get(scorer_lib.META_VOCABULARY), checkpoint=str(checkpoint)
+        args.vocab, trained_with=meta.get(scorer_lib.META_VOCABULARY), checkpoint=str(checkpoint)
     )
     vocabulary = vocab.get_vocabulary(vocab_path)
     scorer_lib.warn_on_vocabulary_mismatch(meta, checkpoint, vocabulary)
@@ -98,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         placers.append(engine_lib.Placer(config, mesh, args.param_dtype))
         return placers[-1]
 
-    model_config, params = checkpoints.load_checkpoint(str(checkpoint), placement=placement)
+    model_config, params = checkpoints.load_checkpoint(str(checkpoint), args.dtype, placement)
     params = placers[-1].stack_layers(params, consume=True)  # the engine's scanned layout
     task_names = evaluation_loop.expand_task_names(args.tasks.split(","))
     for named in {names.names_the_question(n) for n in task_names} - {None}:
@@ -110,8 +129,9 @@ def run(args: argparse.Namespace) -> int:
     label_ids = None
     if words is not None:
         label_ids = vocab.answer_token_ids(vocabulary, words)
-    name = args.metric_name or checkpoint.resolve().name
-    with vocab.chosen_vocabulary(vocab_path):  # the tasks' inputs are encoded with it too
+    name = args.metric or checkpoint.resolve().name
+    # The tasks' inputs are encoded with this vocabulary too, and cut as --truncation says.
+    with vocab.chosen_vocabulary(vocab_path), _tasks_truncate(args.truncation):
         results = evaluation_loop.evaluate_params(
             model_config,
             params,
@@ -123,7 +143,14 @@ def run(args: argparse.Namespace) -> int:
             input_length=input_length,
             max_examples=args.max_examples,
             mesh=mesh,
-            run_info={"checkpoint": str(checkpoint.resolve()), "title": f"{name} ({args.split})"},
+            run_info={
+                "checkpoint": str(checkpoint.resolve()),
+                "title": f"{name} ({args.split})",
+                "vocabulary": vocab_path,
+                "truncation": args.truncation,
+                "dtype": args.dtype,
+                "param_dtype": args.param_dtype,
+            },
             param_dtype=args.param_dtype,
             label_ids=label_ids,
         )

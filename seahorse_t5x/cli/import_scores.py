@@ -58,28 +58,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--benchmark",
         default=constants.SEAHORSE_BENCHMARK,
         choices=import_scores.BENCHMARKS,
-        help="whose labels the scores are joined to (default seahorse)",
+        help="whose labels the scores are joined to",
     )
     parser.add_argument(
         "--key",
         default="gem_id,system",
-        help="comma-separated join fields from gem_id, system, article, summary "
-        "(default gem_id,system; external files may also name them id, model, "
-        "input_context/source/premise/document, hypo_output/hypothesis/generated_text)",
+        help="comma-separated join fields from gem_id, system, article, summary (external "
+        "files may also name them id, model, input_context/source/premise/document, "
+        "hypo_output/hypothesis/generated_text)",
     )
-    parser.add_argument("--score_field", default="score", help="the score's field (default score)")
+    parser.add_argument("--score_field", default="score", help="the score's field")
     parser.add_argument(
         "--lower_is_better", action="store_true", help="negate the scores (e.g. error counts)"
     )
     parser.add_argument("--data_dir", help="seahorse: the `prepare` output folder")
-    parser.add_argument("--split", default="test", help="seahorse: the split (default test)")
+    parser.add_argument("--split", default="test", help="seahorse: the split")
     parser.add_argument(
-        "--questions", default="1,2,3,4,5,6", help="seahorse: questions to label (default all)"
+        "--questions", default="1,2,3,4,5,6", help="seahorse: comma-separated questions to label"
     )
     parser.add_argument(
         "--benchmark_path",
         help="metal: METAL_dataset.json; mface: the CSV; true: the folder of CSVs "
-        "(default: SEAHORSE_METAL_PATH, SEAHORSE_MFACE_PATH, SEAHORSE_TRUE_DIR)",
+        "(default: $SEAHORSE_METAL_PATH, $SEAHORSE_MFACE_PATH, $SEAHORSE_TRUE_DIR)",
     )
     parser.add_argument(
         "--xlsum_articles", help="metal: XL-Sum test articles (JSON Lines), to join on article"

@@ -1,4 +1,5 @@
-"""Flags `score` and `evaluate` share: the device mesh, the weights' dtype, the compile cache."""
+"""Flags `score` and `evaluate` share: the vocabulary, the input length and its truncation,
+the dtypes, the device mesh, the answer words, the compile cache."""
 
 from __future__ import annotations
 
@@ -6,29 +7,71 @@ import argparse
 import os
 import pathlib
 
+from seahorse_t5x import constants
+
 ENV_COMPILATION_CACHE = "SEAHORSE_COMPILATION_CACHE"
+COMPUTE_DTYPES = ("float32", "bfloat16")
+# `--dtype` and `--param_dtype` default to these in every command that has them (`plan` too).
+DEFAULT_DTYPE = "float32"
+DEFAULT_PARAM_DTYPE = "float32"
+# What `--batch_size` means in `score`, `evaluate` and `plan --scoring` (the engine's rows).
+BATCH_SIZE_HELP = (
+    "rows per batch at --input_length, over all devices; shorter inputs batch more rows "
+    "(the same tokens per batch); rounded up to a multiple of the mesh's data axis"
+)
+MESH_METAVAR = "data=N,model=M"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--mesh",
+        "--vocab",
         default=None,
-        metavar="data=N,model=M",
-        help="device mesh: batches split N ways, parameters M ways (default: every device on data)",
+        metavar="FILE.model",
+        help="SentencePiece .model of the checkpoint, or `demo` (default: "
+        f"${constants.ENV_VOCAB}, else the vocabulary the checkpoint records or ships, "
+        "else mT5's)",
+    )
+    parser.add_argument(
+        "--input_length",
+        type=int,
+        default=None,
+        metavar="N",
+        help="input tokens per row, EOS included; longer inputs are cut as --truncation says "
+        "(default: the length a runner checkpoint was trained with, else "
+        f"{constants.DEFAULT_INPUT_LENGTH})",
+    )
+    parser.add_argument(
+        "--truncation",
+        choices=constants.TRUNCATION_MODES,
+        default=constants.TRUNCATION_KEEP_SUMMARY,
+        help=f"{constants.TRUNCATION_KEEP_SUMMARY}: cut the article so the whole summary "
+        f"fits; {constants.TRUNCATION_RIGHT}: cut the end of the joined input, as the paper did",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=COMPUTE_DTYPES,
+        default=DEFAULT_DTYPE,
+        help="compute (activation) dtype",
     )
     parser.add_argument(
         "--param_dtype",
-        choices=("float32", "bfloat16"),
-        default="float32",
+        choices=COMPUTE_DTYPES,
+        default=DEFAULT_PARAM_DTYPE,
         help="dtype the weights are kept in on the devices (bfloat16 halves their memory)",
+    )
+    parser.add_argument(
+        "--mesh",
+        default=None,
+        metavar=MESH_METAVAR,
+        help="device mesh: batches split N ways, parameters M ways (default: every device on data)",
     )
     parser.add_argument(
         "--label_words",
         default=None,
         metavar="YES,NO",
-        help="the answers compared at the first decoder step, yes first (default 1,0, as the "
-        "SEAHORSE metrics answer; e.g. Yes,No for Flan-T5 or mT0); each word's first piece "
-        "in the vocabulary is scored",
+        help="the answers compared at the first decoder step, yes first, e.g. Yes,No for "
+        "Flan-T5 or mT0; each word's first piece in the vocabulary is scored (default: 1,0, "
+        "as the SEAHORSE metrics answer; for ICE tasks, the words their prompts ask for)",
     )
     cache = parser.add_mutually_exclusive_group()
     cache.add_argument(

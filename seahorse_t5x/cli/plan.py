@@ -7,6 +7,7 @@ import json
 import sys
 
 from seahorse_t5x import errors
+from seahorse_t5x.cli import inference_flags
 from seahorse_t5x.runner import plan
 
 HELP = (
@@ -15,34 +16,74 @@ HELP = (
 )
 EXAMPLE = (
     "seahorse-t5x plan --model xxl --mesh data=2,model=16 --batch_size 64 --microbatches 32 "
-    "--input_length 2048 --target_length 4 --extrapolate_from 1"
+    "--input_length 2048 --target_length 4 --dtype bfloat16 --extrapolate_from 1"
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from seahorse_t5x import constants
+
     parser.add_argument(
         "--model", required=True, help="mT5 size: tiny, small, base, large, xl, xxl"
     )
     parser.add_argument(
         "--mesh",
         required=True,
-        help="data=D,model=M: batch split D ways, parameters M ways (D*M devices, simulated)",
+        metavar=inference_flags.MESH_METAVAR,
+        help="device mesh: batches split N ways, parameters M ways (N*M devices, simulated)",
     )
-    parser.add_argument("--batch_size", type=int, required=True, help="global batch (sequences)")
-    parser.add_argument("--input_length", type=int, default=2048)
-    parser.add_argument("--target_length", type=int, default=4)
-    parser.add_argument("--microbatches", type=int, default=1, help="gradient accumulation steps")
-    parser.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16")
-    parser.add_argument("--optimizer", choices=("adafactor", "adamw"), default="adafactor")
     parser.add_argument(
-        "--dropout_rate", type=float, default=0.1, help="0.1 as in T5X fine-tuning; 0 for none"
+        "--batch_size",
+        type=int,
+        required=True,
+        help="global rows per train step, over all devices (train's BATCH_SIZE); with "
+        f"--scoring, as in score and evaluate: {inference_flags.BATCH_SIZE_HELP}",
+    )
+    parser.add_argument(
+        "--input_length",
+        type=int,
+        default=constants.DEFAULT_INPUT_LENGTH,
+        metavar="N",
+        help="input tokens per row, EOS included (encoder length)",
+    )
+    parser.add_argument(
+        "--target_length",
+        type=int,
+        default=4,
+        metavar="N",
+        help="target tokens per row (decoder length) of a train step",
+    )
+    parser.add_argument(
+        "--microbatches",
+        type=int,
+        default=1,
+        help="gradient accumulation steps each batch is split into (1: none)",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=inference_flags.COMPUTE_DTYPES,
+        default=inference_flags.DEFAULT_DTYPE,
+        help="compute (activation) dtype, as in score, evaluate and the local trainer; T5X "
+        "trains mT5 with bfloat16 activations: pass bfloat16 to plan such a run",
+    )
+    parser.add_argument(
+        "--optimizer",
+        choices=("adafactor", "adamw"),
+        default="adafactor",
+        help="optimizer whose state the train step keeps",
+    )
+    parser.add_argument(
+        "--dropout_rate",
+        type=float,
+        default=0.1,
+        help="dropout of the train step: 0.1 as in T5X fine-tuning; 0 for none",
     )
     depth = parser.add_mutually_exclusive_group()
     depth.add_argument(
         "--num_layers",
         type=int,
         default=None,
-        help="compile with this many encoder and decoder layers instead of the size's own",
+        help="compile with this many encoder and decoder layers (default: the size's own)",
     )
     depth.add_argument(
         "--extrapolate_from",
@@ -50,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="L",
         help="compile at L and 2L layers and extrapolate linearly per layer to the full depth "
-        "(for sizes too slow to compile whole on a CPU host)",
+        "(for sizes too slow to compile whole on a CPU host; default: compile the full depth)",
     )
     parser.add_argument(
         "--scoring",
@@ -60,9 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--param_dtype",
-        choices=("float32", "bfloat16"),
-        default="float32",
-        help="with --scoring: dtype the weights are kept in",
+        choices=inference_flags.COMPUTE_DTYPES,
+        default=inference_flags.DEFAULT_PARAM_DTYPE,
+        help="with --scoring: dtype the weights are kept in on the devices (a train step keeps "
+        "them in float32)",
     )
     parser.add_argument(
         "--format", choices=("text", "json", "markdown"), default="text", help="output format"

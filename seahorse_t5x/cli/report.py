@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from seahorse_t5x import errors
+from seahorse_t5x.cli import flags
 
 HELP = "Tables (Markdown, LaTeX, JSON) and plots from score files and/or a prepared dataset."
 EXAMPLE = (
@@ -23,14 +24,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " ...); a folder stands for its *.jsonl files",
     )
     parser.add_argument(
-        "--dataset",
+        "--data_dir",
         metavar="DIR",
-        help="a `prepare` output folder: Tables 1, 3, 8 and the label-correlation heatmap",
+        help="a `prepare` output folder: Tables 1, 3, 8 and the label-correlation heatmap "
+        "(default: none, score files only)",
     )
+    flags.add_alias(parser, "--dataset", "--data_dir")
     parser.add_argument(
         "--duplicates",
         metavar="PATH",
-        help="with --dataset: SEAHORSE duplicates TSV (or folder of them) for rater agreement",
+        help="with --data_dir: SEAHORSE duplicates TSV (or folder of them) for rater agreement "
+        "(default: no agreement table)",
     )
     parser.add_argument("--output_dir", required=True, metavar="DIR", help="where to write")
     parser.add_argument(
@@ -66,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 0:
         raise errors.UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
-    if args.duplicates and not args.dataset:
+    if args.duplicates and not args.data_dir:
         raise errors.UserError(
-            "--duplicates needs --dataset (rater agreement is a table of the dataset's)"
+            "--duplicates needs --data_dir (rater agreement is a table of the dataset's)"
         )
     by = tuple(field.strip() for field in args.by.split(",") if field.strip())
     settings = report.ReportSettings(
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     result = report.write_report(
         args.output_dir,
         score_paths=args.scores,
-        dataset_dir=args.dataset,
+        dataset_dir=args.data_dir,
         settings=settings,
         duplicates_path=args.duplicates,
     )

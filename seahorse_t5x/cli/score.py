@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from seahorse_t5x import constants, errors
-from seahorse_t5x.cli import inference_flags
+from seahorse_t5x.cli import flags, inference_flags
 
 HELP = "score (article, summary) pairs with an mT5 metric checkpoint (length-bucketed P(yes))"
 EXAMPLE = (
@@ -43,12 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="HF directory, T5X checkpoint_N directory, orbax step directory or MODEL_DIR",
     )
     parser.add_argument(
-        "--vocab",
-        default=None,
-        help="SentencePiece .model of the checkpoint, or `demo` (default: $SEAHORSE_VOCAB, "
-        "else the vocabulary the checkpoint records or ships, else mT5's)",
-    )
-    parser.add_argument(
         "--input",
         required=True,
         help="JSON Lines rows with `article` and `summary` (or .tsv/.csv with those columns)",
@@ -63,43 +57,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         choices=constants.QUESTIONS,
         default=None,
-        help="name question N in the input (multi-question models only)",
+        help="name question N in the input, for multi-question models (default: the input "
+        "names no question)",
     )
-    parser.add_argument(
-        "--max_input_length",
-        type=int,
-        default=None,
-        help="input tokens incl. EOS (default: the length a runner checkpoint was trained "
-        "with, else 2048)",
-    )
-    parser.add_argument(
-        "--batch_size",
-        type=int,
-        default=1,
-        help="rows per batch at max_input_length; shorter inputs batch more rows, same tokens "
-        "(default 1); rounded up to a multiple of the mesh's data axis",
-    )
-    parser.add_argument(
-        "--dtype", choices=("float32", "bfloat16"), default="float32", help="compute dtype"
-    )
+    parser.add_argument("--batch_size", type=int, default=1, help=inference_flags.BATCH_SIZE_HELP)
     inference_flags.add_arguments(parser)
-    parser.add_argument(
-        "--truncation",
-        choices=constants.TRUNCATION_MODES,
-        default=constants.TRUNCATION_KEEP_SUMMARY,
-        help="keep_summary: cut the article so the summary fits (default); right: the paper's cut",
-    )
+    flags.add_alias(parser, "--max_input_length", "--input_length")
     parser.add_argument(
         "--packing",
         action="store_true",
-        help="pack several inputs into each max_input_length row (one compiled shape) "
+        help="pack several inputs into each --input_length row (one compiled shape) "
         "instead of length buckets",
     )
     parser.add_argument(
         "--chunk_size",
         type=int,
         default=4096,
-        help="rows read, scored and written at a time (memory is bounded by it; default 4096)",
+        help="rows read, scored and written at a time (memory is bounded by it)",
     )
     parser.add_argument(
         "--resume",
@@ -112,13 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help='write bad rows with "score": null and an "error" instead of stopping',
     )
-    parser.add_argument(
-        "--coordinator_address",
-        default=None,
-        help="host:port (or `auto`) of process 0, to score across hosts with jax.distributed",
-    )
-    parser.add_argument("--num_processes", type=int, default=None)
-    parser.add_argument("--process_id", type=int, default=None)
+    flags.add_distributed(parser, "score")
 
 
 # --- input -------------------------------------------------------------------------------
@@ -226,7 +194,8 @@ def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str
         "checkpoint_step": str(pathlib.Path(checkpoint_dir).resolve()),
         "vocab": args.vocab,
         "question": args.question,
-        "max_input_length": args.max_input_length,
+        # The key older runs wrote, so their partial outputs still resume.
+        "max_input_length": args.input_length,
         "batch_size": args.batch_size,
         "dtype": args.dtype,
         "param_dtype": args.param_dtype,
@@ -367,10 +336,10 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError(f"--chunk_size must be at least 1, got {args.chunk_size}")
     if args.batch_size < 1:
         raise errors.UserError(f"--batch_size must be at least 1, got {args.batch_size}")
-    if args.max_input_length is not None:
+    if args.input_length is not None:
         from seahorse_t5x.inference import inputs as inputs_lib
 
-        inputs_lib.check_input_length(args.max_input_length, "--max_input_length")
+        inputs_lib.check_input_length(args.input_length, "--input_length")
     mesh_shape = inference_flags.mesh_shape(args)
     inference_flags.label_words(args)  # a mistake here is found before the input is read
     total, bad = check_input(input_path, args.skip_bad_rows)
@@ -432,7 +401,7 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
     scorer = scorer_lib.Scorer(
         args.checkpoint,
         vocab=args.vocab,
-        max_input_length=args.max_input_length,
+        max_input_length=args.input_length,
         batch_size=args.batch_size,
         dtype=args.dtype,
         truncation=args.truncation,
@@ -442,7 +411,7 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
         label_words=inference_flags.label_words(args),
     )
     inputs_lib.check_room_for_summary(
-        scorer.vocab, scorer.max_input_length, "--max_input_length", args.question
+        scorer.vocab, scorer.max_input_length, "--input_length", args.question
     )
     if writer:
         scorer_lib.warn_on_question_mismatch(

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--split",
         default="test",
         choices=("train", "validation", "test"),
-        help="the split inferred (default test)",
+        help="the split inferred",
     )
     parser.add_argument("--output", required=True, help="score file to write (JSON Lines)")
     parser.add_argument("--metric", required=True, help="metric name the rows carry")

@@ -7,6 +7,7 @@ import os
 import pathlib
 
 from seahorse_t5x import errors
+from seahorse_t5x.cli import flags
 
 HELP = "Train (or resume) a metric locally with JAX: gin-configured, sharded, checkpointed."
 EXAMPLE = (
@@ -16,8 +17,6 @@ EXAMPLE = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from seahorse_t5x.runner import gin_config
-
     parser.add_argument(
         "--gin_file",
         action="append",
@@ -39,25 +38,82 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="B",
         help='any gin binding, e.g. "trainer.train.log_period = 50" (repeatable)',
     )
-    for position, macro in enumerate(gin_config.MACROS):
-        parser.add_argument(
+    flags.add_module(parser)
+    macros = parser.add_argument_group(
+        "gin macros",
+        "--gin.NAME=VALUE sets the macro NAME; a macro that no gin file or flag sets takes\n"
+        "the default of trainer.TrainConfig's field of the same name",
+    )
+    for macro, text in macro_help().items():
+        macros.add_argument(
             f"--gin.{macro}",
             dest=f"gin_macro_{macro}",
             metavar="V",
-            help=argparse.SUPPRESS if position >= _SHOWN_COUNT else f"sets the gin macro {macro}",
+            help=text,
         )
-    parser.add_argument(
-        "--coordinator_address",
-        default=None,
-        help="host:port (or `auto`) of process 0, to run across hosts with jax.distributed",
-    )
-    parser.add_argument("--num_processes", type=int, default=None)
-    parser.add_argument("--process_id", type=int, default=None)
+    flags.add_distributed(parser, "train")
 
 
-# `--help` lists T5X's own macros (the first ten) and MODEL_SIZE; the runner's other
-# macros are accepted but not listed.
-_SHOWN_COUNT = 11
+# How the mesh of a local run is set (`score`, `evaluate`, `plan` take --mesh), added to
+# MODEL_PARALLEL's help.
+_MESH_NOTE = (
+    '; --gin_bindings "trainer.train.data_parallel = N" puts fewer devices on `data` (the '
+    "mesh of train is set by these two, not by --mesh)"
+)
+
+
+def macro_help() -> dict[str, str]:
+    """`{macro: its help}` for every runner macro (`gin_config.MACROS`): the meaning and the
+    default of `trainer.TrainConfig`'s field of the same (lower-case) name, or `required`
+    for a field without a default.
+
+    Raises:
+      ValueError: for a macro that names no field of `TrainConfig`.
+    """
+    import dataclasses
+
+    from seahorse_t5x.runner import gin_config, trainer
+
+    fields = {field.name: field for field in dataclasses.fields(trainer.TrainConfig)}
+    meanings = _attribute_docs(trainer.TrainConfig)
+    helps = {}
+    for macro in gin_config.MACROS:
+        field = fields.get(macro.lower())
+        if field is None:
+            raise ValueError(f"gin macro {macro} names no field of trainer.TrainConfig")
+        if field.default is not dataclasses.MISSING:
+            shown = f"(default: {field.default!r})"
+        elif field.default_factory is not dataclasses.MISSING:
+            shown = f"(default: {field.default_factory()!r})"
+        else:
+            shown = "(required: set it here or in a gin file)"
+        meaning = meanings.get(field.name, field.name.replace("_", " "))
+        if macro == "MODEL_PARALLEL":
+            meaning += _MESH_NOTE
+        # argparse formats help with %: a literal one is written %%.
+        helps[macro] = f"{meaning} {shown}".replace("%", "%%")
+    return helps
+
+
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """`{attribute: its description}` from the `Attributes:` section of `cls`'s docstring,
+    on one line, without the `[MACRO]` tags and the final full stop."""
+    import inspect
+    import re
+
+    _, _, section = (inspect.getdoc(cls) or "").partition("Attributes:\n")
+    docs: dict[str, str] = {}
+    name = None
+    for line in section.splitlines():
+        entry = re.match(r"^  (\w+): (.*)$", line)
+        if entry:
+            name = entry.group(1)
+            docs[name] = entry.group(2)
+        elif name and line.startswith("    "):
+            docs[name] += " " + line.strip()
+        elif line.strip():
+            break
+    return {k: re.sub(r"\s*\[\w+\]", "", v).strip().rstrip(".") for k, v in docs.items()}
 
 
 def _check_model_dir() -> str | None:
@@ -92,8 +148,11 @@ def _remove_if_unused(model_dir: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import gin
 
+    from seahorse_t5x import user_modules
     from seahorse_t5x.runner import gin_config, trainer
 
+    # The user's modules (task registrations) first: the gin files name their tasks.
+    user_modules.import_modules(args.module)
     bindings = [
         gin_config.macro_binding(macro, value)
         for macro in gin_config.MACROS

@@ -538,7 +538,7 @@ def write_report(
     settings = settings or ReportSettings()
     if not score_paths and dataset_dir is None:
         raise errors.UserError(
-            "nothing to report: give --scores FILE [FILE ...] and/or --dataset DIR"
+            "nothing to report: give --scores FILE [FILE ...] and/or --data_dir DIR"
         )
     fileio.check_output_path(output_dir, "directory", flag="--output_dir")
     output_dir = pathlib.Path(output_dir)

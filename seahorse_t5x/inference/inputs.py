@@ -35,8 +35,8 @@ class EncodedInputs:
 def check_input_length(value: int, name: str) -> int:
     """Returns `value` when it can be an input length, else raises UserError.
 
-    The one check of an input length (EOS included), wherever a user sets one: `score
-    --max_input_length`, `evaluate --input_length`, `TASK_FEATURE_LENGTHS['inputs']` of a
+    The one check of an input length (EOS included), wherever a user sets one:
+    `--input_length` of `score` and `evaluate`, `TASK_FEATURE_LENGTHS['inputs']` of a
     training run, SeqIO's `sequence_length['inputs']` and `build_inputs` here.
 
     Args:

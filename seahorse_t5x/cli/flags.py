@@ -1,0 +1,126 @@
+"""Flags that several commands share, each defined once, and the older spellings of flags.
+
+One concept has one spelling in every command (`--input_length`, `--metric`, `--data_dir`,
+`--module`, ...). A spelling that was renamed keeps working as a hidden alias
+(`add_alias`): it does what the new flag does, after one line on stderr,
+
+    seahorse-t5x score: note: --max_input_length is deprecated; use --input_length
+
+`HelpFormatter` ends every option's help with its default, so `--help` shows them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's line breaks and ends each option's help with
+    `(default: VALUE)`, unless the help already says what the default is, or there is no
+    value to show (None, False: the help says in words what happens without the flag)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or "default" in text
+            or default is None
+            or default is False
+            or default is argparse.SUPPRESS
+            or default == []
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class DeprecatedAlias(argparse.Action):
+    """An older spelling of a flag: does what the flag does, after a one-line note on stderr.
+
+    Hidden from `--help` and from the usage line; it writes to the flag's `dest`, so the
+    command sees only the new name.
+    """
+
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        canonical: argparse.Action,
+        **kwargs: object,
+    ) -> None:
+        del kwargs  # the alias takes everything from the flag it stands for
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=canonical.nargs,
+            const=canonical.const,
+            default=argparse.SUPPRESS,  # the flag's own default stands
+            type=canonical.type,
+            choices=canonical.choices,
+            metavar=canonical.metavar,
+            help=argparse.SUPPRESS,
+        )
+        self.canonical = canonical
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        new = self.canonical.option_strings[0]
+        print(f"{parser.prog}: note: {option_string} is deprecated; use {new}", file=sys.stderr)
+        self.canonical(parser, namespace, values, new)
+
+
+def add_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Makes `old` a hidden, deprecated spelling of the flag `new` (already added).
+
+    Raises:
+      ValueError: when `new` is not a flag of `parser`, or is required (argparse would ask
+        for it even when the alias is given).
+    """
+    canonical = parser._option_string_actions.get(new)  # noqa: SLF001 - argparse's flag index
+    if canonical is None:
+        raise ValueError(f"{parser.prog} has no flag {new} to alias as {old}")
+    if canonical.required:
+        raise ValueError(f"{new} is required: an alias {old} could not stand in for it")
+    parser.add_argument(old, dest=canonical.dest, action=DeprecatedAlias, canonical=canonical)
+
+
+def add_module(parser: argparse.ArgumentParser) -> None:
+    """`--module`: the user's own modules (task registrations), imported before any task
+    name is resolved (`seahorse_t5x.user_modules.import_modules`)."""
+    parser.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="NAME_OR_FILE.py",
+        help="a Python module to import first, by name (found on PYTHONPATH or in the current "
+        "folder) or as a .py file: e.g. one that registers your own SeqIO tasks (repeatable)",
+    )
+
+
+def add_distributed(parser: argparse.ArgumentParser, work: str) -> None:
+    """`--coordinator_address`, `--num_processes`, `--process_id`: joining a multi-host run
+    (`partitioning.maybe_initialize_distributed`); `work` names what the hosts do."""
+    parser.add_argument(
+        "--coordinator_address",
+        default=None,
+        metavar="HOST:PORT",
+        help=f"host:port (or `auto`) of process 0, to {work} across hosts with "
+        "jax.distributed (default: one host)",
+    )
+    parser.add_argument(
+        "--num_processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --coordinator_address HOST:PORT: how many hosts take part (default: "
+        "found by JAX, as with `auto` on Cloud TPU)",
+    )
+    parser.add_argument(
+        "--process_id",
+        type=int,
+        default=None,
+        metavar="I",
+        help="with --coordinator_address HOST:PORT: this host's index, 0 to N-1 (default: "
+        "found by JAX, as with `auto` on Cloud TPU)",
+    )
