@@ -331,6 +331,11 @@ def test_score_rows_round_trip_through_a_score_file(chat, tmp_path):
     assert frame["label"].tolist() == [1.0, 0.0, 1.0, 0.0]
     written = [json.loads(line) for line in path.read_text().splitlines()]
     assert all(type(r["label"]) is int and r["label_kind"] == "binary" for r in written)
+    # While `chat` is registered its labels are 0/1 even in rows that do not say so.
+    graded = {k: v for k, v in written[0].items() if k != "label_kind"} | {"label": 0.5}
+    path.write_text(json.dumps(graded) + "\n")
+    with pytest.raises(errors.DataError, match="a registered rating set's labels are 0/1"):
+        scorefiles.read_score_files([path])
 
 
 def test_validation_finds_the_score_tasks_by_their_suffix(chat):

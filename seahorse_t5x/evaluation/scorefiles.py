@@ -146,7 +146,9 @@ def validate_row(row: object, path: str, line: int, exact_labels: bool = False) 
             + (
                 "graded labels belong to graded benchmarks (mface, metal)"
                 if out["benchmark"] in BINARY_LABEL_BENCHMARKS
-                else "a rating set's labels are 0/1 (the row says label_kind binary)"
+                else "the row's label_kind is binary"
+                if kind == LABEL_KIND_BINARY
+                else "a registered rating set's labels are 0/1"
             ),
         )
     if binary and exact_labels and type(label) is not int:
