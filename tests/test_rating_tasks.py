@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+import gin
 import numpy as np
 import pytest
 import seqio
@@ -375,6 +376,22 @@ def test_data_folder_from_the_environment_is_read_when_a_dataset_is_built(tmp_pa
         remove_rating_tasks("later")
     assert "later_polite" not in seqio.TaskRegistry.names()
     assert ratings.get_rating_set("later") is None
+
+
+def test_gin_names_the_data_folder_before_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(constants.ENV_VOCAB, "demo")
+    write_rating_set(tmp_path / "gin_data")
+    monkeypatch.setenv("SEAHORSE_RATINGS_DIR_GINNED", str(tmp_path / "elsewhere"))
+    register_rating_tasks("ginned", None, ["formal"], languages=())
+    try:
+        gin.parse_config(
+            "seahorse_t5x.data.ratings.rating_data_dirs.paths = "
+            f"{{'ginned': '{tmp_path / 'gin_data'}'}}"
+        )
+        assert seqio.get_mixture_or_task("ginned_formal").num_input_examples("test") == 5
+    finally:
+        gin.clear_config()
+        remove_rating_tasks("ginned")
 
 
 def test_a_missing_split_file_is_named_when_a_dataset_is_built(tmp_path, monkeypatch):
