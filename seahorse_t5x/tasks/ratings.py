@@ -291,7 +291,16 @@ def register_rating_tasks(
     optionally `language` (a lowercase code such as `en`), `system`, `dataset` and `gem_id`
     (or `id`). A row that breaks these rules (not JSON, no article, a label such as "yes",
     true or 1.0) is dropped and counted with its file, line and field: logged once per file
-    when it is first read, and returned by `drop_report(name)` (kept + dropped = read).
+    when it is first read, and returned by `seahorse_t5x.tasks.ratings.drop_report(name)`
+    (per split: rows read, kept and dropped, kept + dropped = read; drops per field; the
+    first drops as `file:line field 'polite': reason`; yes/no/null counts per question).
+
+    Example (docs/tasks.md, "Your own rating data")::
+
+      from seahorse_t5x.tasks import register_rating_tasks
+
+      register_rating_tasks("chat", "/data/chat_ratings", ["polite", "formal"])
+      # -> ["chat_polite", "chat_polite.de", ..., "chat_all", "chat_all_score"]
 
     For each question `q` it registers, with `{name}` the set's name:
 
@@ -311,10 +320,16 @@ def register_rating_tasks(
     SEAHORSE). Score tasks use `preprocessors.score_postprocessor` and
     `seqio_metrics.score_metrics`, the others `predict_postprocessor` and `predict_metrics`.
 
-    `evaluate` writes the score rows of `{name}_{q}_score` with `"benchmark": name` and
-    `"question": q`, and `report` gives the set its own table (one column per question);
-    the trainer validates `{name}_{q}` on `{name}_{q}_score` and `{name}_all` on
-    `{name}_all_score` (the `_score` suffix is how it finds them).
+    The examples carry SEAHORSE's features (`inputs`, `targets`, `label`, `gem_id`,
+    `language`, `dataset`, `system`, the truncation counters) but no int `question`: the
+    task name says which question. The set is recorded in `seahorse_t5x.data.ratings`
+    (`get_rating_set(name)`, `rating_task_of(task_name)`), so that in the same process
+    `evaluate` writes the score rows of `{name}_{q}_score` (and of `{name}_all_score`'s
+    tasks) with `"benchmark": name`, `"question": q` and `"label_kind": "binary"`;
+    `report` gives the set its own table (rows = metrics, one column per question, ρ/roc
+    with bootstrap intervals). The trainer validates `{name}_{q}` on `{name}_{q}_score`
+    and `{name}_all` on `{name}_all_score`: the `_score` suffix is how it finds them. T5X
+    and `train` see the tasks when a gin file imports the module that makes this call.
 
     Args:
       name: the set's name, a lowercase identifier (`chat`); also the `benchmark` of its
