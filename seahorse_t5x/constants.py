@@ -105,3 +105,6 @@ DECODER_START_ID = 0
 # Environment variables the project reads (paths never live in module constants).
 ENV_DATA_DIR = "SEAHORSE_DATA_DIR"
 ENV_VOCAB = "SEAHORSE_VOCAB"
+# A user's rating set's data folder: this prefix + the set's name in upper case
+# (`SEAHORSE_RATINGS_DIR_CHAT` for the set `chat`; data/ratings.py).
+ENV_RATINGS_DIR_PREFIX = "SEAHORSE_RATINGS_DIR_"

@@ -8,16 +8,22 @@ rows of a split file a task read:
   seahorse_all_q{n}[_score]           the multi-question input
   ice_q{n}_k{K}_{mode}[.{lang}]       in-context evaluator prompts (K demonstrations)
   mface_{dimension}[_5lang], true_{dataset}, metal_{metric}[.{lang}]   outside benchmarks
+  {set}_{question}[_score][.{lang}]   a user's rating set (`tasks.register_rating_tasks`)
+  {set}_all_{question}[_score]        its multi-question input; {set}_all[_score]: mixtures
 
-A language suffix (`.de`) restricts a task to one language's rows.
+A language suffix (`.de`) restricts a task to one language's rows. The `_score` suffix
+marks a T5X score-mode task (constant target `1`, gold label in `label`); the trainer's
+validation finds a training task's score task by adding it (`{set}_polite` ->
+`{set}_polite_score`, `seahorse_q4.de` -> `seahorse_q4_score.de`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Collection, Iterable, Mapping
 
-from seahorse_t5x import constants
+from seahorse_t5x import constants, errors
 
 SCORE_SUFFIX = "_score"
 # The multi-question mixtures: one model for all six questions, each input naming its own.
@@ -26,6 +32,28 @@ SEAHORSE_MIXTURES = (
     f"{constants.SEAHORSE_BENCHMARK}_all_score",
 )
 ICE_PREFIX = "ice"
+# The multi-question part of SEAHORSE and rating-set names (`seahorse_all`, `polite_all_x`).
+ALL = "all"
+# Names a rating set may not take: the project's own benchmarks and task families.
+RESERVED_RATING_SET_NAMES: frozenset[str] = frozenset(
+    {
+        constants.SEAHORSE_BENCHMARK,
+        "mface",
+        "mface_5lang",
+        "true",
+        "metal",
+        ICE_PREFIX,
+        "xnli",
+        "nli",
+    }
+)
+# Fields of a rating row that are not questions (data/ratings.py reads them).
+RATING_ROW_FIELDS: frozenset[str] = frozenset(
+    {"article", "summary", "language", "system", "dataset", "gem_id", "id"}
+)
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
+# `q4` would read as SEAHORSE's question 4 in score files and reports.
+_NUMBERED_QUESTION = re.compile(r"q\d+")
 
 _SEAHORSE = re.compile(
     rf"{constants.SEAHORSE_BENCHMARK}_(?P<all>all_)?q(?P<question>[1-6])(?P<score>{SCORE_SUFFIX})?"
@@ -168,3 +196,183 @@ def question_of_task(name: str) -> int | None:
     """
     parsed = parse_seahorse_task(name) or parse_ice_task(name)
     return None if parsed is None else parsed.question
+
+
+# ----------------------------------------------------------------------------- rating sets
+
+
+@dataclasses.dataclass(frozen=True)
+class RatingTask:
+    """What a rating-set task or mixture name says (`question` None: the `_all` mixtures)."""
+
+    benchmark: str
+    question: str | None
+    language: str | None = None
+    score: bool = False
+    multi_question: bool = False
+
+    @property
+    def name(self) -> str:
+        if self.question is None:
+            return rating_mixture(self.benchmark, score=self.score)
+        return rating_task(
+            self.benchmark,
+            self.question,
+            language=self.language,
+            score=self.score,
+            multi_question=self.multi_question,
+        )
+
+
+def rating_task(
+    benchmark: str,
+    question: str,
+    *,
+    language: str | None = None,
+    score: bool = False,
+    multi_question: bool = False,
+) -> str:
+    """A rating-set task name.
+
+    >>> rating_task("chat", "polite", language="de", score=True)
+    'chat_polite_score.de'
+    >>> rating_task("chat", "polite", multi_question=True)
+    'chat_all_polite'
+    """
+    all_part = f"{ALL}_" if multi_question else ""
+    name = f"{benchmark}_{all_part}{question}" + (SCORE_SUFFIX if score else "")
+    return _with_language(name, language)
+
+
+def rating_mixture(benchmark: str, score: bool = False) -> str:
+    """`chat_all` (training, multi-question input) or `chat_all_score` (its score tasks)."""
+    return f"{benchmark}_{ALL}" + (SCORE_SUFFIX if score else "")
+
+
+def is_identifier(value: object) -> bool:
+    """Whether `value` may be part of a rating-set name: a lowercase identifier (`polite`)."""
+    return isinstance(value, str) and _IDENTIFIER.fullmatch(value) is not None
+
+
+def _check_identifier(value: object, what: str) -> str:
+    if not is_identifier(value):
+        raise errors.UserError(
+            f"{what} {value!r}: expected a lowercase identifier (a letter, then letters, "
+            "digits or _), e.g. 'polite'"
+        )
+    return value
+
+
+def check_rating_names(
+    name: object, questions: object, languages: Iterable[object] = ()
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """Checks the parts of a rating set's task names; returns them as (name, questions,
+    languages) tuples.
+
+    A name, question or language is a lowercase identifier. The name is none of the
+    project's own (`RESERVED_RATING_SET_NAMES`). A question is not `all` or `score`, does not
+    start with `all_` or end with `_score` (each would make two names the same), is not
+    `q4`-like (score files read that as a SEAHORSE question) and is not a row field
+    (`article`, `summary`, `language`, `system`, `dataset`, `gem_id`, `id`).
+
+    Raises:
+      UserError: naming the value that is wrong and what was expected.
+    """
+    _check_identifier(name, "rating set name")
+    if name in RESERVED_RATING_SET_NAMES:
+        raise errors.UserError(
+            f"rating set name {name!r} is the project's own; choose another "
+            f"(reserved: {', '.join(sorted(RESERVED_RATING_SET_NAMES))})"
+        )
+    if isinstance(questions, str) or not isinstance(questions, Iterable):
+        raise errors.UserError(
+            f"questions: expected a list of question names such as ['polite'], got {questions!r}"
+        )
+    questions = tuple(questions)
+    if not questions:
+        raise errors.UserError("questions: expected at least one question name, got none")
+    for question in questions:
+        _check_identifier(question, "question")
+        if (
+            question in (ALL, SCORE_SUFFIX[1:])
+            or question.startswith(f"{ALL}_")
+            or question.endswith(SCORE_SUFFIX)
+            or _NUMBERED_QUESTION.fullmatch(question)
+            or question in RATING_ROW_FIELDS
+        ):
+            raise errors.UserError(
+                f"question {question!r}: expected a name that is not 'all' or 'score', does "
+                f"not start with 'all_' or end with '{SCORE_SUFFIX}', is not like 'q4' and is not a row "
+                f"field ({', '.join(sorted(RATING_ROW_FIELDS))})"
+            )
+    repeated = sorted({q for q in questions if questions.count(q) > 1})
+    if repeated:
+        raise errors.UserError(f"questions: {', '.join(repeated)} given more than once")
+    languages = tuple(languages)
+    for language in languages:
+        _check_identifier(language, "language")
+    return name, questions, languages
+
+
+def rating_task_names(
+    benchmark: str, questions: Iterable[str], languages: Iterable[str] = ()
+) -> list[str]:
+    """Every task name of a rating set, in registration order (its mixtures not included):
+    per question, training then score mode, each as all rows, one per language, and the
+    multi-question input.
+
+    >>> rating_task_names("chat", ["polite"], ["de"])[:3]
+    ['chat_polite', 'chat_polite.de', 'chat_all_polite']
+    """
+    languages = tuple(languages)
+    names = []
+    for question in questions:
+        for score in (False, True):
+            names.append(rating_task(benchmark, question, score=score))
+            names.extend(
+                rating_task(benchmark, question, language=lang, score=score) for lang in languages
+            )
+            names.append(rating_task(benchmark, question, score=score, multi_question=True))
+    return names
+
+
+def parse_rating_task(
+    name: str, rating_sets: Mapping[str, Collection[str]] | Collection[str]
+) -> RatingTask | None:
+    """The rating set (benchmark) and question a task name belongs to, or None.
+
+    Args:
+      name: a task or mixture name.
+      rating_sets: the registered rating sets: their names, or a mapping from each name to
+        its questions (then only those questions parse). A name that two sets could claim
+        goes to the longer set name.
+
+    >>> parse_rating_task("chat_polite_score.de", {"chat": ["polite"]}).question
+    'polite'
+    >>> parse_rating_task("chat_all", ["chat"]).question is None
+    True
+    """
+    base, dot, language = name.partition(".")
+    if dot and not _IDENTIFIER.fullmatch(language):
+        return None
+    for benchmark in sorted(rating_sets, key=len, reverse=True):
+        if not base.startswith(f"{benchmark}_"):
+            continue
+        rest = base[len(benchmark) + 1 :]
+        score = rest.endswith(SCORE_SUFFIX)
+        if score:
+            rest = rest[: -len(SCORE_SUFFIX)]
+        if rest == ALL:
+            if language:
+                continue
+            return RatingTask(benchmark, None, score=score, multi_question=True)
+        multi = rest.startswith(f"{ALL}_")
+        if multi:
+            rest = rest[len(ALL) + 1 :]
+        known = rating_sets[benchmark] if isinstance(rating_sets, Mapping) else None
+        if not _IDENTIFIER.fullmatch(rest) or (known is not None and rest not in known):
+            continue
+        if multi and language:
+            continue
+        return RatingTask(benchmark, rest, language or None, score, multi)
+    return None

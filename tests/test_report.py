@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
-from seahorse_t5x import cli
+from seahorse_t5x import cli, errors
 from seahorse_t5x.evaluation import report, scorefiles, stats, tables
 
 SCORES = pathlib.Path(__file__).parent / "testdata" / "scores"
@@ -446,3 +446,105 @@ def test_negative_bootstrap_is_a_user_error(tmp_path, capsys):
     assert capsys.readouterr().err == (
         "seahorse-t5x report: error: --bootstrap must be >= 0, got -5\n"
     )
+
+
+# A user's rating set (`tasks.register_rating_tasks`): benchmark `chat`, questions named.
+CHAT_POLITE_LABELS = [1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1]
+CHAT_POLITE_SCORES = {
+    "mt5_chat": [0.9, 0.2, 0.7, 0.6, 0.4, 0.8, 0.3, 0.5, 0.95, 0.1, 0.65, 0.35],
+    "rouge_l": [0.3, 0.5, 0.2, 0.8, 0.1, 0.6, 0.4, 0.45, 0.7, 0.25, 0.15, 0.9],
+}
+
+
+def _chat_rows() -> list[dict]:
+    rows = []
+    for metric, scores in CHAT_POLITE_SCORES.items():
+        for i, (label, score) in enumerate(zip(CHAT_POLITE_LABELS, scores, strict=True)):
+            rows.append(
+                {"metric": metric, "benchmark": "chat", "question": "polite", "label": label}
+                | {"score": score, "label_kind": "binary", "gem_id": f"c{i}", "system": "s"}
+            )
+    # `formal`: every item rated Yes, and scored by one metric only.
+    rows += [
+        {"metric": "mt5_chat", "benchmark": "chat", "question": "formal", "label": 1}
+        | {"score": 0.1 * i, "label_kind": "binary", "gem_id": f"c{i}", "system": "s"}
+        for i in range(5)
+    ]
+    return rows
+
+
+def test_rating_set_table_has_its_questions_and_says_why_a_value_is_undefined(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    scorefiles.write_score_file(path, _chat_rows())
+    settings = report.ReportSettings(by=("system",), n_resamples=200, plots=True)
+    result = report.write_report(tmp_path / "out", score_paths=[path], settings=settings)
+    by_name = {t["name"]: t for t in result["tables"]}
+    table = by_name["chat_table"]
+    assert table["title"] == "chat: ρ/roc"
+    assert table["header"] == ["Metric", "formal", "polite"]
+    expected = {}
+    for metric, scores in CHAT_POLITE_SCORES.items():
+        rho = scipy_stats.pearsonr(scores, CHAT_POLITE_LABELS)[0]
+        roc = roc_auc_score(CHAT_POLITE_LABELS, scores)
+        expected[metric] = f"{tables.format_value(rho)}/{tables.format_value(roc)}"
+    assert expected == {"mt5_chat": ".77/.97", "rouge_l": ".38/.72"}
+    assert table["rows"] == [["mt5_chat", "-[1]/-[2]", ".77/.97"], ["rouge_l", "-[3]", ".38/.72"]]
+    assert table["caption"] == (
+        "Each cell: ρ/roc. Undefined (-[n]): [1] labels are constant: correlation undefined; "
+        "[2] labels hold one class only (all 1); [3] the metric has no score rows for this "
+        "question."
+    )
+    markdown = (tmp_path / "out" / "tables.md").read_text(encoding="utf-8")
+    assert "| mt5_chat | -[1]/-[2] | .77/.97 |" in markdown
+    assert "| rouge_l | -[3] | .38/.72 |" in markdown
+    # report.json says why, per value.
+    (formal,) = [r for r in result["scores"]["results"] if r["question"] == "formal"]
+    assert (formal["pearson"], formal["roc_auc"]) == (None, None)
+    assert formal["reasons"]["pearson"] == "labels are constant: correlation undefined"
+    assert formal["reasons"]["roc_auc"] == "labels hold one class only (all 1)"
+    # The intervals, as Table 5's: the same resamples as stats.bootstrap_ci.
+    intervals = by_name["chat_table_ci"]
+    assert intervals["header"] == ["Metric", "formal", "polite"]
+    ci = stats.bootstrap_ci(
+        CHAT_POLITE_LABELS,
+        CHAT_POLITE_SCORES["mt5_chat"],
+        statistics=("pearson", "roc_auc"),
+        n_resamples=200,
+        seed=0,
+    )
+    polite = f"{tables.format_interval(ci['pearson'])}/{tables.format_interval(ci['roc_auc'])}"
+    assert intervals["rows"][0] == ["mt5_chat", "-[1]/-[2]", polite]
+    assert intervals["rows"][1][1] == "-[3]"
+    assert "[3] the metric has no score rows for this question." in intervals["caption"]
+    breakdown = by_name["chat_by_system"]
+    assert breakdown["rows"] == [
+        ["mt5_chat", "s", "-[1]/-[2]", ".77/.97"],
+        ["rouge_l", "s", "-[3]", ".38/.72"],
+    ]
+    assert breakdown["caption"].endswith(
+        "[3] the metric has no score rows for this system and question."
+    )
+    assert {pathlib.Path(p).name for p in result["outputs"]["plots"]} >= {
+        "roc_chat.png",
+        "reliability_chat.png",
+    }
+    assert result["summary"].startswith("report: 2 metric(s) on chat: 29 scored rows")
+
+
+@pytest.mark.parametrize(
+    "label, reason",
+    [
+        (1.0, "chat labels are 0 (No) or 1 (Yes), got 1.0; write 1 or 0, not a decimal"),
+        (0.5, "chat labels are 0 (No) or 1 (Yes), got 0.5; the row's label_kind is binary"),
+        (True, "got True; true/false are not labels"),
+    ],
+)
+def test_rating_set_labels_are_the_integers_0_and_1(tmp_path, label, reason):
+    rows = _chat_rows()[:2]
+    path = tmp_path / "chat.jsonl"
+    lines = [json.dumps(rows[0]), json.dumps(rows[1] | {"label": label})]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(errors.DataError) as raised:
+        scorefiles.read_score_files([path])
+    assert (raised.value.line, raised.value.field) == (2, "label")
+    assert reason in raised.value.reason

@@ -270,3 +270,29 @@ def test_bom_and_invalid_utf8_in_score_files(tmp_path):
     path.write_bytes(json.dumps(_row()).encode() + b"\n" + b'{"metric": "r\xe9"}\n')
     with pytest.raises(errors.DataError, match=r"scores.jsonl:2: invalid UTF-8"):
         scorefiles.read_score_files([path])
+
+
+def test_label_kind_binary_holds_any_benchmark_to_0_and_1(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    user = {"benchmark": "chat", "question": "polite"}
+    # Without the field, another benchmark's labels may be graded (METAL, a new benchmark).
+    scorefiles.write_score_file(path, [_row(**user, label=0.5)])
+    assert scorefiles.read_score_files([path])["label"].tolist() == [0.5]
+    scorefiles.write_score_file(path, [_row(**user, label=1, label_kind="binary")])
+    frame = scorefiles.read_score_files([path])
+    assert frame["label"].tolist() == [1.0] and frame["label_kind"].tolist() == ["binary"]
+    for label, reason in (
+        (0.5, "chat labels are 0 (No) or 1 (Yes), got 0.5; the row's label_kind is binary"),
+        (1.0, "chat labels are 0 (No) or 1 (Yes), got 1.0; write 1 or 0, not a decimal"),
+    ):
+        path.write_text(json.dumps(_row(**user, label=label, label_kind="binary")) + "\n")
+        with pytest.raises(errors.DataError) as e:
+            scorefiles.read_score_files([path])
+        assert (e.value.line, e.value.field, e.value.reason) == (1, "label", reason)
+    path.write_text(json.dumps(_row(**user, label_kind="yes/no")) + "\n")
+    with pytest.raises(errors.DataError) as e:
+        scorefiles.read_score_files([path])
+    assert (e.value.field, e.value.reason) == (
+        "label_kind",
+        "expected 'binary' or 'graded' or null, got 'yes/no'",
+    )

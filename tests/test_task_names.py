@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from seahorse_t5x import constants, task_names
+from seahorse_t5x import constants, errors, task_names
 
 
 def test_seahorse_names_round_trip():
@@ -56,3 +56,70 @@ def test_other_names_are_not_seahorse_tasks(name):
 @pytest.mark.parametrize("name", ["ice_q0_k2_uniform", "ice_q4_kx_uniform", "seahorse_q4_score"])
 def test_other_names_are_not_ice_tasks(name):
     assert task_names.parse_ice_task(name) is None
+
+
+def test_rating_names_round_trip_with_the_registered_sets():
+    sets = {"chat": ("polite", "formal"), "chat_x": ("polite",)}
+    built = [
+        task_names.RatingTask("chat", q, language, score, False)
+        for q in ("polite", "formal")
+        for language in (None, "de", "pt_br")
+        for score in (False, True)
+    ]
+    built += [task_names.RatingTask("chat", "polite", None, s, True) for s in (False, True)]
+    built += [task_names.RatingTask("chat", None, None, s, True) for s in (False, True)]
+    built += [task_names.RatingTask("chat_x", "polite", "en", score=True)]
+    assert [t.name for t in built[-5:]] == [
+        "chat_all_polite",
+        "chat_all_polite_score",
+        "chat_all",
+        "chat_all_score",
+        "chat_x_polite_score.en",
+    ]
+    for task in built:
+        parsed = task_names.parse_rating_task(task.name, sets)
+        assert (parsed.benchmark, parsed.question) == (task.benchmark, task.question), task
+        assert parsed == task
+        # With the set names only (no questions), the longer set name wins.
+        assert task_names.parse_rating_task(task.name, list(sets)) == parsed
+    assert task_names.rating_task_names("chat", ["polite"], ["de"]) == [
+        "chat_polite",
+        "chat_polite.de",
+        "chat_all_polite",
+        "chat_polite_score",
+        "chat_polite_score.de",
+        "chat_all_polite_score",
+    ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "chat_rude",  # not a question of the set
+        "chat_polite.EN",
+        "chat_all_polite.de",  # multi-question tasks have no language variants
+        "chat_all.de",
+        "chatter_polite",
+        "seahorse_q4_score",
+        "chat_polite_score_score",
+    ],
+)
+def test_other_names_are_not_rating_tasks(name):
+    assert task_names.parse_rating_task(name, {"chat": ("polite",)}) is None
+
+
+def test_rating_names_are_checked():
+    assert task_names.check_rating_names("chat", ["polite"], ["en"]) == (
+        "chat",
+        ("polite",),
+        ("en",),
+    )
+    for name, questions, message in (
+        ("chat", ["score"], "question 'score'"),
+        ("chat", ["all_polite"], "question 'all_polite'"),
+        ("metal", ["polite"], "'metal' is the project's own"),
+        ("2chat", ["polite"], "rating set name '2chat'"),
+        ("chat", ["id"], "question 'id'"),
+    ):
+        with pytest.raises(errors.UserError, match=message):
+            task_names.check_rating_names(name, questions)

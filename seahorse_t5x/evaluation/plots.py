@@ -54,10 +54,12 @@ def roc_curves(frame: pd.DataFrame, path: str | pathlib.Path, title: str = "") -
     fig, axes = _figure(len(questions))
     for ax, question in zip(axes, questions, strict=False):
         rows = frame[frame["question"] == question]
+        undefined = []
         for metric, group in rows.groupby("metric", sort=False):
             labels, scores = group["label"].to_numpy(), group["score"].to_numpy()
             result = stats.binary_metrics(labels, scores)
             if result["roc_auc"] is None:
+                undefined.append(result["reasons"]["roc_auc"])
                 continue
             fpr, tpr, _ = roc_curve(labels, scores)
             ax.plot(fpr, tpr, label=f"{metric} ({tables.format_value(result['roc_auc'])})")
@@ -65,7 +67,11 @@ def roc_curves(frame: pd.DataFrame, path: str | pathlib.Path, title: str = "") -
         ax.set_title(tables.question_header(question))
         ax.set_xlabel("false positive rate")
         ax.set_ylabel("true positive rate")
-        ax.legend(fontsize="small", loc="lower right")
+        if len(undefined) < rows["metric"].nunique():
+            ax.legend(fontsize="small", loc="lower right")
+        else:  # no curve: the panel says why instead of staying blank
+            reason = "; ".join(dict.fromkeys(undefined))
+            ax.text(0.5, 0.5, f"ROC-AUC undefined:\n{reason}", ha="center", fontsize="small")
     if title:
         fig.suptitle(title)
     return _save(fig, path)

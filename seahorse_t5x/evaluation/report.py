@@ -494,6 +494,8 @@ def score_tables(scores: Mapping) -> list[tables.Table]:
             out.append(tables.table7(results, benchmark))
         else:
             out.append(tables.benchmark_table(results, benchmark))
+            if any("ci" in r for r in results if r["benchmark"] == benchmark):
+                out.append(tables.benchmark_intervals(results, benchmark))
     for field, records in scores["breakdowns"].items():
         for benchmark in scores["benchmarks"]:
             if any(r["benchmark"] == benchmark for r in records):

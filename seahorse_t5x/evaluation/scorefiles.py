@@ -8,7 +8,9 @@ Other fields are kept as extra columns and otherwise ignored.
 
 Labels are checked per benchmark: SEAHORSE and TRUE labels are 0 or 1 (graded labels
 belong to graded benchmarks such as mFACE and METAL), and numbered SEAHORSE questions are
-1..6.
+1..6. So are the labels of a user's rating set (`tasks.register_rating_tasks`): its rows
+say `"label_kind": "binary"`, an optional field any row may carry (`"graded"` allows any
+finite number).
 
 An item is identified by `gem_id` with `system` (and `summary` where a file carries it): in
 SEAHORSE one article has summaries from several systems, so `gem_id` alone repeats. The same
@@ -29,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import pandas as pd
 
 from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x.data import ratings
 
 REQUIRED_FIELDS: tuple[str, ...] = ("metric", "benchmark", "question", "label", "score")
 SLICE_FIELDS: tuple[str, ...] = ("gem_id", "language", "dataset", "system")
@@ -39,6 +42,11 @@ SOURCE_FIELD = "source_file"
 LINE_FIELD = "source_line"
 # Benchmarks whose labels are 0/1 only (the others may carry graded labels).
 BINARY_LABEL_BENCHMARKS: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK, "true")
+# The optional field that says what a row's label is: the integers 0/1, or any number.
+LABEL_KIND_FIELD = "label_kind"
+LABEL_KIND_BINARY = "binary"
+LABEL_KIND_GRADED = "graded"
+LABEL_KINDS: tuple[str, ...] = (LABEL_KIND_BINARY, LABEL_KIND_GRADED)
 _SEAHORSE_QUESTIONS = frozenset(str(q) for q in constants.QUESTIONS)
 
 _NUMBER = (int, float)
@@ -116,15 +124,34 @@ def validate_row(row: object, path: str, line: int, exact_labels: bool = False) 
             path, line, "label", f"expected 0/1 or a finite number, got {label!r}"
         )
     out["label"] = float(label)
-    if out["benchmark"] in BINARY_LABEL_BENCHMARKS and out["label"] not in (0.0, 1.0):
+    kind = row.get(LABEL_KIND_FIELD)
+    if kind is not None and kind not in LABEL_KINDS:
+        raise errors.DataError(
+            path,
+            line,
+            LABEL_KIND_FIELD,
+            f"expected {' or '.join(map(repr, LABEL_KINDS))} or null, got {kind!r}",
+        )
+    binary = (
+        out["benchmark"] in BINARY_LABEL_BENCHMARKS
+        or kind == LABEL_KIND_BINARY
+        or ratings.is_rating_benchmark(out["benchmark"])
+    )
+    if binary and out["label"] not in (0.0, 1.0):
         raise errors.DataError(
             path,
             line,
             "label",
-            f"{out['benchmark']} labels are 0 (No) or 1 (Yes), got {label!r}; graded labels "
-            "belong to graded benchmarks (mface, metal)",
+            f"{out['benchmark']} labels are 0 (No) or 1 (Yes), got {label!r}; "
+            + (
+                "graded labels belong to graded benchmarks (mface, metal)"
+                if out["benchmark"] in BINARY_LABEL_BENCHMARKS
+                else "the row's label_kind is binary"
+                if kind == LABEL_KIND_BINARY
+                else "a registered rating set's labels are 0/1"
+            ),
         )
-    if out["benchmark"] in BINARY_LABEL_BENCHMARKS and exact_labels and type(label) is not int:
+    if binary and exact_labels and type(label) is not int:
         # As in the split files, a 0/1 label is written 0 or 1 (the writer writes 1.0 as 1).
         raise errors.DataError(
             path,

@@ -8,10 +8,13 @@ report's result records (see `report.py`) or a prepared dataset into the paper's
 - Table 5: SEAHORSE test set, one row per metric, each cell `ρ/roc` for Q1..Q6;
 - Table 6: mFACE, Quality / Attribution / Informativeness, cells `ρ/roc`;
 - Table 7: TRUE, ROC-AUC per dataset;
-- Table 8: share of Yes per language, Q1..Q6.
+- Table 8: share of Yes per language, Q1..Q6;
+- any other benchmark (METAL, a user's rating set): one column per question, `ρ/roc` (or
+  `ρ/Spearman/Kendall τ` for graded labels), with its bootstrap intervals.
 
 Numbers are written as the paper writes them: two decimals without the leading zero
-(`.52`, `-.03`); an undefined value is `-`.
+(`.52`, `-.03`); an undefined value is `-` (`-[n]` in the other benchmarks' tables, whose
+captions give reason n).
 """
 
 from __future__ import annotations
@@ -303,21 +306,94 @@ def has_graded_labels(entries: Iterable[Mapping]) -> bool:
     return any("graded" in (e.get("reasons") or {}).get("roc_auc", "") for e in entries)
 
 
-def _cell(entry: Mapping | None, graded: bool) -> str:
+class _Notes:
+    """Numbered reasons for the undefined cells of one table: `-[1]`, and in the caption
+    `Undefined (-[n]): [1] labels hold one class only (all 1).`"""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def mark(self, reason: str | None) -> str:
+        reason = reason or "undefined"
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return f"{MISSING}[{self.reasons.index(reason) + 1}]"
+
+    def caption(self) -> str:
+        if not self.reasons:
+            return ""
+        notes = "; ".join(f"[{i}] {reason}" for i, reason in enumerate(self.reasons, start=1))
+        return f" Undefined ({MISSING}[n]): {notes}."
+
+
+_NOT_SCORED = "the metric has no score rows for this question"
+_CELL_KEYS: dict[bool, tuple[str, ...]] = {False: ("pearson", "roc_auc"), True: _GRADED_KEYS}
+_INTERVAL_KEYS: dict[bool, tuple[str, ...]] = {
+    False: ("pearson", "roc_auc"),
+    True: ("pearson", "spearman"),
+}
+
+
+def _joined(parts: list[str]) -> str:
+    # One mark for a cell whose values are all undefined for the same reason.
+    if len(set(parts)) == 1 and parts[0].startswith(MISSING):
+        return parts[0]
+    return "/".join(parts)
+
+
+def _noted_cell(
+    entry: Mapping | None, graded: bool, notes: _Notes, not_scored: str = _NOT_SCORED
+) -> str:
+    """A `ρ/roc` (or graded) cell whose undefined values carry the number of their reason."""
     if entry is None:
-        return MISSING
-    if graded:
-        return "/".join(format_value(entry.get(k)) for k in _GRADED_KEYS)
-    return format_pair(entry["pearson"], entry["roc_auc"])
+        return notes.mark(not_scored)
+    reasons = entry.get("reasons") or {}
+    parts = []
+    for key in _CELL_KEYS[graded]:
+        value = entry.get(key)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            parts.append(notes.mark(reasons.get(key)))
+        else:
+            parts.append(format_value(value))
+    return _joined(parts)
 
 
-def benchmark_table(results: Sequence[Mapping], benchmark: str) -> Table:
-    """Any other benchmark: one column per dimension; ρ/roc, or ρ/Spearman/Kendall τ if graded."""
+def _noted_interval_cell(entry: Mapping | None, graded: bool, notes: _Notes) -> str:
+    """`[low, high]/[low, high]` with numbered reasons for the undefined intervals."""
+    if entry is None:
+        return notes.mark(_NOT_SCORED)
+    ci = entry.get("ci") or {}
+    parts = []
+    for key in _INTERVAL_KEYS[graded]:
+        interval = ci.get(key)
+        if interval is None:
+            parts.append(notes.mark(f"no {key} interval computed for these labels"))
+        elif interval.get("low") is None:
+            parts.append(notes.mark(interval.get("reason")))
+        else:
+            parts.append(format_interval(interval))
+    return _joined(parts)
+
+
+def _benchmark_columns(
+    results: Sequence[Mapping], benchmark: str
+) -> tuple[dict[str, dict[str, Mapping]], list[str], bool]:
     by_metric = _by_metric(results, benchmark)
     questions = sorted({q for qs in by_metric.values() for q in qs}, key=question_sort_key)
     graded = has_graded_labels(e for qs in by_metric.values() for e in qs.values())
+    return by_metric, questions, graded
+
+
+def benchmark_table(results: Sequence[Mapping], benchmark: str) -> Table:
+    """Any other benchmark (METAL, a user's rating set): rows = metrics, one column per
+    question or dimension; cells ρ/roc, or ρ/Spearman/Kendall τ if graded.
+
+    An undefined value is `-[n]`, and the caption gives reason n (as report.json does).
+    """
+    by_metric, questions, graded = _benchmark_columns(results, benchmark)
+    notes = _Notes()
     rows = [
-        [metric, *[_cell(by_question.get(q), graded) for q in questions]]
+        [metric, *[_noted_cell(by_question.get(q), graded, notes) for q in questions]]
         for metric, by_question in by_metric.items()
     ]
     cell = GRADED_CELL if graded else CELL_RHO_ROC
@@ -326,21 +402,48 @@ def benchmark_table(results: Sequence[Mapping], benchmark: str) -> Table:
         title=f"{benchmark}: {cell}",
         header=["Metric", *[question_header(q) for q in questions]],
         rows=rows,
-        caption=f"Each cell: {cell}.",
+        caption=f"Each cell: {cell}." + notes.caption(),
+    )
+
+
+def benchmark_intervals(results: Sequence[Mapping], benchmark: str) -> Table:
+    """`benchmark_table`'s 95% bootstrap intervals: `[low, high]/[low, high]` for ρ and roc
+    (ρ and Spearman if graded); undefined intervals as `-[n]` with the reason in the caption.
+    """
+    by_metric, questions, graded = _benchmark_columns(results, benchmark)
+    notes = _Notes()
+    rows = [
+        [metric, *[_noted_interval_cell(by_question.get(q), graded, notes) for q in questions]]
+        for metric, by_question in by_metric.items()
+    ]
+    statistics = f"{RHO} / Spearman" if graded else f"{RHO} / ROC-AUC"
+    return Table(
+        name=f"{benchmark}_table_ci",
+        title=f"{benchmark} intervals: 95% bootstrap CI of {statistics}",
+        header=["Metric", *[question_header(q) for q in questions]],
+        rows=rows,
+        caption="Percentile bootstrap over items." + notes.caption(),
     )
 
 
 def breakdown_table(records: Sequence[Mapping], benchmark: str, field: str) -> Table:
     """Rows = (metric, slice value), columns = the benchmark's questions; cells as in
-    `benchmark_table` (ρ/roc, or ρ/Spearman/Kendall τ for graded labels)."""
+    `benchmark_table` (ρ/roc, or ρ/Spearman/Kendall τ for graded labels), an undefined value
+    as `-[n]` with reason n in the caption."""
     records = [r for r in records if r["benchmark"] == benchmark]
     questions = sorted({r["question"] for r in records}, key=question_sort_key)
     graded = has_graded_labels(records)
     grid: dict[tuple[str, str], dict[str, Mapping]] = {}
     for r in records:
         grid.setdefault((r["metric"], r["group"]), {})[r["question"]] = r
+    notes = _Notes()
+    not_scored = f"the metric has no score rows for this {field} and question"
     rows = [
-        [metric, group, *[_cell(by_question.get(q), graded) for q in questions]]
+        [
+            metric,
+            group,
+            *[_noted_cell(by_question.get(q), graded, notes, not_scored) for q in questions],
+        ]
         for (metric, group), by_question in grid.items()
     ]
     cell = GRADED_CELL if graded else CELL_RHO_ROC
@@ -349,7 +452,7 @@ def breakdown_table(records: Sequence[Mapping], benchmark: str, field: str) -> T
         title=f"{benchmark} by {field}: {cell}",
         header=["Metric", field.capitalize(), *[question_header(q) for q in questions]],
         rows=rows,
-        caption=f"Each cell: {cell}.",
+        caption=f"Each cell: {cell}." + notes.caption(),
         label_columns=2,
     )
 

@@ -18,6 +18,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x.data import ratings
 from seahorse_t5x.evaluation import scorefiles, stats
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.model import mt5
@@ -107,8 +108,10 @@ def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
 def benchmark_of_task(task_name: str) -> tuple[str, str | int | None]:
     """(benchmark, question) that a score task's rows belong to, as the baselines write them:
     `mface_attribution_5lang` -> ("mface", "attribution"), `true_frank` -> ("true", 4),
-    `metal_task_quality.de` -> ("metal", "task_quality"); SEAHORSE (and ICE) tasks ->
-    (`constants.SEAHORSE_BENCHMARK`, None): their question comes from the task's examples.
+    `metal_task_quality.de` -> ("metal", "task_quality"); a registered rating set's task
+    (`tasks.register_rating_tasks`) -> (its name, its question): `chat_polite_score.de` ->
+    ("chat", "polite"); SEAHORSE (and ICE) tasks -> (`constants.SEAHORSE_BENCHMARK`, None):
+    their question comes from the task's examples.
     """
     from seahorse_t5x.data import benchmarks
 
@@ -120,13 +123,22 @@ def benchmark_of_task(task_name: str) -> tuple[str, str | int | None]:
         return "true", benchmarks.TRUE_QUESTION
     if base in {f"metal_{m}" for m in benchmarks.METAL_METRICS}:
         return benchmarks.METAL_BENCHMARK, base[len("metal_") :]
+    rating = ratings.rating_task_of(task_name)
+    if rating is not None:
+        return rating.benchmark, rating.question
     return constants.SEAHORSE_BENCHMARK, None
 
 
 def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> list[dict]:
     """Score-file rows (docs/architecture.md contract) for one task, under the benchmark
-    and question the task belongs to (`benchmark_of_task`)."""
+    and question the task belongs to (`benchmark_of_task`).
+
+    The rows of a rating set's task also say `"label_kind": "binary"` (their labels are the
+    integers 0/1, as `report` checks) and leave out the slice fields its rows lack (an empty
+    `language` is no language).
+    """
     benchmark, question = benchmark_of_task(examples.task_name)
+    rating = ratings.is_rating_benchmark(benchmark)
     if question is None:
         question = examples.question if examples.question is not None else examples.task_name
     rows = []
@@ -138,6 +150,9 @@ def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> 
             "label": int(label) if float(label).is_integer() else float(label),
             "score": float(score),
         }
+        if rating:
+            row["label_kind"] = scorefiles.LABEL_KIND_BINARY
+            meta = {k: v for k, v in meta.items() if v != ""}
         row.update(meta)
         rows.append(row)
     return rows
