@@ -57,9 +57,14 @@ def test_the_walk_through_runs_from_ratings_to_the_report(tmp_path):
     assert len(rows) == 12
     assert {(r["benchmark"], r["question"]) for r in rows} == {("tone", "polite")}
     assert sorted(r["label"] for r in rows) == [0] * 6 + [1] * 6
-    assert [r["id"] for r in rows][:2] == ["test-0", "test-1"]
-    # The report's table for the `tone` benchmark has numbers, not dashes.
+    # The rows' `id` is the item key of score files, `gem_id`.
+    assert [r["gem_id"] for r in rows][:2] == ["test-0", "test-1"]
+    assert {r["system"] for r in rows} == {"sys0", "sys1", "sys2"}
+    # The evaluate table names the question; the report has a `tone` table with numbers.
+    assert "| polite | tone_polite_score | 12 | 0.500 |" in result.stdout
     tables = (work / "runs/polite/report/tables.md").read_text()
     assert tables in result.stdout
-    table_rows = [line for line in tables.splitlines() if "polite" in line.lower()]
-    assert table_rows, tables
+    section = tables.split("### tone: ρ/roc\n", 1)[1].split("###", 1)[0]
+    (row,) = [line for line in section.splitlines() if line.startswith("| polite |")]
+    rho, roc = row.split("|")[2].strip().split("/")
+    assert -1 <= float(rho) <= 1 and 0 <= float(roc) <= 1

@@ -11,7 +11,7 @@ from seahorse_t5x.cli import flags
 
 HELP = "Train (or resume) a metric locally with JAX: gin-configured, sharded, checkpointed."
 EXAMPLE = (
-    "seahorse-t5x train --gin_file gin/test/tiny.gin --gin.MODEL_DIR=/tmp/run "
+    "seahorse-t5x train --gin_file local/small_from_scratch.gin --gin.MODEL_DIR=/tmp/run "
     "--gin.MIXTURE_OR_TASK_NAME=seahorse_all --gin.TRAIN_STEPS=200"
 )
 

@@ -173,11 +173,10 @@ def markdown_table(results: Mapping[str, Mapping], title: str | None = None) -> 
     ]
     for task_name, result in results.items():
         question = result.get("question")
-        name = (
-            f"Q{question} {constants.QUESTION_NAMES.get(question, '')}".strip()
-            if isinstance(question, int)
-            else "-"
-        )
+        if isinstance(question, int):
+            name = f"Q{question} {constants.QUESTION_NAMES.get(question, '')}".strip()
+        else:
+            name = question or "-"
         baseline = result["majority_baseline"]
         lines.append(
             f"| {name} | {task_name} | {result['n']} | {_fmt(result['positive_rate'])} | "
@@ -229,6 +228,7 @@ def expand_task_names(names: Sequence[str]) -> list[str]:
             raise errors.UserError(
                 f"no SeqIO task or mixture named {name!r}"
                 + (f"; similar: {', '.join(close)}" if close else "")
+                + "; a task of your own: pass --module FILE.py that registers it"
             )
         result.extend(m for m in members if m not in result)
     if not result:
@@ -279,7 +279,11 @@ def evaluate_params(
             raise errors.UserError(f"task {task_name} has no examples in split {split!r}")
         scores = engine.p_yes(params, examples.tokens)
         result = question_metrics(examples.labels, scores)
-        result["question"] = examples.question
+        # SEAHORSE tasks carry their question number; other benchmarks' tasks (a rating set's
+        # `tone_polite_score`, mFACE's dimensions) are named by `benchmark_of_task`.
+        result["question"] = (
+            examples.question if examples.question is not None else benchmark_of_task(task_name)[1]
+        )
         results[task_name] = result
         rows[task_name] = score_rows(examples, scores, metric_name)
         if log:

@@ -79,8 +79,9 @@ def check_data_config(config: DataConfig) -> None:
             n for n in seqio.TaskRegistry.names() if n.startswith(constants.SEAHORSE_BENCHMARK)
         )
         raise errors.UserError(
-            f"no SeqIO task or mixture named {name!r} (is `import seahorse_t5x.tasks` in the "
-            f"gin file?); seahorse tasks: {', '.join(known[:20]) or 'none registered'}"
+            f"no SeqIO task or mixture named {name!r} (a task of your own: pass --module "
+            "FILE.py that registers it, or `import` it in the gin file); seahorse tasks: "
+            f"{', '.join(known[:20]) or 'none registered'}"
         )
     missing = {"inputs", "targets"} - set(config.task_feature_lengths)
     if missing:
