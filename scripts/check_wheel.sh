@@ -43,8 +43,9 @@ unset PYTHONPATH
 mkdir -p "${WORK}/empty"
 cd "${WORK}/empty"
 echo "== from an empty folder: $(pwd)"
-python -c 'import seahorse_t5x, sys; print("seahorse_t5x from", seahorse_t5x.__file__)' |
-  tee /dev/stderr | grep -q "${WORK}/venv/" || { echo "not the installed package" >&2; exit 1; }
+installed="$(python -c 'import seahorse_t5x; print(seahorse_t5x.__file__)')"
+echo "seahorse_t5x from ${installed}"
+[[ "${installed}" == "${WORK}/venv/"* ]] || { echo "not the installed package" >&2; exit 1; }
 seahorse-t5x gin-path --includes experiments/seahorse_q4_xxl.gin
 seahorse-t5x demo-data --output_dir demo_data
 seahorse-t5x gin-path --includes experiments/ice_mt0_small.gin >/dev/null
