@@ -258,20 +258,26 @@ def test_smoke_gins_run_the_q4_experiment_with_a_tiny_network_on_the_demo_vocabu
     )
     assert eval_lengths == {"inputs": train_lengths["inputs"], "targets": SCORE_TARGET_TOKENS}
     assert train_lengths["targets"] > SCORE_TARGET_TOKENS
-    # eval and infer take the tiny gin after their run gin: the score lengths stay 2 targets.
+    # eval and infer take smoke/score.gin after their run gin: the score lengths, 2 targets.
     for run in ("eval", "infer_score"):
         scored = t5x.resolve(t5x.GIN_DIR / "models" / "mt5_small.gin")
         t5x.resolve(t5x.GIN_DIR / "runs" / f"{run}.gin", scored)
-        t5x.resolve(t5x.GIN_DIR / "smoke" / "tiny.gin", scored)
+        t5x.resolve(t5x.GIN_DIR / "smoke" / "score.gin", scored)
         assert scored.macros["TASK_FEATURE_LENGTHS"] == eval_lengths
         assert scored.macros["VOCAB_PATH"] == macros["VOCAB_PATH"]
+    # The tiny network alone leaves any experiment's lengths as they are: after
+    # experiments/seahorse_q4_small.gin, its 2048/64 packed training rows stay.
+    experiment = t5x.resolve(t5x.GIN_DIR / "experiments" / "seahorse_q4_small.gin")
+    lengths = dict(experiment.macros["TASK_FEATURE_LENGTHS"])
+    t5x.resolve(t5x.GIN_DIR / "smoke" / "tiny.gin", experiment)
+    assert experiment.macros["TASK_FEATURE_LENGTHS"] == lengths == {"inputs": 2048, "targets": 64}
     # docs/tpu.md shows the three commands with these gins.
     docs = (t5x.ROOT / "docs" / "tpu.md").read_text(encoding="utf-8")
     docs = docs.split("## Smoke-test on CPU before renting a pod")[1].split("\n## ")[0]
     for module, gins in (
         ("t5x.train", ["seahorse_t5x/gin/smoke/train.gin"]),
-        ("t5x.eval", ["seahorse_t5x/gin/models/mt5_small.gin", "seahorse_t5x/gin/runs/eval.gin", "seahorse_t5x/gin/smoke/tiny.gin"]),
-        ("t5x.infer", ["seahorse_t5x/gin/models/mt5_small.gin", "seahorse_t5x/gin/runs/infer_score.gin", "seahorse_t5x/gin/smoke/tiny.gin"]),
+        ("t5x.eval", ["seahorse_t5x/gin/models/mt5_small.gin", "seahorse_t5x/gin/runs/eval.gin", "seahorse_t5x/gin/smoke/score.gin"]),
+        ("t5x.infer", ["seahorse_t5x/gin/models/mt5_small.gin", "seahorse_t5x/gin/runs/infer_score.gin", "seahorse_t5x/gin/smoke/score.gin"]),
     ):  # fmt: skip
         command = docs.split(f"python -m {module} ")[1].split("--alsologtostderr")[0]
         assert re.findall(r"--gin_file=(\S+)", command) == gins
