@@ -285,6 +285,19 @@ def test_csv_without_a_required_column_is_an_error_at_its_header(tmp_path, capsy
     assert import_scores.read_external_scores(tsv, ("gem_id",)).rows == 1
 
 
+def test_tsv_fields_are_split_on_tabs_only_and_csv_fields_are_quoted(tmp_path):
+    # A summary that starts with a quote reads as written in a TSV (no quoting, as every
+    # TSV of the package is read), and as the CSV writer quoted it in a CSV.
+    tsv = tmp_path / "m.tsv"
+    tsv.write_text('gem_id\tsummary\tscore\nx-1\t"Yes," he said.\t0.5\n', encoding="utf-8")
+    csv_path = tmp_path / "m.csv"
+    csv_path.write_text('gem_id,summary,score\nx-1,"""Yes,"" he said.",0.5\n', encoding="utf-8")
+    for path in (tsv, csv_path):
+        read = import_scores.read_external_scores(path, ("gem_id", "summary"))
+        assert read.by_key == {("x-1", '"Yes," he said.'): [(f"{path}:2", 0.5)]}
+        assert (read.rows, read.invalid) == (1, [])
+
+
 def test_metal_labels_join_external_scores_by_record_id(tmp_path):
     data = json.loads(METAL.read_text())
     path = tmp_path / "ext.json"

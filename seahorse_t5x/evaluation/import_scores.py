@@ -15,7 +15,6 @@ as unscored. `JoinReport` holds the counts and the first few keys of each kind.
 from __future__ import annotations
 
 import collections
-import csv
 import dataclasses
 import math
 import pathlib
@@ -101,11 +100,12 @@ def _external_records(
     """
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
-        with fileio.open_text_input(path) as f:
-            reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",")
-            _check_header(path, reader.fieldnames, required)
-            for row in reader:
-                yield reader.line_num, row
+        # TSV fields are split on tabs only (a summary may start with a quote), CSV fields
+        # are quoted as usual: `fileio.open_table`, as every reader of tables.
+        with fileio.open_table(path) as table:
+            _check_header(path, table.header, required)
+            for row in table:
+                yield row.line, row.values
         return
     if suffix == ".jsonl":
         yield from fileio.iter_json_objects(path)
