@@ -401,25 +401,26 @@ def _read_duplicates_tsv(path: pathlib.Path) -> pd.DataFrame:
         header, bytes that are not UTF-8.
     """
     with fileio.open_table(path, kind=".tsv") as table:
-        if table.header is None:
-            raise errors.DataError(str(path), 1, None, "empty file; expected a SEAHORSE header row")
-        for column in constants.TSV_COLUMNS:
-            if column not in table.header:
-                raise errors.DataError(
-                    str(path), 1, column, "SEAHORSE column missing from the header"
-                )
-        columns: dict[str, list[str | None]] = {c: [] for c in constants.TSV_COLUMNS}
-        for row in table:
-            if row.extra:
-                raise errors.DataError(
-                    str(path),
-                    row.line,
-                    None,
-                    f"expected {len(table.header)} tab-separated fields, found "
-                    f"{len(table.header) + len(row.extra)}",
-                )
-            for column, values in columns.items():
-                values.append(row.values[column])
+        # The whole file first: bytes that are not UTF-8 are reported before the header.
+        rows = list(table)
+    header = table.header
+    if header is None:
+        raise errors.DataError(str(path), 1, None, "empty file; expected a SEAHORSE header row")
+    for column in constants.TSV_COLUMNS:
+        if column not in header:
+            raise errors.DataError(str(path), 1, column, "SEAHORSE column missing from the header")
+    columns: dict[str, list[str | None]] = {c: [] for c in constants.TSV_COLUMNS}
+    for row in rows:
+        if row.extra:
+            raise errors.DataError(
+                str(path),
+                row.line,
+                None,
+                f"expected {len(header)} tab-separated fields, found "
+                f"{len(header) + len(row.extra)}",
+            )
+        for column, values in columns.items():
+            values.append(row.values[column])
     # Text columns as pandas' CSV reader gives them (a missing field is NaN).
     return pd.DataFrame(columns, dtype=str)
 
