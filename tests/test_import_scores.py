@@ -14,7 +14,7 @@ from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
 from seahorse_t5x.data import benchmarks
-from seahorse_t5x.evaluation import import_scores, report, scorefiles
+from seahorse_t5x.evaluation import import_scores, report, scorefiles, t5x_infer
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "import_scores"
 PREPARED = TESTDATA / "prepared"
@@ -360,7 +360,7 @@ def test_true_items_join_on_grounding_and_generated_text(tmp_path):
     assert all(r["question"] == benchmarks.TRUE_QUESTION for r in rows)
 
 
-# --------------------------------------------------------------------------- T5X ICE output
+# --------------------------------------------------------------------------- T5X ICE output (deprecated path)
 
 
 def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_path, capsys):
@@ -375,6 +375,8 @@ def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_
     assert cli.main(args) == 2
     err = capsys.readouterr().err
     assert err == (
+        "seahorse-t5x import-scores: note: --t5x_infer is deprecated; use seahorse-t5x "
+        "t5x-scores\n"
         f"seahorse-t5x import-scores: error: {infer}:1 field 'inputs.inputs_pretokenized': "
         "missing, so the row it is joined to cannot be checked; write the inputs with the "
         "inference output, or pass --join_by_position to join by position unchecked\n"
@@ -387,7 +389,7 @@ def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_
     assert frame["gem_id"].tolist() == [r["gem_id"] for r in rows]
     assert frame["label"].tolist() == [float(r["q4"]) for r in rows]
     assert frame["score"].tolist() == [-0.5 * (k + 1) for k in range(len(rows))]
-    _, counts = import_scores.ice_infer_rows(
+    _, counts = t5x_infer.convert(
         [str(infer)], "ice_q4_k2_uniform", str(PREPARED), "test", "ice", join_by_position=True
     )
     assert counts == {"examples": len(rows), "non_finite_scores": 0, "unchecked": len(rows)}

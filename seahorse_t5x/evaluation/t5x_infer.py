@@ -1,8 +1,9 @@
-"""Turns T5X score-mode inference output into this project's per-example score files.
+"""T5X score-mode inference output -> this project's per-example score files (`t5x-scores`).
 
-`python -m t5x.infer` with `gin/runs/infer_score.gin` writes, for a task such as
-`seahorse_q4_score`, the file `INFER_OUTPUT_DIR/seahorse_q4_score-score.jsonl-00000-of-00001`:
-one JSON object per example, in dataset order,
+`python -m t5x.infer` with a score-mode run gin (`gin/runs/infer_score.gin`, the ICE
+experiment gins) writes, for a task such as `seahorse_q4_score`, the file
+`INFER_OUTPUT_DIR/seahorse_q4_score-score.jsonl-00000-of-00001`: one JSON object per
+example, in dataset order,
 
     {"inputs": {"inputs_pretokenized": "premise: ... hypothesis: ...",
                 "targets_pretokenized": "1"},
@@ -12,17 +13,37 @@ where `score` is the sum of the target tokens' log-probabilities: log P('1' | in
 log P(EOS | input, '1'). With `infer.num_shards = n`, shard k holds the examples k, k + n,
 k + 2n, ... (SeqIO's `Dataset.shard`), in files `...-0000k-of-0000n`.
 
-The score task's examples are the rows of the prepared split file that carry a label for
-the question (in the language, for `.xx` tasks), in file order; that is how labels and
-slice fields (gem_id, language, dataset, system) are joined back, by position. The summary
-at the end of each `inputs_pretokenized` is checked against the joined row, so a file from
-another task, split or data folder is refused instead of silently mislabelled. Output
-without `inputs_pretokenized` cannot be checked and is refused, unless the join by
+One converter for every score task whose examples are split-file rows in file order, told
+apart by the task name (`score_task`):
+
+  SEAHORSE score tasks   `seahorse_q4_score`, `seahorse_q4_score.de`, `seahorse_all_q4_score`:
+                         the rows of `{data_dir}/{split}.jsonl` (the `prepare` output)
+                         labelled for the question (in the language), input
+                         `... hypothesis: {summary}`, target `1`
+  ICE tasks              `ice_q4_k4_stratified`, `ice_q4_k2_uniform.de`: the same rows,
+                         prompt ending `Summary: {summary} Answer:`, target the answer word
+  a rating set's tasks   `tone_polite_score`, `tone_polite_score.en`, `tone_all_polite_score`
+                         of a set registered in this process (`tasks.register_rating_tasks`;
+                         `t5x-scores --module FILE.py` imports the module that registers
+                         it): the rows of the set's `{split}.jsonl` labelled for the
+                         question, read as the task reads them (a bad row is dropped and
+                         counted, as the task drops it), input `... hypothesis: {summary}`,
+                         target `1`
+
+`--split` is the split the inference read, one the task has (default `test`): train,
+validation or test for a SEAHORSE task; validation or test for an ICE task (its
+demonstrations are drawn from train); the set's own splits for a rating task. Anything else
+is refused before a file is read.
+
+Labels and slice fields (gem_id, language, dataset, system) are joined back by position.
+The summary at the end of each `inputs_pretokenized` is checked against the joined row, so
+a file from another task, split or data folder is refused instead of silently mislabelled.
+Output without `inputs_pretokenized` cannot be checked and is refused, unless the join by
 position alone is asked for (`join_by_position`).
 
-The score written is log P('1' then EOS), also kept as `log_p_yes`: higher means more
-likely Yes. It is a monotone function of exp(score) = P('1') * P(EOS | '1') over the whole
-vocabulary, not exactly the two-way softmax P(yes) = P('1') / (P('1') + P('0')) that
+The score written is log P(target), also kept as `log_p_yes`: higher means more likely Yes.
+It is a monotone function of exp(score) = P('1') * P(EOS | '1') over the whole vocabulary,
+not exactly the two-way softmax P(yes) = P('1') / (P('1') + P('0')) that
 `seahorse-t5x score` computes; for a fine-tuned metric nearly all first-step mass is on
 '1' and '0' and P(EOS | '1') is close to 1, so the two order examples (almost) alike.
 ROC-AUC depends on that order only; Pearson rho is computed on the log-probabilities.
@@ -30,35 +51,131 @@ ROC-AUC depends on that order only; Pearson rho is computed on the log-probabili
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from seahorse_t5x import constants, errors, fileio, task_names
-from seahorse_t5x.data import splits
+from seahorse_t5x import constants, errors, fileio, ice, task_names
+from seahorse_t5x.data import ratings, splits
+from seahorse_t5x.evaluation import scorefiles
 
 _SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
 
 
-def parse_task(task: str) -> tuple[int, str | None]:
-    """`seahorse_q4_score`, `seahorse_q4_score.de`, `seahorse_all_q4_score` -> (4, None|'de').
+def _hypothesis_tail(row: dict) -> str:
+    """The end of a SEAHORSE or rating-set task's premise/hypothesis input."""
+    return f"{constants.HYPOTHESIS_MARKER} {row['summary']}"
+
+
+def _ice_tail(row: dict) -> str:
+    """The end of an ICE task's prompt: the rated summary and the answer cue."""
+    return ice.demonstration_rest(row["summary"], None)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreTask:
+    """What the converter knows of an inferred task (`score_task`).
+
+    Attributes:
+      name: the task name.
+      benchmark: the score rows' `benchmark` (`seahorse`, or the rating set's name).
+      question: the score rows' `question` (1..6, or the rating set's question).
+      language: the task's language (None: all rows).
+      splits: the splits the task has.
+      tail: the end of the task's input text for a row.
+      target: the constant target of its records (None: any, as ICE's answer word).
+      rating_set: the registered rating set of a rating task.
+    """
+
+    name: str
+    benchmark: str
+    question: int | str
+    language: str | None
+    splits: tuple[str, ...]
+    tail: Callable[[dict], str]
+    target: str | None = constants.TARGET_YES
+    rating_set: ratings.RatingSet | None = None
+
+    @property
+    def question_name(self) -> str:
+        """`Q4`, or a rating question quoted (`'polite'`), as the messages name it."""
+        return f"Q{self.question}" if isinstance(self.question, int) else repr(self.question)
+
+
+def _unknown_task(task: str, hint: str = "") -> errors.UserError:
+    return errors.UserError(
+        f"--task {task!r} is not a SEAHORSE score task (seahorse_q<n>_score, "
+        "seahorse_q<n>_score.<language> or seahorse_all_q<n>_score, n = 1..6), an ICE task "
+        "(ice_q<n>_k<shots>_uniform or _stratified, optionally .<language>) or a registered "
+        "rating set's score task (<set>_<question>_score, optionally .<language>, or "
+        f"<set>_all_<question>_score; --module FILE.py imports the module that registers it){hint}"
+    )
+
+
+def score_task(task: str) -> ScoreTask:
+    """The kind, question, language and splits of an inferred task, from its name.
 
     Raises:
-      UserError: for a name that is not a SEAHORSE score task.
+      UserError: a name that is none of the three kinds (with the score task to use when
+        the name is a training task or a mixture), or an unknown SEAHORSE language.
     """
     parsed = task_names.parse_seahorse_task(task)
-    if parsed is None or not parsed.score:
-        raise errors.UserError(
-            f"--task {task!r} is not a SEAHORSE score task; expected seahorse_q<n>_score, "
-            "seahorse_q<n>_score.<language> or seahorse_all_q<n>_score (n = 1..6)"
+    if parsed is not None:
+        if not parsed.score:
+            score_name = dataclasses.replace(parsed, score=True).name
+            raise _unknown_task(task, f" (the score task of {task} is {score_name})")
+        if parsed.language is not None and parsed.language not in constants.LANGUAGES:
+            raise errors.UserError(
+                f"--task {task!r}: language {parsed.language!r} is not one of "
+                f"{', '.join(constants.LANGUAGES)}"
+            )
+        return ScoreTask(
+            task,
+            constants.SEAHORSE_BENCHMARK,
+            parsed.question,
+            parsed.language,
+            constants.SPLITS,
+            _hypothesis_tail,
         )
-    language = parsed.language
-    if language is not None and language not in constants.LANGUAGES:
-        raise errors.UserError(
-            f"--task {task!r}: language {language!r} is not one of {', '.join(constants.LANGUAGES)}"
+    parsed_ice = task_names.parse_ice_task(task)
+    if parsed_ice is not None and parsed_ice.mode in ice.SAMPLING_MODES:
+        # The answer word is the ICE task's own (not the score tasks' "1"): any target is taken.
+        return ScoreTask(
+            task,
+            constants.SEAHORSE_BENCHMARK,
+            parsed_ice.question,
+            parsed_ice.language,
+            ice.QUERY_SPLITS,
+            _ice_tail,
+            target=None,
         )
-    return parsed.question, language
+    rating = ratings.rating_task_of(task)
+    if rating is None:
+        raise _unknown_task(task)
+    if rating.question is None:
+        example = task_names.rating_task(
+            rating.benchmark, "<question>", score=True, multi_question=True
+        )
+        raise _unknown_task(
+            task,
+            f" ({task} is a mixture: t5x.infer writes one file per task; convert each, e.g. "
+            f"{example})",
+        )
+    if not rating.score:
+        score_name = dataclasses.replace(rating, score=True).name
+        raise _unknown_task(task, f" (the score task of {task} is {score_name})")
+    rating_set = ratings.get_rating_set(rating.benchmark)
+    return ScoreTask(
+        task,
+        rating.benchmark,
+        rating.question,
+        rating.language,
+        rating_set.splits,
+        _hypothesis_tail,
+        rating_set=rating_set,
+    )
 
 
 def _open(path: str):
@@ -164,22 +281,60 @@ def read_infer_output(paths: Sequence[str]) -> list[tuple[str, int, dict]]:
     return merged
 
 
-def labelled_rows(data_dir: str, split: str, question: int, language: str | None) -> list[dict]:
-    """Rows of `{data_dir}/{split}.jsonl` with a q{question} label, in file order: the
-    examples of the score task (`data.splits.labelled_rows`, as the tasks select them).
+@dataclasses.dataclass
+class _TaskRows:
+    """The rows a task read, in its order: `label`, `summary` and the slice fields each."""
 
-    Raises:
-      UserError: if the split file is missing; DataError for a malformed row.
-    """
-    if split not in constants.SPLITS:
-        raise errors.UserError(f"--split must be one of {', '.join(constants.SPLITS)}")
+    path: str
+    rows: list[dict]
+    dropped: int | None = None  # rating sets: rows dropped as the task drops them
+
+
+def _seahorse_rows(task: ScoreTask, data_dir: str | None, split: str) -> _TaskRows:
+    """Rows of `{data_dir}/{split}.jsonl` labelled for the question, in file order: the
+    examples of the SEAHORSE and ICE tasks (`data.splits.labelled_rows`)."""
+    if data_dir is None:
+        raise errors.UserError(
+            f"--data_dir is needed for {task.name}: the prepared data folder the infer run read"
+        )
     path = splits.split_path(data_dir, split)
     if not _exists(path):
         raise errors.UserError(
             f"split file not found: {path} (written by `seahorse-t5x prepare`; --data_dir "
             "must be the folder the infer run read)"
         )
-    return list(splits.labelled_rows(path, question, language, opener=_open))
+    field = splits.label_field(task.question)
+    rows = [
+        {**row, "label": int(row[field])}
+        for row in splits.labelled_rows(path, task.question, task.language, opener=_open)
+    ]
+    return _TaskRows(f"{data_dir}/{split}.jsonl", rows)
+
+
+def _rating_rows(task: ScoreTask, data_dir: str | None, split: str) -> _TaskRows:
+    """Rows of the rating set's `{split}.jsonl` labelled 1 or 0 for the question (in the
+    language), in file order, bad rows dropped and counted: the examples of its tasks
+    (`tasks.ratings`)."""
+    rating_set = task.rating_set
+    folder = data_dir or rating_set.resolved_data_dir()
+    path = os.path.join(folder, f"{split}.jsonl")
+    if not _exists(path):
+        raise errors.UserError(
+            f"rating split file not found: {path} (--data_dir, or else the rating set "
+            f"{rating_set.name!r}'s own folder, must be the folder the infer run read)"
+        )
+    # Local files as the task reads them (lines that are not UTF-8 dropped and counted).
+    opener = _open if "://" in path else None
+    rows, dropped = [], 0
+    for _, row in ratings.iter_rows(path, rating_set.questions, opener):
+        if isinstance(row, errors.DataError):
+            dropped += 1
+            continue
+        label = row["labels"][task.question]
+        if label is None or (task.language is not None and row["language"] != task.language):
+            continue
+        rows.append({**row, "label": label})
+    return _TaskRows(path, rows, dropped)
 
 
 def ends_with_text(text: str, tail: str) -> bool:
@@ -225,98 +380,120 @@ def _check_joined_text(
     return True
 
 
-def join_records(
+def _score_row(task: ScoreTask, row: dict, score: float, metric: str, split: str) -> dict:
+    result = {
+        "metric": metric,
+        "benchmark": task.benchmark,
+        "question": task.question,
+        "label": row["label"],
+        "score": score,
+        "log_p_yes": score,
+    }
+    if task.rating_set is None:
+        result.update({name: row[name] for name in splits.SLICE_FIELDS})
+    else:
+        # As `evaluate` writes a rating set's rows: 0/1 labels, the slice fields it has.
+        result[scorefiles.LABEL_KIND_FIELD] = scorefiles.LABEL_KIND_BINARY
+        result.update({n: row[n] for n in splits.SLICE_FIELDS if row[n] is not None})
+    result["task"] = task.name
+    result["split"] = split
+    return result
+
+
+def convert(
     infer_paths: Sequence[str],
-    data_dir: str,
-    *,
     task: str,
+    data_dir: str | None,
     split: str,
     metric: str,
-    question: int,
-    language: str | None,
-    tail: Callable[[dict], str],
     join_by_position: bool = False,
-    target: str | None = constants.TARGET_YES,
 ) -> tuple[list[dict], dict[str, int]]:
-    """T5X score-mode records joined by position with the split-file rows the task read
-    (`labelled_rows`: those labelled for `question`, in `language` if given, in file order).
+    """Joins T5X score-mode output with the labels and slice fields of the rows the task read.
 
-    Every record is checked against its row: its `inputs_pretokenized` must end with
-    `tail(row)` (whitespace runs as one space); a record without it is refused unless
-    `join_by_position`, and then counted as `unchecked`. The score is T5X's log P(target),
-    kept as `score` and `log_p_yes`.
+    Every record is checked against its row: its `inputs_pretokenized` must end with the
+    row's summary as the task writes it (whitespace runs as one space), and its
+    `targets_pretokenized`, when given, must be the task's constant target (`1`; any word
+    for ICE). A record without `inputs_pretokenized` is refused unless `join_by_position`,
+    and then counted as `unchecked`.
 
     Args:
       infer_paths: the infer output file, or every shard file of one run.
-      data_dir: the prepared data folder the inference read.
-      task, split, metric: carried by every score row.
-      question, language: the task's question and language.
-      tail: the end of the task's input text for a row.
-      join_by_position: accept records without `inputs_pretokenized`, unchecked.
-      target: the constant target a record must carry in `targets_pretokenized` when it
-        has one (None: any).
+      task: the task that was inferred (`score_task`: SEAHORSE, ICE or a registered rating
+        set's score task).
+      data_dir: the data folder the inference read: the prepared SEAHORSE split files; for
+        a rating task None means the set's own folder.
+      split: the split that was inferred, one the task has (infer_score.gin's INFER_SPLIT).
+      metric: the name the score rows carry (`metric` field).
+      join_by_position: accept records without `inputs.inputs_pretokenized` (whose rows
+        cannot be checked) and join them by position alone; counted as `unchecked`.
 
     Returns:
-      (score rows in dataset order, counts `{"examples", "non_finite_scores", "unchecked"}`).
+      (rows, counts): score-file rows in dataset order, and counts
+      `{"examples", "non_finite_scores", "unchecked"}`, with `dropped_rows` (bad rows of
+      the split file, dropped as the task drops them) for a rating task.
 
     Raises:
-      UserError: the output and the split file hold different numbers of examples.
-      DataError: the first record that does not match its row, with its file and line.
+      UserError / DataError: an unknown task or split, or output and rows that do not line
+        up (count, target or summary text), with the file and line of the first difference.
     """
-    records = read_infer_output(infer_paths)
-    rows = labelled_rows(data_dir, split, question, language)
-    if len(records) != len(rows):
-        where = f" in {language}" if language else ""
+    if not metric.strip():
+        raise errors.UserError("--metric must name the metric (e.g. seahorse_q4_xxl_t5x)")
+    inferred = score_task(task)
+    if split not in inferred.splits:
         raise errors.UserError(
-            f"the infer output has {len(records)} examples but {data_dir}/{split}.jsonl has "
-            f"{len(rows)} rows labelled for Q{question}{where}: was it inferred with "
-            f"task {task}, split {split} and this data folder?"
+            f"--split {split!r}: {task} has the splits {', '.join(inferred.splits)}"
+        )
+    records = read_infer_output(infer_paths)
+    read_rows = _seahorse_rows if inferred.rating_set is None else _rating_rows
+    source = read_rows(inferred, data_dir, split)
+    if len(records) != len(source.rows):
+        where = f" in {inferred.language}" if inferred.language else ""
+        raise errors.UserError(
+            f"the infer output has {len(records)} examples but {source.path} has "
+            f"{len(source.rows)} rows labelled for {inferred.question_name}{where}: was it "
+            f"inferred with task {task}, split {split} and this data folder?"
         )
     out = []
     non_finite = unchecked = 0
-    for (path, number, record), row in zip(records, rows, strict=True):
+    for (path, number, record), row in zip(records, source.rows, strict=True):
         inputs = record.get("inputs") or {}
         if not isinstance(inputs, dict):
             raise errors.DataError(path, number, "inputs", f"expected an object, got {inputs!r}")
         given = inputs.get("targets_pretokenized")
-        if target is not None and given is not None and given != target:
+        if inferred.target is not None and given is not None and given != inferred.target:
             raise errors.DataError(
                 path,
                 number,
                 "inputs.targets_pretokenized",
-                f"expected the constant target {target!r} of a score task, got "
+                f"expected the constant target {inferred.target!r} of a score task, got "
                 f"{given!r}: the score is then not log P(yes)",
             )
         row_name = (
-            f"row {len(out) + 1} labelled for Q{question} in {split}.jsonl for {task} "
-            f"(gem_id {row.get('gem_id')!r})"
+            f"row {len(out) + 1} labelled for {inferred.question_name} in {split}.jsonl for "
+            f"{task} (gem_id {row.get('gem_id')!r})"
         )
         unchecked += not _check_joined_text(
-            path, number, inputs, tail(row), row_name, join_by_position
+            path, number, inputs, inferred.tail(row), row_name, join_by_position
         )
         score = float(record["score"])
         if not math.isfinite(score):
             non_finite += 1
             score = math.nan
-        result = {
-            "metric": metric,
-            "benchmark": constants.SEAHORSE_BENCHMARK,
-            "question": question,
-            "label": int(row[splits.label_field(question)]),
-            "score": score,
-            "log_p_yes": score,
-        }
-        for name in splits.SLICE_FIELDS:
-            result[name] = row[name]
-        result["task"] = task
-        result["split"] = split
-        out.append(result)
-    return out, {"examples": len(out), "non_finite_scores": non_finite, "unchecked": unchecked}
+        out.append(_score_row(inferred, row, score, metric, split))
+    counts = {"examples": len(out), "non_finite_scores": non_finite, "unchecked": unchecked}
+    if source.dropped is not None:
+        counts["dropped_rows"] = source.dropped
+    return out, counts
 
 
 def join_warnings(counts: dict[str, int]) -> list[str]:
-    """What the user should know about a join's counts (`join_records`), one line each."""
+    """What the user should know about a join's counts (`convert`), one line each."""
     warnings = []
+    if counts.get("dropped_rows"):
+        warnings.append(
+            f"{counts['dropped_rows']} rows of the rating split file were dropped, as the task "
+            "drops them (seahorse_t5x.tasks.ratings.drop_report lists them)"
+        )
     if counts["unchecked"]:
         warnings.append(
             f"{counts['unchecked']} rows were joined by position without a check "
@@ -328,46 +505,3 @@ def join_warnings(counts: dict[str, int]) -> list[str]:
             "(the report counts and drops them)"
         )
     return warnings
-
-
-def convert(
-    infer_paths: Sequence[str],
-    task: str,
-    data_dir: str,
-    split: str,
-    metric: str,
-    join_by_position: bool = False,
-) -> tuple[list[dict], dict[str, int]]:
-    """Joins T5X score-mode output with the split file's labels and slice fields.
-
-    Args:
-      infer_paths: the infer output file, or every shard file of one run.
-      task: the score task that was inferred, e.g. `seahorse_q4_score`.
-      data_dir: the prepared data folder the inference read.
-      split: the split that was inferred (infer_score.gin's INFER_SPLIT).
-      metric: the name the score rows carry (`metric` field).
-      join_by_position: accept records without `inputs.inputs_pretokenized` (whose rows
-        cannot be checked) and join them by position alone; counted as `unchecked`.
-
-    Returns:
-      (rows, counts): score-file rows in dataset order, and counts
-      `{"examples", "non_finite_scores", "unchecked"}`.
-
-    Raises:
-      UserError / DataError: when the output and the split file do not line up (count,
-        target or summary text), with the file and line of the first difference.
-    """
-    if not metric.strip():
-        raise errors.UserError("--metric must name the metric (e.g. seahorse_q4_xxl_t5x)")
-    question, language = parse_task(task)
-    return join_records(
-        infer_paths,
-        data_dir,
-        task=task,
-        split=split,
-        metric=metric,
-        question=question,
-        language=language,
-        tail=lambda row: f"{constants.HYPOTHESIS_MARKER} {row['summary']}",
-        join_by_position=join_by_position,
-    )
