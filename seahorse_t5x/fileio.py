@@ -4,7 +4,9 @@ Three rules hold for every file this package reads or writes:
 
 - A text input is UTF-8; a leading byte-order mark (as spreadsheet exports write) is not
   text and is dropped; bytes that are not UTF-8 are reported as `file:line`
-  (`open_text_input`).
+  (`open_text_input`). JSON Lines files have one reader (`iter_json_objects`, and
+  `iter_json_lines` for readers that drop and count), and so have CSV and TSV tables
+  (`open_table`, `iter_table_records`).
 - An output is written under a temporary name in its own folder and renamed into place
   only once it is complete, so a failed run (full disk, kill, bad input found late) never
   leaves a truncated or empty file under the final name (`atomic_writer`,
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import csv
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,6 +34,9 @@ from typing import IO, Literal
 from seahorse_t5x import errors
 
 __all__ = [
+    "Table",
+    "TableRecord",
+    "TableRow",
     "TextInput",
     "atomic_write_bytes",
     "atomic_write_text",
@@ -38,7 +45,10 @@ __all__ = [
     "iter_json_lines",
     "read_json",
     "iter_json_objects",
+    "iter_table_records",
+    "open_table",
     "open_text_input",
+    "table_kind",
 ]
 
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -232,6 +242,182 @@ def _json_lines(
                 )
                 continue
             yield number, record
+
+
+# ----------------------------------------------------------------------------- tables
+
+# The table kinds, by file suffix, and their field separators.
+TABLE_DELIMITERS: dict[str, str] = {".csv": ",", ".tsv": "\t"}
+TableKind = Literal[".csv", ".tsv"]
+
+
+def table_kind(path: str | os.PathLike) -> TableKind:
+    """`.csv` or `.tsv`, from the file's suffix (in any case).
+
+    Raises:
+      UserError: another suffix.
+    """
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if suffix not in TABLE_DELIMITERS:
+        raise errors.UserError(f"{os.fspath(path)}: expected a .csv or .tsv file")
+    return suffix
+
+
+@dataclasses.dataclass(frozen=True)
+class TableRecord:
+    """One record of a CSV or TSV file, as `iter_table_records` reads it.
+
+    Attributes:
+      line: the 1-based line the record starts on (a quoted CSV field may span lines).
+      fields: the record's fields, as text.
+      blank: the record's line holds nothing but its line ending (`fields` is `[""]` in a
+        TSV, `[]` in a CSV).
+      invalid_utf8: with `invalid="replace"`, a line of the record was not UTF-8 (its bad
+        bytes are U+FFFD in `fields`).
+    """
+
+    line: int
+    fields: list[str]
+    blank: bool = False
+    invalid_utf8: bool = False
+
+
+def iter_table_records(
+    path: str | os.PathLike,
+    kind: TableKind | None = None,
+    invalid: Literal["raise", "replace"] = "raise",
+) -> Iterator[TableRecord]:
+    """Every record of a CSV or TSV file, the header first, blank lines included.
+
+    The one reader of delimited tables, with the text-input rules (`open_text_input`: a
+    byte-order mark dropped, bytes that are not UTF-8 a `DataError` at file:line, or with
+    `invalid="replace"` flagged on their record). The two kinds are read as their files are
+    written:
+
+    - TSV (the SEAHORSE files, and any `.tsv`): one line is one record, split on tabs
+      only, a trailing `\\r` dropped; quote characters are text (csv.QUOTE_NONE), since
+      summaries hold them: `"Yes," he said` is read as it stands.
+    - CSV: the csv module's standard quoting (a quoted field may hold commas, doubled
+      quotes and line breaks), with no limit on a field's length (articles).
+
+    Args:
+      path: the file.
+      kind: `.csv` or `.tsv` (None: from the file's suffix, `table_kind`).
+      invalid: as for `open_text_input`.
+
+    Raises:
+      UserError: the file cannot be read, or (kind None) is neither .csv nor .tsv.
+      DataError: bytes that are not UTF-8 (with `invalid="raise"`), or a CSV record the
+        csv module cannot parse, with the file and line.
+    """
+    path = os.fspath(path)
+    kind = table_kind(path) if kind is None else kind
+    if kind not in TABLE_DELIMITERS:
+        raise ValueError(f"kind must be '.csv' or '.tsv', not {kind!r}")
+    with open_text_input(path, invalid=invalid) as f:
+        if kind == ".tsv":
+            for line in f:
+                text = (line[:-1] if line.endswith("\n") else line).rstrip("\r")
+                yield TableRecord(
+                    f.line_number,
+                    text.split("\t"),
+                    blank=not text,
+                    invalid_utf8=f.line_number in f.invalid_lines[-1:],
+                )
+            return
+        # Articles are longer than csv's default 128 KiB field limit.
+        csv.field_size_limit(2**31 - 1)
+        reader = csv.reader(f)
+        invalid_seen = 0
+        while True:
+            start = reader.line_num + 1
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                raise errors.DataError(path, start, None, f"not a CSV record ({e})") from None
+            yield TableRecord(
+                start,
+                fields,
+                blank=not fields,
+                invalid_utf8=len(f.invalid_lines) > invalid_seen,
+            )
+            invalid_seen = len(f.invalid_lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableRow:
+    """A record after the header, by column (as csv.DictReader gives it).
+
+    Attributes:
+      line: the 1-based line the record starts on.
+      values: column -> text; None for a column the record has no field for.
+      extra: the fields beyond the header's columns.
+      invalid_utf8: as `TableRecord.invalid_utf8`.
+    """
+
+    line: int
+    values: dict[str, str | None]
+    extra: list[str]
+    invalid_utf8: bool = False
+
+
+class Table:
+    """A CSV or TSV file as its header and its rows (`open_table`).
+
+    Attributes:
+      path: the file, as given.
+      header: the first record's fields as written (None for an empty file).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        kind: TableKind | None = None,
+        invalid: Literal["raise", "replace"] = "raise",
+    ):
+        self.path = os.fspath(path)
+        self._records = iter_table_records(path, kind, invalid)
+        first = next(self._records, None)
+        self.header: list[str] | None = None if first is None else first.fields
+
+    def __iter__(self) -> Iterator[TableRow]:
+        """The rows after the header, blank lines skipped. A later column of the same name
+        as an earlier one wins, as with csv.DictReader."""
+        header = self.header or []
+        for record in self._records:
+            if record.blank:
+                continue
+            values: dict[str, str | None] = dict.fromkeys(header)
+            values.update(zip(header, record.fields, strict=False))
+            yield TableRow(record.line, values, record.fields[len(header) :], record.invalid_utf8)
+
+    def close(self) -> None:
+        self._records.close()
+
+    def __enter__(self) -> Table:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def open_table(
+    path: str | os.PathLike,
+    kind: TableKind | None = None,
+    invalid: Literal["raise", "replace"] = "raise",
+) -> Table:
+    """Opens a CSV or TSV file with a header row (see `iter_table_records` for how each
+    kind is read); the header is read now.
+
+    >>> with open_table("scores.tsv") as table:  # doctest: +SKIP
+    ...     table.header, [row.values for row in table]
+
+    Raises:
+      UserError / DataError: as `iter_table_records`.
+    """
+    return Table(path, kind, invalid)
 
 
 @contextlib.contextmanager

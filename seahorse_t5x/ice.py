@@ -21,6 +21,8 @@ DEFAULT_ANSWER_WORDS: tuple[str, str] = ("Yes", "No")
 UNIFORM = "uniform"
 STRATIFIED = "stratified"
 SAMPLING_MODES: tuple[str, ...] = (UNIFORM, STRATIFIED)
+# The splits an ICE task rates (its demonstrations are drawn from train).
+QUERY_SPLITS: tuple[str, ...] = ("validation", "test")
 
 ARTICLE_MARKER = "Article:"
 SUMMARY_MARKER = "Summary:"

@@ -1,8 +1,8 @@
 """The names of the SeqIO tasks, built and parsed in one place (no TensorFlow here).
 
 The task modules register these names (`seahorse_t5x.tasks`, docs/tasks.md); the T5X
-score converters (`t5x-scores`, `import-scores --t5x_infer`) parse them back to learn which
-rows of a split file a task read:
+score converter (`t5x-scores`) parses them back to learn which rows of a split file a task
+read:
 
   seahorse_q{n}[_score][.{lang}]      one question; `_score`: T5X score mode
   seahorse_all_q{n}[_score]           the multi-question input

@@ -1,8 +1,8 @@
 """A user's own Python modules (task registrations, gin configurables), imported by name or file.
 
-`--module NAME_OR_FILE.py` (train, evaluate, plan, baselines) and `import NAME` lines in gin
-files both come here. The current folder and the folders of the gin files given are made
-importable first, so a module beside the data or the gin file needs no `PYTHONPATH`.
+`--module NAME_OR_FILE.py` (train, evaluate, plan, baselines, t5x-scores) and `import NAME`
+lines in gin files both come here. The current folder and the folders of the gin files given
+are made importable first, so a module beside the data or the gin file needs no `PYTHONPATH`.
 A module that cannot be imported is one line naming it and what to do, never a traceback.
 """
 

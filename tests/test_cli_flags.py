@@ -48,7 +48,11 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
         {"--vocabulary", "--vocab_path", "--spm", "--sentencepiece_model"},
     ),
     "truncation": ("--truncation", {"score", "evaluate"}, {"--truncate", "--truncation_mode"}),
-    "user modules": ("--module", {"train", "evaluate"}, {"--modules", "--user_module"}),
+    "user modules": (
+        "--module",
+        {"train", "evaluate", "t5x-scores"},
+        {"--modules", "--user_module"},
+    ),
     "batch size": ("--batch_size", {"score", "evaluate", "plan"}, {"--batch", "--rows"}),
 }
 # (command, older spelling) -> the flag it stands for: hidden, accepted with a note.

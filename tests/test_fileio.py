@@ -129,3 +129,69 @@ def test_read_json(tmp_path):
     path.write_bytes(b'{"a": [1,\n 2,\n}\n')
     with pytest.raises(errors.DataError, match=r"a.json:3: not JSON: Expecting value"):
         fileio.read_json(path)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def test_tsv_records_split_on_tabs_only_and_keep_quotes(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_bytes(b'\xef\xbb\xbfid\tsummary\r\n1\t"Yes," he said.\r\n\n2\tends "here\n3\tx\ty')
+    records = list(fileio.iter_table_records(path))
+    assert [(r.line, r.fields, r.blank) for r in records] == [
+        (1, ["id", "summary"], False),
+        (2, ["1", '"Yes," he said.'], False),
+        (3, [""], True),
+        (4, ["2", 'ends "here'], False),
+        (5, ["3", "x", "y"], False),
+    ]
+    with fileio.open_table(path) as table:
+        assert table.header == ["id", "summary"]
+        rows = list(table)
+    assert [(r.line, r.values, r.extra) for r in rows] == [
+        (2, {"id": "1", "summary": '"Yes," he said.'}, []),
+        (4, {"id": "2", "summary": 'ends "here'}, []),
+        (5, {"id": "3", "summary": "x"}, ["y"]),
+    ]
+
+
+def test_csv_records_use_standard_quoting_and_start_lines(tmp_path):
+    path = tmp_path / "t.CSV"
+    path.write_bytes(b'id,summary\n1,"a, ""b"" c"\n\n2,"two\nlines"\n3\n')
+    with fileio.open_table(path) as table:
+        assert table.header == ["id", "summary"]
+        rows = list(table)
+    assert [(r.line, r.values, r.extra) for r in rows] == [
+        (2, {"id": "1", "summary": 'a, "b" c'}, []),
+        (4, {"id": "2", "summary": "two\nlines"}, []),
+        (6, {"id": "3", "summary": None}, []),
+    ]
+    long_field = "x" * 200_000  # longer than the csv module's default field limit
+    path.write_text(f"id,article\n1,{long_field}\n")
+    assert [r.fields for r in fileio.iter_table_records(path)][1] == ["1", long_field]
+
+
+def test_table_invalid_utf8_is_file_and_line_or_flagged(tmp_path):
+    for suffix in (".tsv", ".csv"):
+        path = tmp_path / f"t{suffix}"
+        sep = b"\t" if suffix == ".tsv" else b","
+        path.write_bytes(b"id" + sep + b"s\n1" + sep + b"ok\n2" + sep + b"b\xffd\n")
+        with pytest.raises(errors.DataError) as e:
+            list(fileio.iter_table_records(path))
+        assert (e.value.path, e.value.line) == (str(path), 3)
+        assert "invalid UTF-8 (byte 0xff" in str(e.value)
+        records = list(fileio.iter_table_records(path, invalid="replace"))
+        assert [r.invalid_utf8 for r in records] == [False, False, True]
+        assert records[2].fields == ["2", "b\ufffdd"]
+
+
+def test_table_kind_comes_from_the_suffix_unless_given(tmp_path):
+    path = tmp_path / "ratings.txt"
+    path.write_text('a\t"b\n')
+    with pytest.raises(errors.UserError, match="expected a .csv or .tsv file"):
+        fileio.open_table(path)
+    assert [r.fields for r in fileio.iter_table_records(path, ".tsv")] == [["a", '"b']]
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with fileio.open_table(empty) as table:
+        assert table.header is None and list(table) == []

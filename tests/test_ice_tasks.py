@@ -336,7 +336,7 @@ def test_bad_settings_are_user_errors():
 
 def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path):
     from seahorse_t5x import cli
-    from seahorse_t5x.evaluation import import_scores, scorefiles
+    from seahorse_t5x.evaluation import scorefiles, t5x_infer
 
     examples = _examples("ice_q4_k2_uniform", 2048)
     # What t5x/infer.py writes in score mode: the pretokenized features and log P(target).
@@ -353,7 +353,7 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
     infer = tmp_path / "ice_q4_k2_uniform-score.jsonl-00000-of-00001"
     infer.write_text("".join(json.dumps(r) + "\n" for r in records))
     out = tmp_path / "ice.jsonl"
-    args = ["import-scores", "--t5x_infer", str(infer), "--task", "ice_q4_k2_uniform"]
+    args = ["t5x-scores", "--infer_output", str(infer), "--task", "ice_q4_k2_uniform"]
     args += ["--data_dir", str(data_dir), "--metric", "flan_ice", "--output", str(out)]
     assert cli.main(args) == 0
     frame = scorefiles.read_score_file(out)
@@ -362,11 +362,15 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
     assert frame["system"].tolist() == [ex["system"].decode() for ex in examples]
     assert set(frame["question"]) == {"4"}
 
+    # The same records under a SEAHORSE score task's name: not its target, refused at line 1.
+    with pytest.raises(errors.DataError, match=r"-score.jsonl-00000-of-00001:1 field") as info:
+        t5x_infer.convert([str(infer)], "seahorse_q4_score", str(data_dir), "test", "m")
+    assert "expected the constant target '1' of a score task, got 'Yes'" in str(info.value)
     infer.write_text("".join(json.dumps(r) + "\n" for r in reversed(records)))
     with pytest.raises(errors.DataError, match="not in the same order"):
-        import_scores.ice_infer_rows([str(infer)], "ice_q4_k2_uniform", str(data_dir), "test", "m")
-    with pytest.raises(errors.UserError, match="must be an ICE task"):
-        import_scores.ice_infer_rows([str(infer)], "seahorse_q4_score", str(data_dir), "test", "m")
+        t5x_infer.convert([str(infer)], "ice_q4_k2_uniform", str(data_dir), "test", "m")
+    with pytest.raises(errors.UserError, match="ice_q4_k2_uniform has the splits validation, test"):
+        t5x_infer.convert([str(infer)], "ice_q4_k2_uniform", str(data_dir), "train", "m")
 
 
 def test_preprocessors_on_tiny_datasets(demo_vocabulary):

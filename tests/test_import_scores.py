@@ -14,7 +14,7 @@ from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
 from seahorse_t5x.data import benchmarks
-from seahorse_t5x.evaluation import import_scores, report, scorefiles
+from seahorse_t5x.evaluation import import_scores, report, scorefiles, t5x_infer
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "import_scores"
 PREPARED = TESTDATA / "prepared"
@@ -285,6 +285,19 @@ def test_csv_without_a_required_column_is_an_error_at_its_header(tmp_path, capsy
     assert import_scores.read_external_scores(tsv, ("gem_id",)).rows == 1
 
 
+def test_tsv_fields_are_split_on_tabs_only_and_csv_fields_are_quoted(tmp_path):
+    # A summary that starts with a quote reads as written in a TSV (no quoting, as every
+    # TSV of the package is read), and as the CSV writer quoted it in a CSV.
+    tsv = tmp_path / "m.tsv"
+    tsv.write_text('gem_id\tsummary\tscore\nx-1\t"Yes," he said.\t0.5\n', encoding="utf-8")
+    csv_path = tmp_path / "m.csv"
+    csv_path.write_text('gem_id,summary,score\nx-1,"""Yes,"" he said.",0.5\n', encoding="utf-8")
+    for path in (tsv, csv_path):
+        read = import_scores.read_external_scores(path, ("gem_id", "summary"))
+        assert read.by_key == {("x-1", '"Yes," he said.'): [(f"{path}:2", 0.5)]}
+        assert (read.rows, read.invalid) == (1, [])
+
+
 def test_metal_labels_join_external_scores_by_record_id(tmp_path):
     data = json.loads(METAL.read_text())
     path = tmp_path / "ext.json"
@@ -347,7 +360,7 @@ def test_true_items_join_on_grounding_and_generated_text(tmp_path):
     assert all(r["question"] == benchmarks.TRUE_QUESTION for r in rows)
 
 
-# --------------------------------------------------------------------------- T5X ICE output
+# --------------------------------------------------------------------------- T5X ICE output (deprecated path)
 
 
 def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_path, capsys):
@@ -362,6 +375,8 @@ def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_
     assert cli.main(args) == 2
     err = capsys.readouterr().err
     assert err == (
+        "seahorse-t5x import-scores: note: --t5x_infer is deprecated; use seahorse-t5x "
+        "t5x-scores\n"
         f"seahorse-t5x import-scores: error: {infer}:1 field 'inputs.inputs_pretokenized': "
         "missing, so the row it is joined to cannot be checked; write the inputs with the "
         "inference output, or pass --join_by_position to join by position unchecked\n"
@@ -374,7 +389,7 @@ def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_
     assert frame["gem_id"].tolist() == [r["gem_id"] for r in rows]
     assert frame["label"].tolist() == [float(r["q4"]) for r in rows]
     assert frame["score"].tolist() == [-0.5 * (k + 1) for k in range(len(rows))]
-    _, counts = import_scores.ice_infer_rows(
+    _, counts = t5x_infer.convert(
         [str(infer)], "ice_q4_k2_uniform", str(PREPARED), "test", "ice", join_by_position=True
     )
     assert counts == {"examples": len(rows), "non_finite_scores": 0, "unchecked": len(rows)}

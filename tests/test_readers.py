@@ -64,6 +64,14 @@ def test_text_is_unicode_and_quotes_survive():
     assert by_line[15].gem_id == "mlsum_de-validation-12"  # GEM- prefix stripped
 
 
+def test_a_summary_may_start_with_a_quote(tmp_path):
+    path = tmp_path / "test.tsv"
+    row = ["xsum-test-7", "en-US", '"Yes," he said.', "t5_base", *["Yes"] * 6]
+    path.write_text("\t".join(constants.TSV_COLUMNS) + "\n" + "\t".join(row) + "\n")
+    result = readers.read_ratings(str(path))
+    assert [r.summary for r in result.ratings] == ['"Yes," he said.'] and not result.drops
+
+
 def test_labels_unsure_and_q1_no_blanking():
     result = readers.read_ratings(TRAIN)
     by_line = {r.line: r for r in result.ratings}

@@ -292,6 +292,20 @@ def test_dataset_report_tables_and_heatmap(prepared, tmp_path):
     assert result["summary"] == f"report: dataset of {len(items)} items -> {out}"
 
 
+def test_duplicates_tsv_keeps_quotes_and_names_a_long_row(tmp_path):
+    header = "gem_id\tworker_lang\tsummary\tmodel" + "".join(f"\tquestion{q}" for q in range(1, 7))
+    row = 'xsum-test-1\ten-US\t"Yes," he said.\tt5_base\tYes\tNo\tYes\tYes\tYes\tYes'
+    path = tmp_path / "d.tsv"
+    path.write_text(f"{header}\n{row}\n", encoding="utf-8")
+    frame = report.read_duplicate_ratings(path)
+    assert frame["summary"].tolist() == ['"Yes," he said.']
+    assert frame[["q1", "q2"]].values.tolist() == [[1, 0]]
+    path.write_text(f"{header}\n{row}\n{row}\textra\n", encoding="utf-8")
+    with pytest.raises(errors.DataError) as info:
+        report.read_duplicate_ratings(path)
+    assert str(info.value) == f"{path}:3: expected 10 tab-separated fields, found 11"
+
+
 def test_dataset_folder_without_split_files_is_a_user_error(tmp_path, capsys):
     assert (
         cli.main(["report", "--data_dir", str(tmp_path), "--output_dir", str(tmp_path / "o")]) == 2

@@ -240,6 +240,18 @@ def test_score_cli_reads_tsv(tmp_path, model_dir, scorer):
     )
 
 
+def test_score_input_tables_read_quotes_as_tsv_and_csv_write_them(tmp_path):
+    from seahorse_t5x.cli import score as score_command
+
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text('article\tsummary\nAn article.\t"Yes," he said.\n', encoding="utf-8")
+    csv_path = tmp_path / "pairs.csv"
+    csv_path.write_text('article,summary\nAn article.,"""Yes,"" he said."\n', encoding="utf-8")
+    for path in (tsv, csv_path):
+        rows = list(score_command.records(path))
+        assert rows == [(2, {"article": "An article.", "summary": '"Yes," he said.'}, None)]
+
+
 BAD_ROWS = [
     {"article": ARTICLES[0], "summary": SUMMARIES[0], "k": 1},
     "{not json",

@@ -6,6 +6,11 @@ One concept has one spelling in every command (`--input_length`, `--metric`, `--
 
     seahorse-t5x score: note: --max_input_length is deprecated; use --input_length
 
+A flag whose work moved to another command keeps working, with the same kind of note
+naming the command (`DeprecatedFlag`):
+
+    seahorse-t5x import-scores: note: --t5x_infer is deprecated; use seahorse-t5x t5x-scores
+
 `HelpFormatter` ends every option's help with its default, so `--help` shows them all.
 """
 
@@ -66,8 +71,33 @@ class DeprecatedAlias(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         new = self.canonical.option_strings[0]
-        print(f"{parser.prog}: note: {option_string} is deprecated; use {new}", file=sys.stderr)
+        note_deprecated(parser.prog, option_string, new)
         self.canonical(parser, namespace, values, new)
+
+
+def note_deprecated(prog: str, old: str, new: str) -> None:
+    """The one-line note on stderr for a deprecated spelling: `PROG: note: OLD is
+    deprecated; use NEW` (NEW: a flag, or the command that now does the work)."""
+    print(f"{prog}: note: {old} is deprecated; use {new}", file=sys.stderr)
+
+
+class DeprecatedFlag(argparse.Action):
+    """A flag whose work another command now does: stores its value as given (like
+    `store`), after a one-line note on stderr naming that command (`instead`).
+
+    Unlike `DeprecatedAlias` it stays in `--help` (its own help says it is deprecated): it
+    takes the other flags of its command, not a flag's place.
+    """
+
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, instead: str, **kwargs: object
+    ) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.instead = instead
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        note_deprecated(parser.prog, option_string, self.instead)
+        setattr(namespace, self.dest, values)
 
 
 def add_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:

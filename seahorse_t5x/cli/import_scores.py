@@ -1,5 +1,9 @@
 """`seahorse-t5x import-scores`: an external metric's output, or METAL's own LLM scores,
-as per-example score files for `report`."""
+as per-example score files for `report`.
+
+`--t5x_infer` (T5X score-mode output) is deprecated: it prints a note and runs what
+`seahorse-t5x t5x-scores` runs (`cli.t5x_scores.write_score_file`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,10 @@ import pathlib
 import sys
 
 from seahorse_t5x import constants
+from seahorse_t5x.cli import flags
 
+# The command that converts T5X score-mode output (`--t5x_infer` runs it).
+T5X_SCORES = "seahorse-t5x t5x-scores"
 HELP = "turn an external metric's per-item scores (or METAL's LLM scores) into score files"
 EXAMPLE = (
     "seahorse-t5x import-scores --scores tigerscore.json --metric tigerscore "
@@ -38,10 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--t5x_infer",
         nargs="+",
         metavar="FILE",
-        help="t5x/infer.py score-mode output of an ICE task (all its shard files); with "
-        "--task, --data_dir and --split",
+        action=flags.DeprecatedFlag,
+        instead=T5X_SCORES,
+        help=f"deprecated: use `{T5X_SCORES}`, which this runs: t5x/infer.py score-mode "
+        "output (all its shard files), with --task, --data_dir and --split",
     )
-    parser.add_argument("--task", help="with --t5x_infer: the ICE task inferred")
+    parser.add_argument("--task", help="with --t5x_infer: the task inferred")
     parser.add_argument(
         "--join_by_position",
         action="store_true",
@@ -122,25 +131,20 @@ def _metal_llm(args: argparse.Namespace) -> int:
 
 
 def _t5x_infer(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors, fileio, t5x_scores
-    from seahorse_t5x.evaluation import import_scores, scorefiles
+    from seahorse_t5x import errors
+    from seahorse_t5x.cli import t5x_scores
 
     if not args.task or not args.data_dir:
-        raise errors.UserError("--t5x_infer needs --task (the ICE task) and --data_dir")
-    fileio.check_output_path(args.output, "file", "--output")
-    rows, counts = import_scores.ice_infer_rows(
+        raise errors.UserError("--t5x_infer needs --task (the task inferred) and --data_dir")
+    return t5x_scores.write_score_file(
         args.t5x_infer,
         args.task,
         args.data_dir,
         args.split,
+        args.output,
         args.metric.strip(),
         join_by_position=args.join_by_position,
     )
-    written = scorefiles.write_score_file(args.output, rows)
-    for warning in t5x_scores.join_warnings(counts):
-        print(f"warning: {warning}", file=sys.stderr)
-    print(f"import-scores: wrote {written} scores for {args.task} ({args.split}) to {args.output}")
-    return 0
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,6 @@ output equals an uninterrupted run's row for row. Memory is bounded by the chunk
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -95,7 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def read_rows(path: pathlib.Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
     """(line number, row or None, problem or None) for each data line of the input file.
 
-    A leading UTF-8 byte-order mark is dropped; a line that is not UTF-8 is a bad row.
+    A leading UTF-8 byte-order mark is dropped; a line that is not UTF-8 is a bad row. A
+    .tsv or .csv file is read by `fileio.open_table` (TSV: split on tabs, quotes are text;
+    CSV: standard quoting); the line is where a record starts.
     """
     from seahorse_t5x import fileio
 
@@ -107,23 +108,16 @@ def read_rows(path: pathlib.Path) -> Iterator[tuple[int, dict[str, Any] | None, 
             else:
                 yield number, row, None
         return
-    with fileio.open_text_input(path, invalid="replace") as f:
-        # TSV: no quoting (summaries contain quote characters); CSV: standard quoting.
-        if suffix == ".tsv":
-            reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        else:
-            reader = csv.DictReader(f)
-        if reader.fieldnames is None:
+    with fileio.open_table(path, invalid="replace") as table:
+        if table.header is None:
             return
-        invalid_seen = len(f.invalid_lines)
-        for row in reader:
-            if len(f.invalid_lines) > invalid_seen:
-                invalid_seen = len(f.invalid_lines)
-                yield reader.line_num, None, "not valid UTF-8"
-            elif None in row:
-                yield reader.line_num, None, "more fields than the header names"
+        for row in table:
+            if row.invalid_utf8:
+                yield row.line, None, "not valid UTF-8"
+            elif row.extra:
+                yield row.line, None, "more fields than the header names"
             else:
-                yield reader.line_num, dict(row), None
+                yield row.line, row.values, None
 
 
 def row_problem(row: dict[str, Any]) -> str | None:

@@ -1,11 +1,18 @@
-"""`seahorse-t5x t5x-scores`: T5X score-mode inference output -> per-example score file."""
+"""`seahorse-t5x t5x-scores`: T5X score-mode inference output -> per-example score file.
+
+The one command for the output of `t5x/infer.py` in score mode, whatever the task:
+SEAHORSE score tasks, ICE tasks and a user's rating-set score tasks
+(`evaluation.t5x_infer`). `import-scores --t5x_infer`, the older way for ICE output, runs
+`write_score_file` here after a note that it is deprecated.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
-from seahorse_t5x import t5x_scores
+from seahorse_t5x.cli import flags
 
 HELP = "turn t5x/infer.py score-mode output into a per-example score file (labels joined)"
 EXAMPLE = (
@@ -23,16 +30,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the JSON Lines file infer.py wrote, or all its -NNNNN-of-NNNNN shard files",
     )
     parser.add_argument(
-        "--task", required=True, help="the score task inferred, e.g. seahorse_q4_score"
+        "--task",
+        required=True,
+        help="the task inferred: a SEAHORSE score task (seahorse_q4_score), an ICE task "
+        "(ice_q4_k4_stratified) or a rating set's score task (tone_polite_score; --module "
+        "imports the module that registers the set)",
     )
     parser.add_argument(
-        "--data_dir", required=True, help="the prepared data folder the inference read"
+        "--data_dir",
+        help="the data folder the inference read: the prepared split files (`prepare` "
+        "output; needed for SEAHORSE and ICE tasks); for a rating task its split files "
+        "(default: the set's own folder)",
     )
     parser.add_argument(
         "--split",
         default="test",
-        choices=("train", "validation", "test"),
-        help="the split inferred",
+        help="the split inferred, one the task has: train, validation or test; validation "
+        "or test for an ICE task; a rating set's own splits",
     )
     parser.add_argument("--output", required=True, help="score file to write (JSON Lines)")
     parser.add_argument("--metric", required=True, help="metric name the rows carry")
@@ -42,23 +56,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="accept output without inputs_pretokenized: join rows to the split file by "
         "position alone, unchecked (refused by default)",
     )
+    flags.add_module(parser)
+
+
+def write_score_file(
+    infer_output: Sequence[str],
+    task: str,
+    data_dir: str | None,
+    split: str,
+    output: str,
+    metric: str,
+    join_by_position: bool = False,
+) -> int:
+    """Converts the infer output (`t5x_infer.convert`) and writes the score file, after
+    checking `output` can be written; prints what was written and the join's warnings."""
+    from seahorse_t5x import fileio
+    from seahorse_t5x.evaluation import scorefiles, t5x_infer
+
+    fileio.check_output_path(output, "file", flag="--output")
+    rows, counts = t5x_infer.convert(
+        infer_output, task, data_dir, split, metric, join_by_position=join_by_position
+    )
+    written = scorefiles.write_score_file(output, rows)
+    print(f"wrote {written} scores for {task} ({split}) to {output}")
+    for warning in t5x_infer.join_warnings(counts):
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import fileio
-    from seahorse_t5x.evaluation import scorefiles
+    from seahorse_t5x import user_modules
 
-    fileio.check_output_path(args.output, "file", flag="--output")
-    rows, counts = t5x_scores.convert(
+    # The user's modules first: one may register the rating set whose task was inferred.
+    user_modules.import_modules(args.module)
+    return write_score_file(
         args.infer_output,
         args.task,
         args.data_dir,
         args.split,
+        args.output,
         args.metric,
         join_by_position=args.join_by_position,
     )
-    written = scorefiles.write_score_file(args.output, rows)
-    print(f"wrote {written} scores for {args.task} ({args.split}) to {args.output}")
-    for warning in t5x_scores.join_warnings(counts):
-        print(f"warning: {warning}", file=sys.stderr)
-    return 0

@@ -1,7 +1,8 @@
 """Reader for the SEAHORSE rating files (`train.tsv`, `validation.tsv`, `test.tsv`).
 
 The files are tab separated with a header row and no quoting: summaries may hold quote
-characters, so fields are split on tabs only (csv.QUOTE_NONE semantics). Older copies store
+characters, so fields are split on tabs only (csv.QUOTE_NONE semantics), by the package's
+one table reader (`fileio.iter_table_records`). Older copies store
 non-ASCII text as `\\uXXXX` escapes; both escaped and plain unicode files are read, and
 text comes out as real unicode. Labels become 1 (Yes), 0 (No) or None (Unsure or empty);
 a `question1` of No blanks questions 2..6, as the dataset's own convention says.
@@ -205,18 +206,19 @@ def read_ratings(path: str, strict: bool = False) -> RatingsFile:
       DataError: the header lacks SEAHORSE columns, or (strict) a row is unusable.
     """
     result = RatingsFile(path=path)
-    # A byte-order mark is dropped; a row that is not UTF-8 is dropped (strict: an error).
-    with fileio.open_text_input(path, invalid="raise" if strict else "replace") as f:
-        lines = f.read().split("\n")
-        invalid_lines = set(f.invalid_lines)
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline ends the last row; it does not start a new one
-    if not lines:
+    # Read whole first, as `fileio.open_table` reads every TSV (one line a record, split on
+    # tabs only): a byte-order mark is dropped; a row that is not UTF-8 is dropped (strict:
+    # an error, before any row is checked).
+    records = list(
+        fileio.iter_table_records(path, ".tsv", invalid="raise" if strict else "replace")
+    )
+    if not records:
         raise errors.DataError(path, 1, None, "empty file; expected a SEAHORSE header row")
-    if 1 in invalid_lines:
+    header = records[0]
+    if header.invalid_utf8:
         raise errors.DataError(path, 1, None, "the header row is not UTF-8 text")
-    columns = _check_header(path, lines[0].rstrip("\r").split("\t"))
-    width = len(lines[0].rstrip("\r").split("\t"))
+    columns = _check_header(path, header.fields)
+    width = len(header.fields)
     seen: dict[tuple[str, str], int] = {}
 
     def drop(line: int, reason: str, field: str | None, detail: str) -> None:
@@ -225,12 +227,13 @@ def read_ratings(path: str, strict: bool = False) -> RatingsFile:
             raise found.as_error()
         result.drops.append(found)
 
-    for line_number, raw in enumerate(lines[1:], start=2):
+    for record in records[1:]:
+        line_number = record.line
         result.rows_read += 1
-        if line_number in invalid_lines:
+        if record.invalid_utf8:
             drop(line_number, INVALID_UTF8, None, "the row is not UTF-8 text")
             continue
-        fields = raw.rstrip("\r").split("\t")
+        fields = record.fields
         if len(fields) != width:
             drop(
                 line_number,

@@ -15,14 +15,13 @@ as unscored. `JoinReport` holds the counts and the first few keys of each kind.
 from __future__ import annotations
 
 import collections
-import csv
 import dataclasses
 import math
 import pathlib
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
-from seahorse_t5x import constants, errors, fileio, ice, t5x_scores, task_names
+from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import benchmarks, splits
 
 KEY_FIELDS: tuple[str, ...] = ("gem_id", "system", "article", "summary")
@@ -101,11 +100,12 @@ def _external_records(
     """
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
-        with fileio.open_text_input(path) as f:
-            reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",")
-            _check_header(path, reader.fieldnames, required)
-            for row in reader:
-                yield reader.line_num, row
+        # TSV fields are split on tabs only (a summary may start with a quote), CSV fields
+        # are quoted as usual: `fileio.open_table`, as every reader of tables.
+        with fileio.open_table(path) as table:
+            _check_header(path, table.header, required)
+            for row in table:
+                yield row.line, row.values
         return
     if suffix == ".jsonl":
         yield from fileio.iter_json_objects(path)
@@ -442,55 +442,4 @@ def metal_llm_scores(path: str | None) -> benchmarks.ReadResult:
         f"{result.path}: no METAL LLM score kept: {found} (expected records with Language, "
         f"Human_Scores, Generated_Summary and {'/'.join(benchmarks.METAL_LLM_PROMPTS.values())}; "
         "nothing was written)"
-    )
-
-
-# ----------------------------------------------------------------------------- T5X ICE output
-
-
-def ice_infer_rows(
-    infer_paths: Sequence[str],
-    task: str,
-    data_dir: str,
-    split: str,
-    metric: str,
-    join_by_position: bool = False,
-) -> tuple[list[dict], dict[str, int]]:
-    """T5X score-mode output of an ICE task -> score rows, joined with the split file.
-
-    The ICE tasks read the rows of `{data_dir}/{split}.jsonl` labelled for their question in
-    file order, as the SEAHORSE score tasks do, so record k is row k; every record's prompt
-    must end with that row's `Summary: ... Answer:` (else the order is not the split file's
-    and nothing is written). A record without `inputs_pretokenized` cannot be checked: it is
-    refused unless `join_by_position`, which joins it by position and counts it as
-    `unchecked` (as `t5x_scores.convert` does). The score is T5X's log P(yes word, EOS),
-    kept as `log_p_yes`.
-
-    Returns:
-      (rows, counts): score rows in dataset order, and counts
-      `{"examples", "non_finite_scores", "unchecked"}`.
-
-    Raises:
-      UserError / DataError: an unknown task name, a count mismatch, a record without
-        `inputs_pretokenized` (unless `join_by_position`), or a record whose prompt is not
-        its row's.
-    """
-    parsed = task_names.parse_ice_task(task)
-    if parsed is None or parsed.mode not in ice.SAMPLING_MODES:
-        raise errors.UserError(
-            f"--task must be an ICE task like ice_q4_k4_stratified or ice_q4_k2_uniform.de, "
-            f"got {task!r}"
-        )
-    # The answer word is the ICE task's own (not the score tasks' "1"): any target is taken.
-    return t5x_scores.join_records(
-        infer_paths,
-        data_dir,
-        task=task,
-        split=split,
-        metric=metric,
-        question=parsed.question,
-        language=parsed.language,
-        tail=lambda row: ice.demonstration_rest(row["summary"], None),
-        join_by_position=join_by_position,
-        target=None,
     )

@@ -12,9 +12,7 @@ undefined value), `tables.md`, `tables.tex` and `plots/*.png`.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import itertools
 import json
 import pathlib
@@ -394,6 +392,39 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
     return items
 
 
+def _read_duplicates_tsv(path: pathlib.Path) -> pd.DataFrame:
+    """The SEAHORSE columns of one duplicates TSV as text (NaN where a row is short), read
+    by `fileio.open_table` as every SEAHORSE TSV is: tabs only, quotes are text.
+
+    Raises:
+      errors.DataError: an empty file, a missing column, a row with more fields than the
+        header, bytes that are not UTF-8.
+    """
+    with fileio.open_table(path, kind=".tsv") as table:
+        # The whole file first: bytes that are not UTF-8 are reported before the header.
+        rows = list(table)
+    header = table.header
+    if header is None:
+        raise errors.DataError(str(path), 1, None, "empty file; expected a SEAHORSE header row")
+    for column in constants.TSV_COLUMNS:
+        if column not in header:
+            raise errors.DataError(str(path), 1, column, "SEAHORSE column missing from the header")
+    columns: dict[str, list[str | None]] = {c: [] for c in constants.TSV_COLUMNS}
+    for row in rows:
+        if row.extra:
+            raise errors.DataError(
+                str(path),
+                row.line,
+                None,
+                f"expected {len(header)} tab-separated fields, found "
+                f"{len(header) + len(row.extra)}",
+            )
+        for column, values in columns.items():
+            values.append(row.values[column])
+    # Text columns as pandas' CSV reader gives them (a missing field is NaN).
+    return pd.DataFrame(columns, dtype=str)
+
+
 def read_duplicate_ratings(path: str | pathlib.Path) -> pd.DataFrame:
     """Ratings of items annotated more than once (SEAHORSE's `duplicates/`): one row per rating.
 
@@ -407,7 +438,8 @@ def read_duplicate_ratings(path: str | pathlib.Path) -> pd.DataFrame:
 
     Raises:
       errors.UserError: the path is missing or holds no TSV.
-      errors.DataError: a file lacks a SEAHORSE column.
+      errors.DataError: a file is empty, lacks a SEAHORSE column, has a row with more
+        fields than its header, or bytes that are not UTF-8 (file:line).
     """
     path = pathlib.Path(path)
     if path.is_dir():
@@ -420,24 +452,7 @@ def read_duplicate_ratings(path: str | pathlib.Path) -> pd.DataFrame:
         raise errors.UserError(f"no .tsv files in {path}")
     frames = []
     for file in files:
-        # Read through fileio: a byte-order mark is dropped, bad bytes are reported as file:line.
-        with fileio.open_text_input(file) as f:
-            text = f.read()
-        try:
-            raw = pd.read_csv(
-                io.StringIO(text),
-                sep="\t",
-                quoting=csv.QUOTE_NONE,
-                dtype=str,
-                keep_default_na=False,
-            )
-        except (ValueError, pd.errors.ParserError) as e:
-            raise errors.DataError(str(file), None, None, f"not a SEAHORSE TSV ({e})") from None
-        for column in constants.TSV_COLUMNS:
-            if column not in raw.columns:
-                raise errors.DataError(
-                    str(file), 1, column, "SEAHORSE column missing from the header"
-                )
+        raw = _read_duplicates_tsv(file)
         labels = {
             f"q{q}": raw[f"question{q}"].str.strip().str.lower().map({"yes": 1, "no": 0})
             for q in constants.QUESTIONS

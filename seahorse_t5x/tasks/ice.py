@@ -319,7 +319,7 @@ def _register() -> None:
                                 mode=mode,
                                 language=language,
                             ),
-                            splits=("validation", "test"),
+                            splits=ice.QUERY_SPLITS,
                         ),
                         preprocessors=ice_preprocessors(),
                         output_features=_output_features(),

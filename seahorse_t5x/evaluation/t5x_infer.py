@@ -1,0 +1,507 @@
+"""T5X score-mode inference output -> this project's per-example score files (`t5x-scores`).
+
+`python -m t5x.infer` with a score-mode run gin (`gin/runs/infer_score.gin`, the ICE
+experiment gins) writes, for a task such as `seahorse_q4_score`, the file
+`INFER_OUTPUT_DIR/seahorse_q4_score-score.jsonl-00000-of-00001`: one JSON object per
+example, in dataset order,
+
+    {"inputs": {"inputs_pretokenized": "premise: ... hypothesis: ...",
+                "targets_pretokenized": "1"},
+     "score": -0.0123}
+
+where `score` is the sum of the target tokens' log-probabilities: log P('1' | input) +
+log P(EOS | input, '1'). With `infer.num_shards = n`, shard k holds the examples k, k + n,
+k + 2n, ... (SeqIO's `Dataset.shard`), in files `...-0000k-of-0000n`.
+
+One converter for every score task whose examples are split-file rows in file order, told
+apart by the task name (`score_task`):
+
+  SEAHORSE score tasks   `seahorse_q4_score`, `seahorse_q4_score.de`, `seahorse_all_q4_score`:
+                         the rows of `{data_dir}/{split}.jsonl` (the `prepare` output)
+                         labelled for the question (in the language), input
+                         `... hypothesis: {summary}`, target `1`
+  ICE tasks              `ice_q4_k4_stratified`, `ice_q4_k2_uniform.de`: the same rows,
+                         prompt ending `Summary: {summary} Answer:`, target the answer word
+  a rating set's tasks   `tone_polite_score`, `tone_polite_score.en`, `tone_all_polite_score`
+                         of a set registered in this process (`tasks.register_rating_tasks`;
+                         `t5x-scores --module FILE.py` imports the module that registers
+                         it): the rows of the set's `{split}.jsonl` labelled for the
+                         question, read as the task reads them (a bad row is dropped and
+                         counted, as the task drops it), input `... hypothesis: {summary}`,
+                         target `1`
+
+`--split` is the split the inference read, one the task has (default `test`): train,
+validation or test for a SEAHORSE task; validation or test for an ICE task (its
+demonstrations are drawn from train); the set's own splits for a rating task. Anything else
+is refused before a file is read.
+
+Labels and slice fields (gem_id, language, dataset, system) are joined back by position.
+The summary at the end of each `inputs_pretokenized` is checked against the joined row, so
+a file from another task, split or data folder is refused instead of silently mislabelled.
+Output without `inputs_pretokenized` cannot be checked and is refused, unless the join by
+position alone is asked for (`join_by_position`).
+
+The score written is log P(target), also kept as `log_p_yes`: higher means more likely Yes.
+It is a monotone function of exp(score) = P('1') * P(EOS | '1') over the whole vocabulary,
+not exactly the two-way softmax P(yes) = P('1') / (P('1') + P('0')) that
+`seahorse-t5x score` computes; for a fine-tuned metric nearly all first-step mass is on
+'1' and '0' and P(EOS | '1') is close to 1, so the two order examples (almost) alike.
+ROC-AUC depends on that order only; Pearson rho is computed on the log-probabilities.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+
+from seahorse_t5x import constants, errors, fileio, ice, task_names
+from seahorse_t5x.data import ratings, splits
+from seahorse_t5x.evaluation import scorefiles
+
+_SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
+
+
+def _hypothesis_tail(row: dict) -> str:
+    """The end of a SEAHORSE or rating-set task's premise/hypothesis input."""
+    return f"{constants.HYPOTHESIS_MARKER} {row['summary']}"
+
+
+def _ice_tail(row: dict) -> str:
+    """The end of an ICE task's prompt: the rated summary and the answer cue."""
+    return ice.demonstration_rest(row["summary"], None)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreTask:
+    """What the converter knows of an inferred task (`score_task`).
+
+    Attributes:
+      name: the task name.
+      benchmark: the score rows' `benchmark` (`seahorse`, or the rating set's name).
+      question: the score rows' `question` (1..6, or the rating set's question).
+      language: the task's language (None: all rows).
+      splits: the splits the task has.
+      tail: the end of the task's input text for a row.
+      target: the constant target of its records (None: any, as ICE's answer word).
+      rating_set: the registered rating set of a rating task.
+    """
+
+    name: str
+    benchmark: str
+    question: int | str
+    language: str | None
+    splits: tuple[str, ...]
+    tail: Callable[[dict], str]
+    target: str | None = constants.TARGET_YES
+    rating_set: ratings.RatingSet | None = None
+
+    @property
+    def question_name(self) -> str:
+        """`Q4`, or a rating question quoted (`'polite'`), as the messages name it."""
+        return f"Q{self.question}" if isinstance(self.question, int) else repr(self.question)
+
+
+def _unknown_task(task: str, hint: str = "") -> errors.UserError:
+    return errors.UserError(
+        f"--task {task!r} is not a SEAHORSE score task (seahorse_q<n>_score, "
+        "seahorse_q<n>_score.<language> or seahorse_all_q<n>_score, n = 1..6), an ICE task "
+        "(ice_q<n>_k<shots>_uniform or _stratified, optionally .<language>) or a registered "
+        "rating set's score task (<set>_<question>_score, optionally .<language>, or "
+        f"<set>_all_<question>_score; --module FILE.py imports the module that registers it){hint}"
+    )
+
+
+def score_task(task: str) -> ScoreTask:
+    """The kind, question, language and splits of an inferred task, from its name.
+
+    Raises:
+      UserError: a name that is none of the three kinds (with the score task to use when
+        the name is a training task or a mixture), or an unknown SEAHORSE language.
+    """
+    parsed = task_names.parse_seahorse_task(task)
+    if parsed is not None:
+        if not parsed.score:
+            score_name = dataclasses.replace(parsed, score=True).name
+            raise _unknown_task(task, f" (the score task of {task} is {score_name})")
+        if parsed.language is not None and parsed.language not in constants.LANGUAGES:
+            raise errors.UserError(
+                f"--task {task!r}: language {parsed.language!r} is not one of "
+                f"{', '.join(constants.LANGUAGES)}"
+            )
+        return ScoreTask(
+            task,
+            constants.SEAHORSE_BENCHMARK,
+            parsed.question,
+            parsed.language,
+            constants.SPLITS,
+            _hypothesis_tail,
+        )
+    parsed_ice = task_names.parse_ice_task(task)
+    if parsed_ice is not None and parsed_ice.mode in ice.SAMPLING_MODES:
+        # The answer word is the ICE task's own (not the score tasks' "1"): any target is taken.
+        return ScoreTask(
+            task,
+            constants.SEAHORSE_BENCHMARK,
+            parsed_ice.question,
+            parsed_ice.language,
+            ice.QUERY_SPLITS,
+            _ice_tail,
+            target=None,
+        )
+    rating = ratings.rating_task_of(task)
+    if rating is None:
+        raise _unknown_task(task)
+    if rating.question is None:
+        example = task_names.rating_task(
+            rating.benchmark, "<question>", score=True, multi_question=True
+        )
+        raise _unknown_task(
+            task,
+            f" ({task} is a mixture: t5x.infer writes one file per task; convert each, e.g. "
+            f"{example})",
+        )
+    if not rating.score:
+        score_name = dataclasses.replace(rating, score=True).name
+        raise _unknown_task(task, f" (the score task of {task} is {score_name})")
+    rating_set = ratings.get_rating_set(rating.benchmark)
+    return ScoreTask(
+        task,
+        rating.benchmark,
+        rating.question,
+        rating.language,
+        rating_set.splits,
+        _hypothesis_tail,
+        rating_set=rating_set,
+    )
+
+
+def _open(path: str):
+    if "://" in path:
+        import tensorflow as tf  # only for remote (gs://) paths
+
+        return tf.io.gfile.GFile(path, "r")
+    # A byte-order mark is dropped; bytes that are not UTF-8 are reported as file:line.
+    return fileio.open_text_input(path)
+
+
+def _exists(path: str) -> bool:
+    if "://" in path:
+        import tensorflow as tf
+
+        return tf.io.gfile.exists(path)
+    return os.path.exists(path)
+
+
+def _json_lines(path: str) -> Iterator[tuple[int, dict]]:
+    return fileio.iter_json_objects(path, opener=_open)
+
+
+def order_shards(paths: Sequence[str]) -> list[str]:
+    """The infer output files in shard order, checked to be one complete set.
+
+    A single file without a shard suffix is returned as it is.
+
+    Raises:
+      UserError: for no files, a mix of shard sets, duplicates or missing shards.
+    """
+    if not paths:
+        raise errors.UserError("no --infer_output file given")
+    for path in paths:
+        if not _exists(path):
+            raise errors.UserError(f"infer output not found: {path}")
+    shards: dict[int, str] = {}
+    totals = set()
+    for path in paths:
+        match = _SHARD_PATTERN.search(path)
+        if match is None:
+            if len(paths) > 1:
+                raise errors.UserError(
+                    f"{path} has no -NNNNN-of-NNNNN shard suffix; give one unsharded file, "
+                    "or all shards of one inference run"
+                )
+            return [path]
+        index, total = int(match.group(1)), int(match.group(2))
+        if index in shards:
+            raise errors.UserError(f"shard {index} given twice: {shards[index]} and {path}")
+        shards[index] = path
+        totals.add(total)
+    if len(totals) != 1:
+        raise errors.UserError(f"the files come from runs with different shard counts {totals}")
+    total = totals.pop()
+    missing = sorted(set(range(total)) - set(shards))
+    if missing:
+        raise errors.UserError(
+            f"shards {missing} of {total} are missing; T5X writes one file per shard_id and "
+            "the examples are interleaved across them, so all are needed"
+        )
+    return [shards[i] for i in range(total)]
+
+
+def read_infer_output(paths: Sequence[str]) -> list[tuple[str, int, dict]]:
+    """The score-mode records in dataset order, each as (file, line, record).
+
+    Raises:
+      UserError / DataError: for incomplete shard sets, bad JSON, or a record without a
+        numeric `score` (predict-mode output, or scores with intermediates).
+    """
+    ordered = order_shards(paths)
+    per_shard = []
+    for path in ordered:
+        records = []
+        for number, record in _json_lines(path):
+            score = record.get("score")
+            if isinstance(score, bool) or not isinstance(score, (int, float)):
+                hint = " (predict-mode output? run infer.py with mode='score')" * (
+                    "prediction" in record
+                )
+                raise errors.DataError(
+                    path, number, "score", f"expected a number, got {score!r}{hint}"
+                )
+            records.append((path, number, record))
+        per_shard.append(records)
+    n = len(per_shard)
+    if n == 1:
+        return per_shard[0]
+    # Shard k holds examples k, k + n, ...: its sizes are equal or one less than shard 0's.
+    sizes = [len(records) for records in per_shard]
+    if any(not (sizes[0] - 1 <= size <= sizes[0]) for size in sizes) or any(
+        a < b for a, b in zip(sizes, sizes[1:], strict=False)
+    ):
+        raise errors.UserError(
+            f"shard sizes {sizes} cannot come from one dataset split round-robin into {n}"
+        )
+    merged = []
+    for position in range(sizes[0]):
+        for records in per_shard:
+            if position < len(records):
+                merged.append(records[position])
+    return merged
+
+
+@dataclasses.dataclass
+class _TaskRows:
+    """The rows a task read, in its order: `label`, `summary` and the slice fields each."""
+
+    path: str
+    rows: list[dict]
+    dropped: int | None = None  # rating sets: rows dropped as the task drops them
+
+
+def _seahorse_rows(task: ScoreTask, data_dir: str | None, split: str) -> _TaskRows:
+    """Rows of `{data_dir}/{split}.jsonl` labelled for the question, in file order: the
+    examples of the SEAHORSE and ICE tasks (`data.splits.labelled_rows`)."""
+    if data_dir is None:
+        raise errors.UserError(
+            f"--data_dir is needed for {task.name}: the prepared data folder the infer run read"
+        )
+    path = splits.split_path(data_dir, split)
+    if not _exists(path):
+        raise errors.UserError(
+            f"split file not found: {path} (written by `seahorse-t5x prepare`; --data_dir "
+            "must be the folder the infer run read)"
+        )
+    field = splits.label_field(task.question)
+    rows = [
+        {**row, "label": int(row[field])}
+        for row in splits.labelled_rows(path, task.question, task.language, opener=_open)
+    ]
+    return _TaskRows(f"{data_dir}/{split}.jsonl", rows)
+
+
+def _rating_rows(task: ScoreTask, data_dir: str | None, split: str) -> _TaskRows:
+    """Rows of the rating set's `{split}.jsonl` labelled 1 or 0 for the question (in the
+    language), in file order, bad rows dropped and counted: the examples of its tasks
+    (`tasks.ratings`)."""
+    rating_set = task.rating_set
+    folder = data_dir or rating_set.resolved_data_dir()
+    path = os.path.join(folder, f"{split}.jsonl")
+    if not _exists(path):
+        raise errors.UserError(
+            f"rating split file not found: {path} (--data_dir, or else the rating set "
+            f"{rating_set.name!r}'s own folder, must be the folder the infer run read)"
+        )
+    # Local files as the task reads them (lines that are not UTF-8 dropped and counted).
+    opener = _open if "://" in path else None
+    rows, dropped = [], 0
+    for _, row in ratings.iter_rows(path, rating_set.questions, opener):
+        if isinstance(row, errors.DataError):
+            dropped += 1
+            continue
+        label = row["labels"][task.question]
+        if label is None or (task.language is not None and row["language"] != task.language):
+            continue
+        rows.append({**row, "label": label})
+    return _TaskRows(path, rows, dropped)
+
+
+def ends_with_text(text: str, tail: str) -> bool:
+    """Whether `text` ends with `tail`, whitespace runs counted as one space (how a T5X
+    infer output's `inputs_pretokenized` is checked against the row it is joined to)."""
+    return " ".join(text.split()).endswith(" ".join(tail.split()))
+
+
+def _check_joined_text(
+    path: str, number: int, inputs: dict, tail: str, row_name: str, join_by_position: bool
+) -> bool:
+    """Whether the record's `inputs_pretokenized` was checked to end with `tail` (False: it
+    has none and `join_by_position` accepts it unchecked).
+
+    Raises:
+      DataError: the text is missing (without `join_by_position`), not text, or does not end
+        with `tail`.
+    """
+    text = inputs.get("inputs_pretokenized")
+    if text is None:
+        if not join_by_position:
+            raise errors.DataError(
+                path,
+                number,
+                "inputs.inputs_pretokenized",
+                "missing, so the row it is joined to cannot be checked; write the inputs "
+                "with the inference output, or pass --join_by_position to join by "
+                "position unchecked",
+            )
+        return False
+    if not isinstance(text, str):
+        raise errors.DataError(
+            path, number, "inputs.inputs_pretokenized", f"expected text, got {text!r}"
+        )
+    if not ends_with_text(text, tail):
+        raise errors.DataError(
+            path,
+            number,
+            "inputs.inputs_pretokenized",
+            f"does not end with the summary of {row_name}: the output and the split file are "
+            "not in the same order",
+        )
+    return True
+
+
+def _score_row(task: ScoreTask, row: dict, score: float, metric: str, split: str) -> dict:
+    result = {
+        "metric": metric,
+        "benchmark": task.benchmark,
+        "question": task.question,
+        "label": row["label"],
+        "score": score,
+        "log_p_yes": score,
+    }
+    if task.rating_set is None:
+        result.update({name: row[name] for name in splits.SLICE_FIELDS})
+    else:
+        # As `evaluate` writes a rating set's rows: 0/1 labels, the slice fields it has.
+        result[scorefiles.LABEL_KIND_FIELD] = scorefiles.LABEL_KIND_BINARY
+        result.update({n: row[n] for n in splits.SLICE_FIELDS if row[n] is not None})
+    result["task"] = task.name
+    result["split"] = split
+    return result
+
+
+def convert(
+    infer_paths: Sequence[str],
+    task: str,
+    data_dir: str | None,
+    split: str,
+    metric: str,
+    join_by_position: bool = False,
+) -> tuple[list[dict], dict[str, int]]:
+    """Joins T5X score-mode output with the labels and slice fields of the rows the task read.
+
+    Every record is checked against its row: its `inputs_pretokenized` must end with the
+    row's summary as the task writes it (whitespace runs as one space), and its
+    `targets_pretokenized`, when given, must be the task's constant target (`1`; any word
+    for ICE). A record without `inputs_pretokenized` is refused unless `join_by_position`,
+    and then counted as `unchecked`.
+
+    Args:
+      infer_paths: the infer output file, or every shard file of one run.
+      task: the task that was inferred (`score_task`: SEAHORSE, ICE or a registered rating
+        set's score task).
+      data_dir: the data folder the inference read: the prepared SEAHORSE split files; for
+        a rating task None means the set's own folder.
+      split: the split that was inferred, one the task has (infer_score.gin's INFER_SPLIT).
+      metric: the name the score rows carry (`metric` field).
+      join_by_position: accept records without `inputs.inputs_pretokenized` (whose rows
+        cannot be checked) and join them by position alone; counted as `unchecked`.
+
+    Returns:
+      (rows, counts): score-file rows in dataset order, and counts
+      `{"examples", "non_finite_scores", "unchecked"}`, with `dropped_rows` (bad rows of
+      the split file, dropped as the task drops them) for a rating task.
+
+    Raises:
+      UserError / DataError: an unknown task or split, or output and rows that do not line
+        up (count, target or summary text), with the file and line of the first difference.
+    """
+    if not metric.strip():
+        raise errors.UserError("--metric must name the metric (e.g. seahorse_q4_xxl_t5x)")
+    inferred = score_task(task)
+    if split not in inferred.splits:
+        raise errors.UserError(
+            f"--split {split!r}: {task} has the splits {', '.join(inferred.splits)}"
+        )
+    records = read_infer_output(infer_paths)
+    read_rows = _seahorse_rows if inferred.rating_set is None else _rating_rows
+    source = read_rows(inferred, data_dir, split)
+    if len(records) != len(source.rows):
+        where = f" in {inferred.language}" if inferred.language else ""
+        raise errors.UserError(
+            f"the infer output has {len(records)} examples but {source.path} has "
+            f"{len(source.rows)} rows labelled for {inferred.question_name}{where}: was it "
+            f"inferred with task {task}, split {split} and this data folder?"
+        )
+    out = []
+    non_finite = unchecked = 0
+    for (path, number, record), row in zip(records, source.rows, strict=True):
+        inputs = record.get("inputs") or {}
+        if not isinstance(inputs, dict):
+            raise errors.DataError(path, number, "inputs", f"expected an object, got {inputs!r}")
+        given = inputs.get("targets_pretokenized")
+        if inferred.target is not None and given is not None and given != inferred.target:
+            raise errors.DataError(
+                path,
+                number,
+                "inputs.targets_pretokenized",
+                f"expected the constant target {inferred.target!r} of a score task, got "
+                f"{given!r}: the score is then not log P(yes)",
+            )
+        row_name = (
+            f"row {len(out) + 1} labelled for {inferred.question_name} in {split}.jsonl for "
+            f"{task} (gem_id {row.get('gem_id')!r})"
+        )
+        unchecked += not _check_joined_text(
+            path, number, inputs, inferred.tail(row), row_name, join_by_position
+        )
+        score = float(record["score"])
+        if not math.isfinite(score):
+            non_finite += 1
+            score = math.nan
+        out.append(_score_row(inferred, row, score, metric, split))
+    counts = {"examples": len(out), "non_finite_scores": non_finite, "unchecked": unchecked}
+    if source.dropped is not None:
+        counts["dropped_rows"] = source.dropped
+    return out, counts
+
+
+def join_warnings(counts: dict[str, int]) -> list[str]:
+    """What the user should know about a join's counts (`convert`), one line each."""
+    warnings = []
+    if counts.get("dropped_rows"):
+        warnings.append(
+            f"{counts['dropped_rows']} rows of the rating split file were dropped, as the task "
+            "drops them (seahorse_t5x.tasks.ratings.drop_report lists them)"
+        )
+    if counts["unchecked"]:
+        warnings.append(
+            f"{counts['unchecked']} rows were joined by position without a check "
+            "(--join_by_position)"
+        )
+    if counts["non_finite_scores"]:
+        warnings.append(
+            f"{counts['non_finite_scores']} scores were NaN or infinite; written as null "
+            "(the report counts and drops them)"
+        )
+    return warnings
