@@ -35,7 +35,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from seahorse_t5x import constants, errors, fileio, task_names
+from seahorse_t5x import constants, errors, fileio, input_format, task_names
 from seahorse_t5x.data import splits
 
 _SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
@@ -368,6 +368,6 @@ def convert(
         metric=metric,
         question=question,
         language=language,
-        tail=lambda row: f"{constants.HYPOTHESIS_MARKER} {row['summary']}",
+        tail=lambda row: input_format.hypothesis_text(row["summary"]),
         join_by_position=join_by_position,
     )

@@ -72,14 +72,14 @@ def _tasks_truncate(mode: str) -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors, fileio
+    from seahorse_t5x import errors, fileio, input_format
     from seahorse_t5x import task_names as names
     from seahorse_t5x.inference import inputs
 
     if args.batch_size < 1:
         raise errors.UserError(f"--batch_size must be at least 1, got {args.batch_size}")
     if args.input_length is not None:
-        inputs.check_input_length(args.input_length, "--input_length")
+        input_format.check_input_length(args.input_length, "--input_length")
     checkpoint = pathlib.Path(args.checkpoint)
     if not checkpoint.exists():
         raise errors.UserError(f"--checkpoint {checkpoint} does not exist")

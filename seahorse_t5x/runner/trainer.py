@@ -29,9 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from seahorse_t5x import errors, partitioning, vocab
+from seahorse_t5x import errors, input_format, partitioning, vocab
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import inputs
 from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.model.configs import MT5Config
 from seahorse_t5x.runner import actions as actions_lib
@@ -151,7 +150,7 @@ class TrainConfig:
             raise errors.UserError("MODEL_DIR is empty")
         input_length = dict(self.task_feature_lengths).get("inputs")
         if input_length is not None:
-            inputs.check_input_length(input_length, "TASK_FEATURE_LENGTHS['inputs']")
+            input_format.check_input_length(input_length, "TASK_FEATURE_LENGTHS['inputs']")
 
 
 @dataclasses.dataclass
