@@ -163,8 +163,10 @@ class Scorer:
             params = placement(config).place_tree(params)
         else:
             config, params = checkpoints.load_checkpoint(checkpoint, dtype, placement)
-        # The scanned layout (one traced layer per stack); the per-layer arrays are ours.
-        self.params = self._placer.stack_layers(params, consume=True)
+        # The scanned layout (one traced layer per stack). The per-layer arrays read from a
+        # checkpoint are ours to free as they are stacked; a caller's tree is left whole.
+        owned = not isinstance(checkpoint, tuple)
+        self.params = self._placer.stack_layers(params, consume=owned)
         self.config = config
         self.yes_id, self.no_id = self.engine.label_ids
         self.max_input_length = max_input_length
