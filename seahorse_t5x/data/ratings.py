@@ -209,7 +209,7 @@ class RatingsFile:
         counts = collections.Counter(d.field or WHOLE_ROW for d in self.dropped)
         return dict(sorted(counts.items()))
 
-    def labelled_rows(self, question: str, language: str | None = None) -> int:
+    def labelled_row_count(self, question: str, language: str | None = None) -> int:
         """Rows labelled 1 or 0 for `question` (in `language`, if given): its tasks' examples."""
         return sum(
             n

@@ -42,7 +42,7 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import constants, errors, ice, input_format, preprocessors, vocab
+from seahorse_t5x import constants, errors, ice, input_format, preprocessors
 from seahorse_t5x import task_names as names
 from seahorse_t5x.evaluation import seqio_metrics
 from seahorse_t5x.tasks import registry, seahorse
@@ -293,14 +293,6 @@ def task_names() -> list[str]:
     ]
 
 
-def _output_features() -> dict[str, seqio.Feature]:
-    vocabulary = vocab.deferred_vocabulary()
-    return {
-        "inputs": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-        "targets": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-    }
-
-
 def _register() -> None:
     for question in constants.QUESTIONS:
         for shots in SHOTS:
@@ -319,7 +311,7 @@ def _register() -> None:
                             splits=("validation", "test"),
                         ),
                         preprocessors=ice_preprocessors(),
-                        output_features=_output_features(),
+                        output_features=registry.output_features(),
                         postprocess_fn=preprocessors.score_postprocessor,
                         metric_fns=[seqio_metrics.score_metrics],
                     )
