@@ -87,12 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def mesh_shape(args: argparse.Namespace) -> tuple[int, int] | None:
-    """(data, model) from --mesh, checked before anything heavy is imported; None: default."""
+    """(data, model) from --mesh, checked before the model or the data is read; None: default."""
     if not args.mesh:
         return None
-    from seahorse_t5x.runner import plan
+    from seahorse_t5x import partitioning
 
-    return plan.parse_mesh(args.mesh)
+    return partitioning.parse_mesh(args.mesh)
 
 
 def create_mesh(shape: tuple[int, int] | None):
