@@ -98,7 +98,8 @@ def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
     """`stats.binary_metrics` of the scores, plus `majority_baseline`: what always answering
     the majority class agrees with the same labels (`baselines.majority_metrics`)."""
     result = stats.binary_metrics(labels, scores)
-    result["majority_baseline"] = baselines.majority_metrics(labels)
+    baseline = baselines.majority_metrics(labels)
+    result["majority_baseline"] = {k: v for k, v in baseline.items() if k != "n"}  # n is above
     return result
 
 
