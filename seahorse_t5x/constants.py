@@ -81,22 +81,9 @@ LABEL_UNSURE = "Unsure"
 TARGET_YES = "1"
 TARGET_NO = "0"
 
-# Input length of the paper's models.
+# Input length of the paper's models (the input's format and its shortest length:
+# `seahorse_t5x.input_format`).
 DEFAULT_INPUT_LENGTH = 2048
-# The shortest input a model can take: one token of content and the EOS
-# (`inference.inputs.check_input_length`).
-MIN_INPUT_LENGTH = 2
-
-# The model input: `premise: {article} hypothesis: {summary}`, with `question: {prompt}` in
-# front for multi-question models. Shared by the SeqIO preprocessors and the scoring inputs.
-PREMISE_MARKER = "premise:"
-HYPOTHESIS_MARKER = "hypothesis:"
-QUESTION_MARKER = "question:"
-# How an input longer than its length is cut: inside the article so the whole summary and
-# EOS fit (the default), or from the right as the paper did.
-TRUNCATION_KEEP_SUMMARY = "keep_summary"
-TRUNCATION_RIGHT = "right"
-TRUNCATION_MODES: tuple[str, ...] = (TRUNCATION_KEEP_SUMMARY, TRUNCATION_RIGHT)
 # T5 special ids: padding (also the decoder start) and end of sequence.
 PAD_ID = 0
 EOS_ID = 1

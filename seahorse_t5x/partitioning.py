@@ -9,6 +9,7 @@ and `joined_kv`), and every array's placement follows from its logical axis name
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 
 import flax.linen as nn
@@ -49,6 +50,26 @@ class MeshConfig:
 
     model_parallel: int = 1
     data_parallel: int = -1
+
+
+def parse_mesh(text: str) -> tuple[int, int]:
+    """`data=D,model=M` (the `--mesh` flag) -> (D, M); an axis left out has size 1.
+
+    Raises:
+      UserError: if the text has other axes, repeats, or non-positive sizes.
+    """
+    sizes: dict[str, int] = {}
+    for part in text.split(","):
+        match = re.fullmatch(rf"\s*({DATA_AXIS}|{MODEL_AXIS})\s*=\s*(\d+)\s*", part)
+        if not match or match.group(1) in sizes:
+            raise errors.UserError(
+                f"--mesh {text!r}: expected `data=D,model=M` (positive integers)"
+            )
+        sizes[match.group(1)] = int(match.group(2))
+    data, model = sizes.get(DATA_AXIS, 1), sizes.get(MODEL_AXIS, 1)
+    if data < 1 or model < 1:
+        raise errors.UserError(f"--mesh {text!r}: axis sizes must be >= 1")
+    return data, model
 
 
 def maybe_initialize_distributed(

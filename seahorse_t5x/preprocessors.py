@@ -10,11 +10,11 @@ one intermediate schema, then reuses `premise_hypothesis_preprocessors(...)`:
   gem_id, language, dataset, system   strings, passed through untouched
   question          int64    passed through untouched
 
-The model input is `premise: {premise} hypothesis: {hypothesis}` (multi-question:
-`question: {prompt} premise: ... hypothesis: ...`). With `truncation="keep_summary"` (the
-default) the input is cut inside the premise at the token level, so the question, both
-markers, the whole hypothesis and EOS always fit; `truncation="right"` is the SEAHORSE
-paper's behaviour (tokenize everything, cut from the right).
+The model input, its length budget and its two truncation modes are
+`seahorse_t5x.input_format`'s: `premise: {premise} hypothesis: {hypothesis}` (multi-question:
+`question: {prompt} premise: ... hypothesis: ...`), cut inside the premise at the token level
+so the question, both markers, the whole hypothesis and EOS fit (`keep_summary`, the
+default), or cut from the right as in the SEAHORSE paper (`right`).
 
 Two int features say what the cut cost, for callers to count (`truncation_counts`):
 `article_tokens_dropped` (premise tokens not in the input) and `summary_truncated` (1 when
@@ -31,16 +31,7 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import constants, errors
-from seahorse_t5x.inference import inputs
-
-TRUNCATION_KEEP_SUMMARY = constants.TRUNCATION_KEEP_SUMMARY
-TRUNCATION_RIGHT = constants.TRUNCATION_RIGHT
-TRUNCATION_MODES = constants.TRUNCATION_MODES
-
-PREMISE_MARKER = constants.PREMISE_MARKER
-HYPOTHESIS_MARKER = constants.HYPOTHESIS_MARKER
-QUESTION_MARKER = constants.QUESTION_MARKER
+from seahorse_t5x import constants, input_format
 
 # The map functions hold no Python control flow on tensors: converting them with autograph
 # on every dataset build is wasted time.
@@ -48,16 +39,6 @@ _no_autograph = tf.autograph.experimental.do_not_convert
 
 # Features this module adds after tokenization and removes again once `inputs` is built.
 _PART_FEATURES = ("marker_tokens", "premise_tokens", "hypothesis_tokens")
-
-
-def input_text(premise: str, hypothesis: str, question_prompt: str | None = None) -> str:
-    """The model input as plain text (what `inputs_pretokenized` holds).
-
-    >>> input_text("A cat sat.", "A cat.")
-    'premise: A cat sat. hypothesis: A cat.'
-    """
-    head = "" if question_prompt is None else f"{QUESTION_MARKER} {question_prompt} "
-    return f"{head}{PREMISE_MARKER} {premise} {HYPOTHESIS_MARKER} {hypothesis}"
 
 
 @seqio.map_over_dataset
@@ -117,16 +98,21 @@ def tokenize_premise_hypothesis(
     """
     input_vocab = output_features["inputs"].vocabulary
     target_vocab = output_features["targets"].vocabulary
+    # `input_format.input_text`, per example.
+    separator = input_format.SEPARATOR
     if multi_question:
         marker = tf.strings.join(
-            [QUESTION_MARKER, x["question_prompt"], PREMISE_MARKER], separator=" "
+            [input_format.QUESTION_MARKER, x["question_prompt"], input_format.PREMISE_MARKER],
+            separator=separator,
         )
     else:
-        marker = tf.constant(PREMISE_MARKER)
-    hypothesis_part = tf.strings.join([HYPOTHESIS_MARKER, x["hypothesis"]], separator=" ")
+        marker = tf.constant(input_format.marker_text())
+    hypothesis_part = tf.strings.join(
+        [input_format.HYPOTHESIS_MARKER, x["hypothesis"]], separator=separator
+    )
     out = dict(x)
     out["inputs_pretokenized"] = tf.strings.join(
-        [marker, x["premise"], hypothesis_part], separator=" "
+        [marker, x["premise"], hypothesis_part], separator=separator
     )
     out["marker_tokens"] = input_vocab.encode_tf(marker)
     out["premise_tokens"] = input_vocab.encode_tf(x["premise"])
@@ -136,7 +122,7 @@ def tokenize_premise_hypothesis(
 
 
 @gin.configurable(module="seahorse_t5x.preprocessors")
-def configured_truncation(mode: str = TRUNCATION_KEEP_SUMMARY) -> str:
+def configured_truncation(mode: str = input_format.TRUNCATION_KEEP_SUMMARY) -> str:
     """The truncation of chains built with `truncation=None` (all registered tasks).
 
     Read when a dataset is built, so the gin binding
@@ -147,19 +133,7 @@ def configured_truncation(mode: str = TRUNCATION_KEEP_SUMMARY) -> str:
     Raises:
       UserError: for an unknown mode.
     """
-    if mode not in TRUNCATION_MODES:
-        raise errors.UserError(
-            f"truncation must be one of {', '.join(TRUNCATION_MODES)}, got {mode!r}"
-        )
-    return mode
-
-
-def _content_budget(sequence_length: Mapping[str, int] | None) -> int | None:
-    """Tokens available to the input before its EOS, or None when nothing is cut."""
-    if not sequence_length or sequence_length.get("inputs") is None:
-        return None
-    length = int(sequence_length["inputs"])
-    return inputs.check_input_length(length, "sequence_length['inputs']") - 1
+    return input_format.check_truncation(mode)
 
 
 @seqio.map_over_dataset
@@ -167,64 +141,58 @@ def _content_budget(sequence_length: Mapping[str, int] | None) -> int | None:
 def truncate_inputs(
     x: Mapping[str, tf.Tensor],
     sequence_length: Mapping[str, int] | None = None,
-    truncation: str | None = TRUNCATION_KEEP_SUMMARY,
+    truncation: str | None = input_format.TRUNCATION_KEEP_SUMMARY,
 ) -> dict[str, tf.Tensor]:
     """Builds `inputs` (without EOS) from the parts, within `sequence_length["inputs"] - 1`.
 
-    `truncation=None` takes the mode from `configured_truncation()` (gin).
-
-    keep_summary: the marker and hypothesis tokens are kept and the premise gets the tokens
-    left over; only if marker + hypothesis alone exceed the budget is the end cut (and
-    `summary_truncated` set). right: the parts are joined and the end is cut, as in the
-    paper. One token is left for the EOS that `append_eos_after_trim` adds next.
+    `truncation=None` takes the mode from `configured_truncation()` (gin). The cut is
+    `input_format.plan_cut`'s; one token is left for the EOS that `append_eos_after_trim`
+    adds next. keep_summary cuts the premise here; right leaves the end to SeqIO's own trim,
+    as the paper's pipeline did, and only counts what it will cost.
 
     With budget 6, marker [5], premise [7, 8, 9, 10], hypothesis [6, 11, 12]:
       keep_summary -> inputs [5, 7, 8, 6, 11, 12], article_tokens_dropped 2, summary_truncated 0
       right        -> inputs [5, 7, 8, 9, 10, 6, ...] (cut to 6 later), dropped 0, truncated 1
 
     Raises:
-      ValueError: for an unknown `truncation` mode.
-      UserError: for an input length below `constants.MIN_INPUT_LENGTH`.
+      UserError: for an unknown `truncation` mode or an input length below
+        `input_format.MIN_INPUT_LENGTH`.
     """
     if truncation is None:
         truncation = configured_truncation()
-    if truncation not in TRUNCATION_MODES:
-        raise ValueError(f"truncation must be one of {TRUNCATION_MODES}, got {truncation!r}")
+    input_format.check_truncation(truncation)
     marker = x["marker_tokens"]
     premise = x["premise_tokens"]
     hypothesis = x["hypothesis_tokens"]
-    marker_len = tf.size(marker)
-    premise_len = tf.size(premise)
-    hypothesis_len = tf.size(hypothesis)
-    budget = _content_budget(sequence_length)
+    budget = input_format.sequence_budget(sequence_length)
     out = {k: v for k, v in x.items() if k not in _PART_FEATURES}
     if budget is None:
         out["inputs"] = tf.concat([marker, premise, hypothesis], axis=0)
         out["article_tokens_dropped"] = tf.constant(0, tf.int32)
         out["summary_truncated"] = tf.constant(0, tf.int32)
         return out
-    if truncation == TRUNCATION_KEEP_SUMMARY:
-        premise_budget = tf.maximum(0, budget - marker_len - hypothesis_len)
-        kept_premise = premise[:premise_budget]
-        joined = tf.concat([marker, kept_premise, hypothesis], axis=0)
+    cut = input_format.plan_cut(
+        tf.size(marker),
+        tf.size(premise),
+        tf.size(hypothesis),
+        budget,
+        truncation,
+        maximum=tf.maximum,
+        minimum=tf.minimum,
+    )
+    if truncation == input_format.TRUNCATION_KEEP_SUMMARY:
+        joined = tf.concat([marker, premise[: cut.premise_kept], hypothesis], axis=0)
         out["inputs"] = joined[:budget]
-        dropped = premise_len - tf.size(kept_premise)
-        summary_cut = marker_len + hypothesis_len > budget
     else:
-        # The paper's pipeline: SeqIO's own trim (append_eos_after_trim) cuts the end.
         out["inputs"] = tf.concat([marker, premise, hypothesis], axis=0)
-        overflow = tf.maximum(0, marker_len + premise_len + hypothesis_len - budget)
-        hypothesis_cut = tf.minimum(hypothesis_len, overflow)
-        dropped = tf.minimum(premise_len, overflow - hypothesis_cut)
-        summary_cut = hypothesis_cut > 0
-    out["article_tokens_dropped"] = tf.cast(dropped, tf.int32)
-    out["summary_truncated"] = tf.cast(summary_cut, tf.int32)
+    out["article_tokens_dropped"] = tf.cast(cut.article_tokens_dropped, tf.int32)
+    out["summary_truncated"] = tf.cast(cut.summary_truncated, tf.int32)
     return out
 
 
 def premise_hypothesis_preprocessors(
     score_mode: bool,
-    truncation: str | None = TRUNCATION_KEEP_SUMMARY,
+    truncation: str | None = input_format.TRUNCATION_KEEP_SUMMARY,
     multi_question: bool = False,
 ) -> list[Callable[..., tf.data.Dataset]]:
     """The preprocessor chain from the intermediate schema to `inputs` and `targets`.
@@ -245,10 +213,8 @@ def premise_hypothesis_preprocessors(
     Raises:
       UserError: for an unknown `truncation` mode.
     """
-    if truncation is not None and truncation not in TRUNCATION_MODES:
-        raise errors.UserError(
-            f"truncation must be one of {', '.join(TRUNCATION_MODES)}, got {truncation!r}"
-        )
+    if truncation is not None:
+        input_format.check_truncation(truncation)
     return [
         constant_yes_targets if score_mode else label_targets,
         functools.partial(tokenize_premise_hypothesis, multi_question=multi_question),

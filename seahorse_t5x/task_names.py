@@ -141,6 +141,31 @@ def metal_task(metric: str, language: str | None = None) -> str:
     return _with_language(f"metal_{metric}", language)
 
 
+def parse_benchmark_task(name: str) -> tuple[str, str | int] | None:
+    """(benchmark, question) of an mFACE, TRUE or METAL task name (any language suffix),
+    else None: the question is mFACE's dimension, TRUE's SEAHORSE question (4), METAL's
+    metric.
+
+    >>> parse_benchmark_task("mface_attribution_5lang"), parse_benchmark_task("true_frank")
+    (('mface', 'attribution'), ('true', 4))
+    >>> parse_benchmark_task("metal_task_quality.de")
+    ('metal', 'task_quality')
+    """
+    # The benchmarks' dimensions, datasets and metrics are their readers'.
+    from seahorse_t5x.data import benchmarks
+
+    base = name.split(".")[0]
+    for dimension in benchmarks.MFACE_DIMENSIONS:
+        if base in (mface_task(dimension), mface_task(dimension, five_languages=True)):
+            return "mface", dimension
+    if base in {true_task(dataset) for dataset in benchmarks.TRUE_DATASETS}:
+        return "true", benchmarks.TRUE_QUESTION
+    for metric in benchmarks.METAL_METRICS:
+        if base == metal_task(metric):
+            return benchmarks.METAL_BENCHMARK, metric
+    return None
+
+
 def parse_seahorse_task(name: str) -> SeahorseTask | None:
     """The parts of a SEAHORSE task name, or None for any other name (languages unchecked).
 
@@ -376,3 +401,30 @@ def parse_rating_task(
             continue
         return RatingTask(benchmark, rest, language or None, score, multi)
     return None
+
+
+# ----------------------------------------------------------------------------- score files
+
+
+def benchmark_of_task(
+    name: str, rating_sets: Mapping[str, Collection[str]] | Collection[str]
+) -> tuple[str, str | int | None]:
+    """(benchmark, question) that a score task's rows belong to in score files.
+
+    `mface_attribution_5lang` -> ("mface", "attribution"), `true_frank` -> ("true", 4),
+    `metal_task_quality.de` -> ("metal", "task_quality") (`parse_benchmark_task`); a rating
+    set's task -> (its name, its question): `chat_polite_score.de` -> ("chat", "polite");
+    any other name (SEAHORSE, ICE) -> (`constants.SEAHORSE_BENCHMARK`, None): its question
+    comes from the task's examples.
+
+    Args:
+      rating_sets: the registered rating sets, as `parse_rating_task` takes them
+        (`data.ratings.rating_questions()`).
+    """
+    parsed = parse_benchmark_task(name)
+    if parsed is not None:
+        return parsed
+    rating = parse_rating_task(name, rating_sets)
+    if rating is not None:
+        return rating.benchmark, rating.question
+    return constants.SEAHORSE_BENCHMARK, None

@@ -83,6 +83,17 @@ def test_majority_metrics_are_stated_not_computed():
     assert baselines.majority_metrics([1, 1])["roc_auc"] is None
 
 
+def test_majority_accuracy_is_the_share_of_the_larger_class():
+    labels = [1, 0, 0, 1, 0, float("nan")]
+    result = baselines.majority_metrics(labels)
+    assert result["n"] == 5
+    # Always answering the larger class (No) is right on 3 of the 5 labelled items.
+    assert result["accuracy"] == 3 / 5
+    assert baselines.majority_metrics([1, 1])["accuracy"] == 1.0
+    graded = baselines.majority_metrics([0.25, 1.0])
+    assert graded["accuracy"] is None and "graded" in graded["reasons"]["accuracy"]
+
+
 def test_majority_rows_skip_unrated_questions():
     rows = baselines.majority_score_rows(TEST, baselines.yes_rates(TRAIN))
     # Q1 rated on 3 items, Q2..Q6 on 2 each.

@@ -10,7 +10,7 @@ import pytest
 import runner_fixtures
 import seqio
 
-from seahorse_t5x import cli, constants, vocab
+from seahorse_t5x import cli, constants, input_format, vocab
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.runner import checkpointing
@@ -112,10 +112,10 @@ def _expected_inputs(mode: str) -> list[list[int]]:
     budget = INPUT_LENGTH - 1
     rows = []
     for row in ROWS:
-        marker = spm.encode(constants.PREMISE_MARKER)
+        marker = spm.encode(input_format.PREMISE_MARKER)
         article = spm.encode(row["premise"])
-        summary = spm.encode(f"{constants.HYPOTHESIS_MARKER} {row['hypothesis']}")
-        if mode == constants.TRUNCATION_KEEP_SUMMARY:
+        summary = spm.encode(f"{input_format.HYPOTHESIS_MARKER} {row['hypothesis']}")
+        if mode == input_format.TRUNCATION_KEEP_SUMMARY:
             kept = article[: max(0, budget - len(marker) - len(summary))]
             ids = marker + kept + summary
         else:
@@ -136,8 +136,8 @@ def test_truncation_right_cuts_the_summary_keep_summary_the_article(
     keep, right = tmp_path / "keep", tmp_path / "right"
     assert _evaluate(setup, keep) == 0, capsys.readouterr().err
     assert _evaluate(setup, right, "--truncation", "right") == 0, capsys.readouterr().err
-    expected_keep = _expected_inputs(constants.TRUNCATION_KEEP_SUMMARY)
-    expected_right = _expected_inputs(constants.TRUNCATION_RIGHT)
+    expected_keep = _expected_inputs(input_format.TRUNCATION_KEEP_SUMMARY)
+    expected_right = _expected_inputs(input_format.TRUNCATION_RIGHT)
     assert seen_inputs == [expected_keep, expected_right]
     # The long row: both fill the input; only keep_summary ends with the summary.
     spm = seqio.SentencePieceVocabulary(vocab.demo_vocab_path())
@@ -161,7 +161,7 @@ def test_the_vocab_flag_wins_over_the_environment(setup, seen_inputs, tmp_path, 
     out = tmp_path / "out"
     assert _evaluate(setup, out, "--vocab", "demo") == 0
     # The model's vocabulary and the task's inputs are both the flag's.
-    assert seen_inputs == [_expected_inputs(constants.TRUNCATION_KEEP_SUMMARY)]
+    assert seen_inputs == [_expected_inputs(input_format.TRUNCATION_KEEP_SUMMARY)]
     run = json.loads((out / "metrics.json").read_text())["run"]
     assert run["vocabulary"] == vocab.demo_vocab_path()
 

@@ -10,10 +10,11 @@ import runner_fixtures
 from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
-from seahorse_t5x import cli, vocab
-from seahorse_t5x.evaluation import scorefiles
+from seahorse_t5x import cli, task_names, vocab
+from seahorse_t5x.data import ratings
+from seahorse_t5x.evaluation import baselines, score_tasks, scorefiles
 from seahorse_t5x.model import configs, mt5
-from seahorse_t5x.runner import checkpointing, evaluation_loop
+from seahorse_t5x.runner import checkpointing
 from seahorse_t5x.task_names import question_of_task
 
 pytestmark = pytest.mark.usefixtures("runner_tasks")
@@ -46,12 +47,12 @@ def test_benchmark_tasks_score_rows_go_to_their_benchmark():
         "ice_q4_k2_stratified": ("seahorse", None),
     }
     for task, expected in cases.items():
-        assert evaluation_loop.benchmark_of_task(task) == expected, task
-    examples = evaluation_loop.TaskExamples(
+        assert task_names.benchmark_of_task(task, ratings.rating_questions()) == expected, task
+    examples = score_tasks.TaskExamples(
         "metal_hallucinations.de", 4, [np.zeros(3, np.int32)] * 2, np.array([1.0, 0.5]),
         [{"gem_id": "a"}, {"gem_id": "b"}],
     )  # fmt: skip
-    rows = evaluation_loop.score_rows(examples, np.array([0.25, 0.75]), "m")
+    rows = score_tasks.score_rows(examples, np.array([0.25, 0.75]), "m")
     assert [(r["benchmark"], r["question"], r["label"], r["score"]) for r in rows] == [
         ("metal", "hallucinations", 1, 0.25),
         ("metal", "hallucinations", 0.5, 0.75),
@@ -61,6 +62,34 @@ def test_benchmark_tasks_score_rows_go_to_their_benchmark():
 def test_question_of_task_names():
     assert question_of_task("seahorse_all_q4_score") == 4
     assert question_of_task("seahorse_q2_score.de") == 2
+
+
+def test_metrics_table_puts_each_task_beside_the_majority_baseline():
+    results = {
+        "seahorse_q4_score": {
+            "question": 4,
+            "n": 10,
+            "positive_rate": 0.6,
+            "pearson": 0.25,
+            "roc_auc": 0.6871,
+            "majority_baseline": baselines.majority_metrics([1] * 6 + [0] * 4),
+        },
+        "mface_attribution": {
+            "question": "attribution",
+            "n": 3,
+            "positive_rate": None,
+            "pearson": -0.5,
+            "roc_auc": None,
+            "majority_baseline": baselines.majority_metrics([0.5, 1.0, 0.0]),
+        },
+    }
+    assert score_tasks.metrics_table(results, "m (test)").to_markdown() == (
+        "### m (test)\n\n"
+        "| question | task | n | Yes rate | Pearson rho | ROC-AUC | majority rho | majority ROC |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+        "| Q4 attribution | seahorse_q4_score | 10 | .600 | .250 | .687 | - | .500 |\n"
+        "| Attribution | mface_attribution | 3 | - | -.500 | - | - | - |\n"
+    )
 
 
 def test_evaluate_writes_score_files_metrics_and_table(checkpoint, tmp_path, capsys):
@@ -106,7 +135,7 @@ def test_evaluate_writes_score_files_metrics_and_table(checkpoint, tmp_path, cap
     assert "| question | task | n |" in table and runner_fixtures.SCORE_TASK in table
 
     # The bucketed, padded batch gives each example the score of a lone, unpadded pass.
-    examples = evaluation_loop.load_task_examples(runner_fixtures.SCORE_TASK, "test", 64)
+    examples = score_tasks.load_task_examples(runner_fixtures.SCORE_TASK, "test", 64)
     yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary())
     model = mt5.MT5(config)
     for index in (0, 17):

@@ -12,7 +12,7 @@ import seqio
 
 import seahorse_t5x.tasks  # noqa: F401  (registers the tasks)
 from seahorse_t5x import constants, errors, ice, vocab
-from seahorse_t5x.runner import evaluation_loop
+from seahorse_t5x.evaluation import score_tasks
 from seahorse_t5x.task_names import question_of_task
 from seahorse_t5x.tasks import ice as ice_tasks
 
@@ -313,7 +313,7 @@ def test_answer_words_come_from_the_environment(monkeypatch, demo_vocabulary):
 
 
 def test_evaluate_reads_ice_tasks_as_score_tasks():
-    examples = evaluation_loop.load_task_examples("ice_q4_k2_uniform", "test", 128)
+    examples = score_tasks.load_task_examples("ice_q4_k2_uniform", "test", 128)
     assert examples.question == QUESTION
     assert examples.labels.tolist() == [1.0, 0.0, 0.0, 1.0]
     assert [m["system"] for m in examples.metadata] == [

@@ -28,6 +28,15 @@ def test_mesh_on_one_device_and_bad_shapes():
         partitioning.create_mesh(partitioning.MeshConfig(data_parallel=jax.device_count() + 1))
 
 
+def test_parse_mesh():
+    assert partitioning.parse_mesh("data=2,model=8") == (2, 8)
+    assert partitioning.parse_mesh(" model=4 , data=1 ") == (1, 4)
+    assert partitioning.parse_mesh("model=16") == (1, 16)
+    for bad in ("data=2,data=2", "rows=2", "data=two", "data=0,model=2", ""):
+        with pytest.raises(errors.UserError, match="--mesh"):
+            partitioning.parse_mesh(bad)
+
+
 def test_logical_rules_map_parameters_like_t5x():
     config = configs.get_config("tiny")
     boxed = mt5.abstract_params(config)

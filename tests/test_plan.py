@@ -29,15 +29,6 @@ def _tiny_1_layer_counts(shards: int) -> int:
     return v * e // shards + encoder + decoder + e * v // shards  # embedder, logits_dense
 
 
-def test_parse_mesh():
-    assert plan.parse_mesh("data=2,model=8") == (2, 8)
-    assert plan.parse_mesh(" model=4 , data=1 ") == (1, 4)
-    assert plan.parse_mesh("model=16") == (1, 16)
-    for bad in ("data=2,data=2", "rows=2", "data=two", "data=0,model=2", ""):
-        with pytest.raises(errors.UserError, match="--mesh"):
-            plan.parse_mesh(bad)
-
-
 def test_request_checks_batch_against_mesh_and_microbatches():
     plan.PlanRequest("tiny", data=4, model_parallel=2, batch_size=8, microbatches=2).check()
     with pytest.raises(errors.UserError, match="not divisible by microbatches 3"):

@@ -9,7 +9,7 @@ import tasks_testing
 import tensorflow as tf
 from seqio import test_utils
 
-from seahorse_t5x import constants, errors, preprocessors
+from seahorse_t5x import constants, errors, input_format, preprocessors
 
 EOS = 1
 
@@ -70,10 +70,10 @@ def _examples(task: seqio.Task, input_length: int | None) -> list[dict]:
 
 
 def test_input_text_single_and_multi_question():
-    assert preprocessors.input_text("A cat sat.", "A cat.") == (
+    assert input_format.input_text("A cat sat.", "A cat.") == (
         "premise: A cat sat. hypothesis: A cat."
     )
-    assert preprocessors.input_text("A cat sat.", "A cat.", "concise") == (
+    assert input_format.input_text("A cat sat.", "A cat.", "concise") == (
         "question: concise premise: A cat sat. hypothesis: A cat."
     )
 
@@ -246,7 +246,7 @@ def test_right_truncation_is_the_papers_concatenate_then_cut(vocabulary, output_
     summary = tasks_testing.words_with_tokens(vocabulary, 60, ("team", "cup"))
     task = _task([_raw(article, summary)], output_features, score_mode=False, truncation="right")
     (ex,) = _examples(task, 2048)
-    full = vocabulary.encode(preprocessors.input_text(article, summary))
+    full = vocabulary.encode(input_format.input_text(article, summary))
     assert ex["inputs"].tolist() == full[:2047] + [EOS]
     assert ex["summary_truncated"] == 1
     assert ex["article_tokens_dropped"] == 3000 - (2047 - len(vocabulary.encode("premise:")))
@@ -260,7 +260,7 @@ def test_short_inputs_are_the_same_in_both_modes(vocabulary, output_features):
     kept = _examples(_task(rows, output_features, score_mode=False), 512)
     right = _examples(_task(rows, output_features, score_mode=False, truncation="right"), 512)
     for row, a, b in zip(rows, kept, right, strict=True):
-        text = preprocessors.input_text(row["premise"], row["hypothesis"])
+        text = input_format.input_text(row["premise"], row["hypothesis"])
         # Tokenizing the parts apart gives the tokens of the joined text.
         assert a["inputs"].tolist() == vocabulary.encode(text) + [EOS]
         assert b["inputs"].tolist() == a["inputs"].tolist()

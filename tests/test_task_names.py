@@ -37,6 +37,40 @@ def test_benchmark_names():
     assert task_names.metal_task("task_quality", "hi") == "metal_task_quality.hi"
 
 
+def test_benchmark_names_parse_back_to_their_benchmark_and_question():
+    from seahorse_t5x.data import benchmarks
+
+    for dimension in benchmarks.MFACE_DIMENSIONS:
+        for five in (False, True):
+            name = task_names.mface_task(dimension, five_languages=five)
+            assert task_names.parse_benchmark_task(name) == ("mface", dimension)
+    for dataset in benchmarks.TRUE_DATASETS:
+        assert task_names.parse_benchmark_task(task_names.true_task(dataset)) == ("true", 4)
+    for metric in benchmarks.METAL_METRICS:
+        for language in (None, *benchmarks.METAL_LANGUAGES):
+            name = task_names.metal_task(metric, language)
+            assert task_names.parse_benchmark_task(name) == ("metal", metric)
+    for other in ("mface_fluency", "true_nope", "metal_nope.de", "seahorse_q4_score", "mface"):
+        assert task_names.parse_benchmark_task(other) is None
+
+
+def test_benchmark_of_task_names_the_rows_of_every_kind_of_task():
+    sets = {"chat": ("polite",)}
+    cases = {
+        "mface_quality_5lang": ("mface", "quality"),
+        "true_summeval": ("true", 4),
+        "metal_task_quality.de": ("metal", "task_quality"),
+        "chat_polite_score.de": ("chat", "polite"),
+        "chat_all": ("chat", None),
+        "chat_rude_score": ("seahorse", None),  # not a question of the set
+        "seahorse_all_q4_score": ("seahorse", None),
+        "ice_q4_k2_uniform.de": ("seahorse", None),
+    }
+    for name, expected in cases.items():
+        assert task_names.benchmark_of_task(name, sets) == expected, name
+    assert task_names.benchmark_of_task("chat_polite_score", {}) == ("seahorse", None)
+
+
 @pytest.mark.parametrize(
     "name",
     [

@@ -15,7 +15,7 @@ import tasks_testing
 from sklearn import metrics as sk_metrics
 
 import seahorse_t5x.tasks  # noqa: F401  (registers the tasks)
-from seahorse_t5x import constants, errors, preprocessors, vocab
+from seahorse_t5x import constants, errors, input_format, vocab
 from seahorse_t5x.evaluation import seqio_metrics
 from seahorse_t5x.tasks import seahorse
 
@@ -147,7 +147,7 @@ def test_task_dataset_decodes_to_the_fixture_rows(name, split, vocabulary):
     assert len(examples) == len(rows) == task.num_input_examples(split)
     for row, ex in zip(rows, examples, strict=True):
         prompt = constants.QUESTION_PROMPTS[question] if multi else None
-        text = preprocessors.input_text(row["article"], row["summary"], prompt)
+        text = input_format.input_text(row["article"], row["summary"], prompt)
         assert ex["inputs"].tolist() == vocabulary.encode(text) + [EOS]
         assert vocabulary.decode(ex["inputs"].tolist()) == tasks_testing.roundtrip(vocabulary, text)
         gold = row[f"q{question}"]
@@ -179,7 +179,7 @@ def test_mixture_seahorse_all_rates_and_examples(vocabulary):
     examples = list(ds.take(12).as_numpy_iterator())
     assert len(examples) == 12
     texts = {
-        preprocessors.input_text(r["article"], r["summary"], constants.QUESTION_PROMPTS[q])
+        input_format.input_text(r["article"], r["summary"], constants.QUESTION_PROMPTS[q])
         for q in constants.QUESTIONS
         for r in _expected_rows("train", q, None)
     }
@@ -290,7 +290,7 @@ def test_missing_vocabulary_file_is_a_user_error(monkeypatch):
 
 def test_gin_switches_registered_tasks_to_the_papers_right_truncation(vocabulary):
     row = _expected_rows("train", 4, None)[0]
-    text = preprocessors.input_text(row["article"], row["summary"])
+    text = input_format.input_text(row["article"], row["summary"])
     length = len(vocabulary.encode(row["summary"])) + 4  # shorter than the joined input
     task = seqio.get_mixture_or_task("seahorse_q4")
     try:

@@ -72,14 +72,13 @@ def _tasks_truncate(mode: str) -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors, fileio
+    from seahorse_t5x import errors, fileio, input_format
     from seahorse_t5x import task_names as names
-    from seahorse_t5x.inference import inputs
 
     if args.batch_size < 1:
         raise errors.UserError(f"--batch_size must be at least 1, got {args.batch_size}")
     if args.input_length is not None:
-        inputs.check_input_length(args.input_length, "--input_length")
+        input_format.check_input_length(args.input_length, "--input_length")
     checkpoint = pathlib.Path(args.checkpoint)
     if not checkpoint.exists():
         raise errors.UserError(f"--checkpoint {checkpoint} does not exist")
@@ -89,72 +88,57 @@ def run(args: argparse.Namespace) -> int:
 
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
     from seahorse_t5x import user_modules, vocab
-    from seahorse_t5x.inference import engine as engine_lib
+    from seahorse_t5x.evaluation import score_tasks
+    from seahorse_t5x.inference import inputs
     from seahorse_t5x.inference import scorer as scorer_lib
-    from seahorse_t5x.model import checkpoints
-    from seahorse_t5x.runner import evaluation_loop
 
     # The user's tasks are registered before any task name is resolved (or the model loaded).
     user_modules.import_modules(args.module)
-    inference_flags.enable_compilation_cache(args)
-    meta = checkpoints.load_meta(checkpoint)
-    input_length = scorer_lib.input_length_for(meta, args.input_length, checkpoint)
-    # The order `score` uses too (vocab.RESOLUTION_ORDER), with this checkpoint.
-    vocab_path = vocab.resolve_vocabulary_path(
-        args.vocab, trained_with=meta.get(scorer_lib.META_VOCABULARY), checkpoint=str(checkpoint)
-    )
-    vocabulary = vocab.get_vocabulary(vocab_path)
-    scorer_lib.warn_on_vocabulary_mismatch(meta, checkpoint, vocabulary)
-    inputs.check_room_for_summary(vocabulary, input_length, "--input_length")
-    mesh = inference_flags.create_mesh(mesh_shape)
-    placers = []
-
-    def placement(config):
-        # Called once the checkpoint's config is read, before any weight is.
-        vocab.check_fits(
-            vocabulary, config.vocab_size, "use the vocabulary the model was trained with"
-        )
-        placers.append(engine_lib.Placer(config, mesh, args.param_dtype))
-        return placers[-1]
-
-    model_config, params = checkpoints.load_checkpoint(str(checkpoint), args.dtype, placement)
-    params = placers[-1].stack_layers(params, consume=True)  # the engine's scanned layout
-    task_names = evaluation_loop.expand_task_names(args.tasks.split(","))
-    for named in {names.names_the_question(n) for n in task_names} - {None}:
-        scorer_lib.warn_on_question_mismatch(meta, checkpoint, names_question=named)
+    task_names = score_tasks.expand_task_names(args.tasks.split(","))
     if words is None and all(n.startswith("ice_") for n in task_names):
         from seahorse_t5x import ice
 
         words = ice.ice_settings().answer_words  # what the ICE tasks' prompts ask for
-    label_ids = None
-    if words is not None:
-        label_ids = vocab.answer_token_ids(vocabulary, words)
+    inference_flags.enable_compilation_cache(args)
+    # The one way a checkpoint is loaded for scoring, as in `score`: the vocabulary
+    # (vocab.RESOLUTION_ORDER, with this checkpoint) and input length it was trained with.
+    scorer = scorer_lib.Scorer(
+        str(checkpoint),
+        vocab=args.vocab,
+        max_input_length=args.input_length,
+        batch_size=args.batch_size,
+        dtype=args.dtype,
+        truncation=args.truncation,
+        mesh=inference_flags.create_mesh(mesh_shape),
+        param_dtype=args.param_dtype,
+        label_words=words,
+    )
+    inputs.check_room_for_summary(scorer.vocab, scorer.max_input_length, "--input_length")
+    for named in {names.names_the_question(n) for n in task_names} - {None}:
+        scorer_lib.warn_on_question_mismatch(scorer.meta, checkpoint, names_question=named)
     name = args.metric or checkpoint.resolve().name
-    # The tasks' inputs are encoded with this vocabulary too, and cut as --truncation says.
-    with vocab.chosen_vocabulary(vocab_path), _tasks_truncate(args.truncation):
-        results = evaluation_loop.evaluate_params(
-            model_config,
-            params,
+    title = f"{name} ({args.split})"
+    vocab_path = scorer.vocab.sentencepiece_model_file
+    # The tasks' inputs are encoded with the scorer's vocabulary too, and cut as --truncation
+    # says.
+    with vocab.chosen_vocabulary(vocab_path), _tasks_truncate(scorer.truncation):
+        results = score_tasks.evaluate(
+            scorer,
             task_names,
             args.split,
             args.output_dir,
             metric_name=name,
-            batch_size=args.batch_size,
-            input_length=input_length,
             max_examples=args.max_examples,
-            mesh=mesh,
             run_info={
                 "checkpoint": str(checkpoint.resolve()),
-                "title": f"{name} ({args.split})",
+                "title": title,
                 "vocabulary": vocab_path,
                 "truncation": args.truncation,
                 "dtype": args.dtype,
                 "param_dtype": args.param_dtype,
             },
-            param_dtype=args.param_dtype,
-            label_ids=label_ids,
         )
     print()
-    print(evaluation_loop.markdown_table(results))
+    print(score_tasks.metrics_table(results, title).to_markdown())
     print(f"results in {pathlib.Path(args.output_dir).resolve()}")
     return 0

@@ -7,7 +7,7 @@ import argparse
 import os
 import pathlib
 
-from seahorse_t5x import constants
+from seahorse_t5x import constants, input_format
 
 ENV_COMPILATION_CACHE = "SEAHORSE_COMPILATION_CACHE"
 COMPUTE_DTYPES = ("float32", "bfloat16")
@@ -42,10 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--truncation",
-        choices=constants.TRUNCATION_MODES,
-        default=constants.TRUNCATION_KEEP_SUMMARY,
-        help=f"{constants.TRUNCATION_KEEP_SUMMARY}: cut the article so the whole summary "
-        f"fits; {constants.TRUNCATION_RIGHT}: cut the end of the joined input, as the paper did",
+        choices=input_format.TRUNCATION_MODES,
+        default=input_format.TRUNCATION_KEEP_SUMMARY,
+        help=f"{input_format.TRUNCATION_KEEP_SUMMARY}: cut the article so the whole summary "
+        f"fits; {input_format.TRUNCATION_RIGHT}: cut the end of the joined input, as the paper did",
     )
     parser.add_argument(
         "--dtype",
@@ -87,12 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def mesh_shape(args: argparse.Namespace) -> tuple[int, int] | None:
-    """(data, model) from --mesh, checked before anything heavy is imported; None: default."""
+    """(data, model) from --mesh, checked before the model or the data is read; None: default."""
     if not args.mesh:
         return None
-    from seahorse_t5x.runner import plan
+    from seahorse_t5x import partitioning
 
-    return plan.parse_mesh(args.mesh)
+    return partitioning.parse_mesh(args.mesh)
 
 
 def create_mesh(shape: tuple[int, int] | None):

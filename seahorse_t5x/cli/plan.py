@@ -112,7 +112,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    data, model_parallel = plan.parse_mesh(args.mesh)
+    from seahorse_t5x import partitioning
+
+    data, model_parallel = partitioning.parse_mesh(args.mesh)
     request = plan.PlanRequest(
         model=args.model,
         data=data,

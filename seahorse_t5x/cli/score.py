@@ -331,9 +331,9 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise errors.UserError(f"--batch_size must be at least 1, got {args.batch_size}")
     if args.input_length is not None:
-        from seahorse_t5x.inference import inputs as inputs_lib
+        from seahorse_t5x import input_format
 
-        inputs_lib.check_input_length(args.input_length, "--input_length")
+        input_format.check_input_length(args.input_length, "--input_length")
     mesh_shape = inference_flags.mesh_shape(args)
     inference_flags.label_words(args)  # a mistake here is found before the input is read
     total, bad = check_input(input_path, args.skip_bad_rows)

@@ -209,7 +209,7 @@ class RatingsFile:
         counts = collections.Counter(d.field or WHOLE_ROW for d in self.dropped)
         return dict(sorted(counts.items()))
 
-    def labelled_rows(self, question: str, language: str | None = None) -> int:
+    def labelled_row_count(self, question: str, language: str | None = None) -> int:
         """Rows labelled 1 or 0 for `question` (in `language`, if given): its tasks' examples."""
         return sum(
             n
@@ -401,11 +401,14 @@ def is_rating_benchmark(benchmark: str) -> bool:
     return benchmark in _RATING_SETS
 
 
+def rating_questions() -> dict[str, tuple[str, ...]]:
+    """Each registered rating set's questions, by set name: what
+    `task_names.parse_rating_task` and `task_names.benchmark_of_task` take."""
+    return {name: s.questions for name, s in _RATING_SETS.items()}
+
+
 def rating_task_of(task_name: str) -> names.RatingTask | None:
     """The registered rating set and question of a task or mixture name, else None
     (`chat_polite_score.de` -> benchmark `chat`, question `polite`, once `chat` is registered
     with the question `polite`)."""
-    if not _RATING_SETS:
-        return None
-    questions = {name: s.questions for name, s in _RATING_SETS.items()}
-    return names.parse_rating_task(task_name, questions)
+    return names.parse_rating_task(task_name, rating_questions())

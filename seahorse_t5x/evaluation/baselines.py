@@ -48,7 +48,8 @@ def majority_metrics(labels: Sequence[float]) -> dict:
     """The majority baseline's agreement, stated rather than computed on constant scores.
 
     Returns:
-      `{"n", "pearson": None, "roc_auc": 0.5 (None with one class only), "reasons"}`.
+      `{"n", "pearson": None, "roc_auc": 0.5 (None with one class only), "accuracy": the
+      share of the labels' larger class (None for graded labels), "reasons"}`.
     """
     finite = [y for y in labels if y is not None and not math.isnan(y)]
     reasons = {"pearson": "scores are constant: correlation undefined"}
@@ -59,7 +60,19 @@ def majority_metrics(labels: Sequence[float]) -> dict:
         reasons["roc_auc"] = (
             "labels are graded, not 0/1" if not binary else "labels hold one class only"
         )
-    return {"n": len(finite), "pearson": None, "roc_auc": roc, "reasons": reasons}
+    accuracy = None
+    if binary and finite:
+        yes_rate = sum(y == 1 for y in finite) / len(finite)
+        accuracy = max(yes_rate, 1 - yes_rate)
+    else:
+        reasons["accuracy"] = "labels are graded, not 0/1" if finite else "no labels"
+    return {
+        "n": len(finite),
+        "pearson": None,
+        "roc_auc": roc,
+        "accuracy": accuracy,
+        "reasons": reasons,
+    }
 
 
 def _slice_fields(row: dict) -> dict:

@@ -57,7 +57,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from seahorse_t5x import constants, errors, fileio, ice, task_names
+from seahorse_t5x import constants, errors, fileio, ice, input_format, task_names
 from seahorse_t5x.data import ratings, splits
 from seahorse_t5x.evaluation import scorefiles
 
@@ -66,7 +66,7 @@ _SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
 
 def _hypothesis_tail(row: dict) -> str:
     """The end of a SEAHORSE or rating-set task's premise/hypothesis input."""
-    return f"{constants.HYPOTHESIS_MARKER} {row['summary']}"
+    return input_format.hypothesis_text(row["summary"])
 
 
 def _ice_tail(row: dict) -> str:

@@ -42,8 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from seahorse_t5x import constants, errors, partitioning
-from seahorse_t5x.inference import executables, inputs
+from seahorse_t5x import constants, errors, input_format, partitioning
+from seahorse_t5x.inference import executables
 from seahorse_t5x.model import mt5
 from seahorse_t5x.model.configs import MT5Config
 
@@ -414,7 +414,7 @@ class Engine:
         packing: bool = False,
         program_cache_dir: str | os.PathLike | None = None,
     ) -> None:
-        inputs.check_input_length(max_input_length, "max_input_length")
+        input_format.check_input_length(max_input_length, "max_input_length")
         if batch_size < 1:
             raise errors.UserError(f"batch_size must be at least 1, got {batch_size}")
         yes_id, no_id = (int(i) for i in label_ids)

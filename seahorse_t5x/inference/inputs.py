@@ -1,10 +1,10 @@
 """Model inputs for scoring: token ids in numpy, cut exactly like the SeqIO tasks.
 
-The text is `premise: {article} hypothesis: {summary}` (or `question: {prompt} premise: ...`
-for a multi-question model), cut inside the article at the token level so the whole summary
-and EOS fit (`truncation="keep_summary"`), or cut from the right as in the paper
-(`truncation="right"`). The markers and modes are `seahorse_t5x.constants`', shared with
-`seahorse_t5x.preprocessors`; a test checks both give the same ids.
+The text, its length budget and its truncation modes are `seahorse_t5x.input_format`'s, as
+for `seahorse_t5x.preprocessors`: `premise: {article} hypothesis: {summary}` (or
+`question: {prompt} premise: ...` for a multi-question model), cut inside the article so the
+whole summary and EOS fit (`keep_summary`), or from the right as in the paper (`right`).
+A test checks both give the same ids.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, input_format
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,40 +32,12 @@ class EncodedInputs:
     summary_truncated: np.ndarray
 
 
-def check_input_length(value: int, name: str) -> int:
-    """Returns `value` when it can be an input length, else raises UserError.
-
-    The one check of an input length (EOS included), wherever a user sets one:
-    `--input_length` of `score` and `evaluate`, `TASK_FEATURE_LENGTHS['inputs']` of a
-    training run, SeqIO's `sequence_length['inputs']` and `build_inputs` here.
-
-    Args:
-      value: the length in tokens.
-      name: how the user set it (a flag or field name), for the message.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise errors.UserError(f"{name} must be an integer, got {value!r}")
-    if value < constants.MIN_INPUT_LENGTH:
-        raise errors.UserError(
-            f"{name} must be at least {constants.MIN_INPUT_LENGTH} (one token and the EOS), "
-            f"got {value}"
-        )
-    return int(value)
-
-
-def check_truncation(truncation: str) -> None:
-    if truncation not in constants.TRUNCATION_MODES:
-        raise errors.UserError(
-            f"truncation must be one of {constants.TRUNCATION_MODES}, got {truncation!r}"
-        )
-
-
 def build_inputs(
     marker_tokens: Sequence[int],
     premise_tokens: Sequence[int],
     hypothesis_tokens: Sequence[int],
     max_input_length: int | None,
-    truncation: str = constants.TRUNCATION_KEEP_SUMMARY,
+    truncation: str = input_format.TRUNCATION_KEEP_SUMMARY,
 ) -> tuple[np.ndarray, int, bool]:
     """One model input from its three tokenized parts, as `preprocessors.truncate_inputs`
     followed by SeqIO's `append_eos_after_trim` build it.
@@ -81,26 +53,13 @@ def build_inputs(
     marker, premise, hypothesis = (
         list(p) for p in (marker_tokens, premise_tokens, hypothesis_tokens)
     )
-    eos = constants.EOS_ID
-    if max_input_length is None:
-        return np.array(marker + premise + hypothesis + [eos], np.int32), 0, False
-    budget = check_input_length(max_input_length, "max_input_length") - 1  # one for EOS
-    if truncation == constants.TRUNCATION_KEEP_SUMMARY:
-        premise_budget = max(0, budget - len(marker) - len(hypothesis))
-        kept = premise[:premise_budget]
-        joined = (marker + kept + hypothesis)[:budget]
-        dropped = len(premise) - len(kept)
-        summary_cut = len(marker) + len(hypothesis) > budget
-    elif truncation == constants.TRUNCATION_RIGHT:
-        joined = marker + premise + hypothesis
-        overflow = max(0, len(joined) - budget)
-        hypothesis_cut = min(len(hypothesis), overflow)
-        dropped = min(len(premise), overflow - hypothesis_cut)
-        summary_cut = hypothesis_cut > 0
-        joined = joined[:budget]
-    else:
-        check_truncation(truncation)
-    return np.array(joined + [eos], np.int32), int(dropped), bool(summary_cut)
+    budget = input_format.content_budget(max_input_length, "max_input_length")
+    if budget is None:
+        return np.array(marker + premise + hypothesis + [constants.EOS_ID], np.int32), 0, False
+    cut = input_format.plan_cut(len(marker), len(premise), len(hypothesis), budget, truncation)
+    joined = (marker + premise[: cut.premise_kept] + hypothesis)[:budget]
+    ids = np.array(joined + [constants.EOS_ID], np.int32)
+    return ids, int(cut.article_tokens_dropped), bool(cut.summary_truncated)
 
 
 def encode_texts(vocab, texts: list[str]) -> list[list[int]]:
@@ -118,17 +77,16 @@ def marker_text(question: int | None) -> str:
       UserError: for an unknown question.
     """
     if question is None:
-        return constants.PREMISE_MARKER
+        return input_format.marker_text()
     if question in constants.QUESTION_PROMPTS:
-        prompt = constants.QUESTION_PROMPTS[question]
-        return f"{constants.QUESTION_MARKER} {prompt} {constants.PREMISE_MARKER}"
+        return input_format.marker_text(constants.QUESTION_PROMPTS[question])
     raise errors.UserError(f"question must be one of {list(constants.QUESTIONS)}, got {question!r}")
 
 
 def min_input_length(vocab, summaries: Sequence[str], question: int | None = None) -> int:
     """The shortest input length that keeps the marker, the whole of each summary and EOS."""
     (marker,) = encode_texts(vocab, [marker_text(question)])
-    hypotheses = encode_texts(vocab, [f"{constants.HYPOTHESIS_MARKER} {s}" for s in summaries])
+    hypotheses = encode_texts(vocab, [input_format.hypothesis_text(s) for s in summaries])
     return len(marker) + max((len(h) for h in hypotheses), default=0) + 1
 
 
@@ -153,7 +111,7 @@ def encode_pairs(
     articles: Sequence[str],
     summaries: Sequence[str],
     max_input_length: int | None,
-    truncation: str = constants.TRUNCATION_KEEP_SUMMARY,
+    truncation: str = input_format.TRUNCATION_KEEP_SUMMARY,
     question: int | None = None,
 ) -> EncodedInputs:
     """Tokenizes and truncates (article, summary) pairs like the SeqIO tasks.
@@ -170,10 +128,10 @@ def encode_pairs(
     """
     if len(articles) != len(summaries):
         raise errors.UserError(f"{len(articles)} articles but {len(summaries)} summaries")
-    check_truncation(truncation)
+    input_format.check_truncation(truncation)
     (marker,) = encode_texts(vocab, [marker_text(question)])
     premises = encode_texts(vocab, list(articles))
-    hypotheses = encode_texts(vocab, [f"{constants.HYPOTHESIS_MARKER} {s}" for s in summaries])
+    hypotheses = encode_texts(vocab, [input_format.hypothesis_text(s) for s in summaries])
     tokens, dropped, cut = [], [], []
     for premise, hypothesis in zip(premises, hypotheses, strict=True):
         ids, n_dropped, summary_cut = build_inputs(

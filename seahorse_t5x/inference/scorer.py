@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from jax.sharding import Mesh
 
-from seahorse_t5x import constants, errors, task_names
+from seahorse_t5x import constants, errors, input_format, task_names
 from seahorse_t5x import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import inputs
@@ -120,7 +120,7 @@ class Scorer:
         max_input_length: int | None = None,
         batch_size: int = 1,
         dtype: str = "float32",
-        truncation: str = constants.TRUNCATION_KEEP_SUMMARY,
+        truncation: str = input_format.TRUNCATION_KEEP_SUMMARY,
         mesh: Mesh | None = None,
         param_dtype: str = "float32",
         label_ids: tuple[int, int] | None = None,
@@ -131,7 +131,7 @@ class Scorer:
             raise errors.UserError(
                 f"dtype must be float32 or bfloat16, got {dtype!r} (float16 overflows in mT5)"
             )
-        inputs.check_truncation(truncation)
+        input_format.check_truncation(truncation)
         meta = {} if isinstance(checkpoint, tuple) else checkpoints.load_meta(checkpoint)
         max_input_length = input_length_for(meta, max_input_length, checkpoint)
         self.vocab = vocab_lib.get_vocabulary(
@@ -163,8 +163,10 @@ class Scorer:
             params = placement(config).place_tree(params)
         else:
             config, params = checkpoints.load_checkpoint(checkpoint, dtype, placement)
-        # The scanned layout (one traced layer per stack); the per-layer arrays are ours.
-        self.params = self._placer.stack_layers(params, consume=True)
+        # The scanned layout (one traced layer per stack). The per-layer arrays read from a
+        # checkpoint are ours to free as they are stacked; a caller's tree is left whole.
+        owned = not isinstance(checkpoint, tuple)
+        self.params = self._placer.stack_layers(params, consume=owned)
         self.config = config
         self.yes_id, self.no_id = self.engine.label_ids
         self.max_input_length = max_input_length

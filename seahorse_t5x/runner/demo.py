@@ -194,7 +194,9 @@ def _train_and_evaluate(
     log: Callable[[str], None],
     started: float,
 ) -> dict[str, Any]:
-    from seahorse_t5x.runner import checkpointing, evaluation_loop, trainer
+    from seahorse_t5x.evaluation import score_tasks
+    from seahorse_t5x.inference import scorer as scorer_lib
+    from seahorse_t5x.runner import checkpointing, trainer
 
     log(f"== 2/3 training a small mT5-shaped model on {MIXTURE} (all six questions) ==")
     model_dir = output_dir / "model"
@@ -233,15 +235,18 @@ def _train_and_evaluate(
     log("== 3/3 evaluating on the demo test split ==")
     evaluation_dir = output_dir / "evaluation"
     tasks = [f"seahorse_all_q{q}_score" for q in constants.QUESTIONS]
-    results = evaluation_loop.evaluate_params(
-        result.model_config,
-        params,
+    scorer = scorer_lib.Scorer(
+        (result.model_config, params),
+        max_input_length=settings.input_length,
+        batch_size=settings.batch_size,
+        dtype=result.model_config.dtype,
+    )
+    results = score_tasks.evaluate(
+        scorer,
         tasks,
         "test",
         evaluation_dir,
         metric_name="demo_mt5_seahorse_all",
-        input_length=settings.input_length,
-        batch_size=settings.batch_size,
         run_info={"title": "demo metric on the synthetic test split", "model_dir": str(model_dir)},
         log=None,
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -155,26 +154,6 @@ class MemoryPlan:
 
     def fits(self, hbm_gib: float) -> bool:
         return self.peak_bytes <= hbm_gib * GIB * USABLE_FRACTION
-
-
-def parse_mesh(text: str) -> tuple[int, int]:
-    """`data=D,model=M` -> (D, M).
-
-    Raises:
-      UserError: if the text has other axes, repeats, or non-positive sizes.
-    """
-    sizes: dict[str, int] = {}
-    for part in text.split(","):
-        match = re.fullmatch(r"\s*(data|model)\s*=\s*(\d+)\s*", part)
-        if not match or match.group(1) in sizes:
-            raise errors.UserError(
-                f"--mesh {text!r}: expected `data=D,model=M` (positive integers)"
-            )
-        sizes[match.group(1)] = int(match.group(2))
-    data, model = sizes.get("data", 1), sizes.get("model", 1)
-    if data < 1 or model < 1:
-        raise errors.UserError(f"--mesh {text!r}: axis sizes must be >= 1")
-    return data, model
 
 
 # Faster CPU compiles: LLVM optimisation only changes the generated code, not XLA's buffer

@@ -29,15 +29,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from seahorse_t5x import errors, partitioning, vocab
+from seahorse_t5x import errors, input_format, partitioning, vocab
+from seahorse_t5x.evaluation import score_tasks
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import inputs
 from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.model.configs import MT5Config
 from seahorse_t5x.runner import actions as actions_lib
 from seahorse_t5x.runner import (
     checkpointing,
-    evaluation_loop,
     input_pipeline,
     metric_logging,
     optimizers,
@@ -151,7 +150,7 @@ class TrainConfig:
             raise errors.UserError("MODEL_DIR is empty")
         input_length = dict(self.task_feature_lengths).get("inputs")
         if input_length is not None:
-            inputs.check_input_length(input_length, "TASK_FEATURE_LENGTHS['inputs']")
+            input_format.check_input_length(input_length, "TASK_FEATURE_LENGTHS['inputs']")
 
 
 @dataclasses.dataclass
@@ -543,7 +542,7 @@ class _Validator:
         self.trainer = trainer
         self.input_length = int(cfg.task_feature_lengths["inputs"])
         self.examples = [
-            evaluation_loop.load_task_examples(
+            score_tasks.load_task_examples(
                 name, cfg.validation_split, self.input_length, cfg.validation_max_examples
             )
             for name in task_names
@@ -569,7 +568,7 @@ class _Validator:
         scalars: dict[str, float] = {}
         for examples in self.examples:
             scores = self.engine.p_yes(params, examples.tokens)
-            result = evaluation_loop.question_metrics(examples.labels, scores)
+            result = score_tasks.question_metrics(examples.labels, scores)
             result["question"] = examples.question
             results[examples.task_name] = result
             for name in BEST_METRICS:

@@ -33,7 +33,7 @@ import seqio
 import tensorflow as tf
 from absl import logging
 
-from seahorse_t5x import preprocessors, vocab
+from seahorse_t5x import preprocessors
 from seahorse_t5x import task_names as names
 from seahorse_t5x.data import benchmarks
 from seahorse_t5x.evaluation import seqio_metrics, stats
@@ -193,14 +193,6 @@ def mface_postprocessor(
 # ----------------------------------------------------------------------------- registry
 
 
-def _output_features() -> dict[str, seqio.Feature]:
-    vocabulary = vocab.deferred_vocabulary()
-    return {
-        "inputs": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-        "targets": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-    }
-
-
 def _add_task(
     name: str,
     dataset_fn: Callable[..., tf.data.Dataset],
@@ -211,7 +203,7 @@ def _add_task(
     registry.add_premise_hypothesis_task(
         name,
         seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
-        _output_features(),
+        registry.output_features(),
         score_mode=True,
         postprocess_fn=postprocess_fn,
         metric_fns=[metric_fn],

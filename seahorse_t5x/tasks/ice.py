@@ -42,10 +42,9 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import constants, errors, ice, preprocessors, vocab
+from seahorse_t5x import constants, errors, ice, input_format, preprocessors
 from seahorse_t5x import task_names as names
 from seahorse_t5x.evaluation import seqio_metrics
-from seahorse_t5x.inference import inputs
 from seahorse_t5x.tasks import registry, seahorse
 
 SHOTS: tuple[int, ...] = (2, 4)
@@ -221,11 +220,9 @@ def fit_ice_inputs(
     demonstration article [10, 10, 10] and rest [30], rated article [20, 20], rest [40]:
       inputs [1000, m, 10, 30, m, 20, 20, 40] (m one token), demo_article_tokens_dropped 2
     """
-    if not sequence_length or sequence_length.get("inputs") is None:
+    budget = input_format.sequence_budget(sequence_length)
+    if budget is None:
         budget = np.iinfo(np.int32).max
-    else:
-        length = int(sequence_length["inputs"])
-        budget = inputs.check_input_length(length, "sequence_length['inputs']") - 1
     marker = np.asarray(output_features["inputs"].vocabulary.encode(ice.ARTICLE_MARKER), np.int32)
 
     def fit(instruction, art_flat, art_lengths, rest_flat, rest_lengths, article, rest):
@@ -296,14 +293,6 @@ def task_names() -> list[str]:
     ]
 
 
-def _output_features() -> dict[str, seqio.Feature]:
-    vocabulary = vocab.deferred_vocabulary()
-    return {
-        "inputs": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-        "targets": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-    }
-
-
 def _register() -> None:
     for question in constants.QUESTIONS:
         for shots in SHOTS:
@@ -322,7 +311,7 @@ def _register() -> None:
                             splits=ice.QUERY_SPLITS,
                         ),
                         preprocessors=ice_preprocessors(),
-                        output_features=_output_features(),
+                        output_features=registry.output_features(),
                         postprocess_fn=preprocessors.score_postprocessor,
                         metric_fns=[seqio_metrics.score_metrics],
                     )

@@ -32,7 +32,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from absl import logging
 
-from seahorse_t5x import constants, vocab
+from seahorse_t5x import constants
 from seahorse_t5x.data import benchmarks
 from seahorse_t5x.tasks import registry
 
@@ -199,20 +199,12 @@ def local_nli_dataset(
 # ----------------------------------------------------------------------------- registry
 
 
-def _output_features() -> dict[str, seqio.Feature]:
-    vocabulary = vocab.deferred_vocabulary()
-    return {
-        "inputs": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-        "targets": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-    }
-
-
 def _add_task(name: str, dataset_fn: Callable[..., tf.data.Dataset], splits) -> None:
     """A training-format task (target "1"/"0"), evaluated by decoding ("1"/"0" accuracy)."""
     registry.add_premise_hypothesis_task(
         name,
         seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
-        _output_features(),
+        registry.output_features(),
         score_mode=False,
     )
 

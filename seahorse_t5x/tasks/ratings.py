@@ -191,7 +191,9 @@ class RatingSplitSource(seqio.FunctionDataSource):
         )
 
     def num_input_examples(self, split: str) -> int:
-        return _ratings_file(self.rating_set, split).labelled_rows(self.question, self.language)
+        return _ratings_file(self.rating_set, split).labelled_row_count(
+            self.question, self.language
+        )
 
 
 def _check_prompts(prompts: Mapping[str, str] | None, questions: tuple[str, ...]) -> dict[str, str]:
@@ -396,13 +398,9 @@ def register_rating_tasks(
             + (f" and {len(clashes) - 5} more" if len(clashes) > 5 else "")
             + "; choose another name or question"
         )
-    output_vocabulary = (
-        vocab.deferred_vocabulary() if vocabulary is None else vocab.get_vocabulary(vocabulary)
+    output_features = registry.output_features(
+        None if vocabulary is None else vocab.get_vocabulary(vocabulary)
     )
-    output_features = {
-        "inputs": seqio.Feature(vocabulary=output_vocabulary, add_eos=True),
-        "targets": seqio.Feature(vocabulary=output_vocabulary, add_eos=True),
-    }
     try:
         _add_tasks(rating_set, output_features)
     except Exception:

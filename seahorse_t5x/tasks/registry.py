@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import preprocessors
+from seahorse_t5x import preprocessors, vocab
 from seahorse_t5x.evaluation import seqio_metrics
 
 # The intermediate schema of `seahorse_t5x.preprocessors`, as a source yields it (tasks add
@@ -35,6 +35,21 @@ SCHEMA_SIGNATURE: dict[str, tf.TensorSpec] = {
     "dataset": tf.TensorSpec((), tf.string),
     "system": tf.TensorSpec((), tf.string),
 }
+
+
+def output_features(vocabulary: seqio.Vocabulary | None = None) -> dict[str, seqio.Feature]:
+    """`inputs` and `targets` over one vocabulary, each ending in EOS.
+
+    Args:
+      vocabulary: default `vocab.deferred_vocabulary()`: the path is resolved when a dataset
+        is built (gin, `SEAHORSE_VOCAB`, ...), not at registration.
+    """
+    if vocabulary is None:
+        vocabulary = vocab.deferred_vocabulary()
+    return {
+        "inputs": seqio.Feature(vocabulary=vocabulary, add_eos=True),
+        "targets": seqio.Feature(vocabulary=vocabulary, add_eos=True),
+    }
 
 
 def add_premise_hypothesis_task(
@@ -53,7 +68,7 @@ def add_premise_hypothesis_task(
       name: the task name (`seahorse_t5x.task_names` builds them).
       source: yields the intermediate schema (`premise`, `hypothesis`, `label`, `question`,
         metadata strings; `question_prompt` with `multi_question`).
-      output_features: `inputs` and `targets` features.
+      output_features: `inputs` and `targets` features (`output_features()`).
       score_mode: T5X score mode (constant target "1") instead of the "1"/"0" target.
       multi_question: name the question at the start of the input.
       postprocess_fn: replaces the mode's postprocessor.

@@ -29,7 +29,7 @@ import gin
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import constants, errors, vocab
+from seahorse_t5x import constants, errors
 from seahorse_t5x import task_names as names
 from seahorse_t5x.data import splits
 from seahorse_t5x.tasks import registry
@@ -91,7 +91,7 @@ def _split_summary(path: str, size: int, mtime: float) -> dict[tuple[int, str], 
     return splits.label_counts(path, opener=_open_gfile)
 
 
-def labelled_rows(split: str, question: int, language: str | None = None) -> int:
+def labelled_row_count(split: str, question: int, language: str | None = None) -> int:
     """Rows of `split` with a q{question} label (in `language`, if given)."""
     path = split_path(split)
     stat = tf.io.gfile.stat(path)
@@ -145,7 +145,7 @@ def seahorse_dataset(
     """
     del shuffle_files, seed  # one file per split, read in order; SeqIO shuffles examples
     path = split_path(split)
-    labelled_rows(split, question, language)  # validates the file before tf.data reads it
+    labelled_row_count(split, question, language)  # validates the file before tf.data reads it
     return tf.data.Dataset.from_generator(
         functools.partial(_rows, path, question, language),
         output_signature=_OUTPUT_SIGNATURE,
@@ -169,15 +169,7 @@ class SeahorseSplitSource(seqio.FunctionDataSource):
         )
 
     def num_input_examples(self, split: str) -> int:
-        return labelled_rows(split, self.question, self.language)
-
-
-def _output_features() -> dict[str, seqio.Feature]:
-    vocabulary = vocab.deferred_vocabulary()
-    return {
-        "inputs": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-        "targets": seqio.Feature(vocabulary=vocabulary, add_eos=True),
-    }
+        return labelled_row_count(split, self.question, self.language)
 
 
 def _add_task(
@@ -192,7 +184,7 @@ def _add_task(
             question, language=language, score=score_mode, multi_question=multi_question
         ),
         SeahorseSplitSource(question, language),
-        _output_features(),
+        registry.output_features(),
         score_mode=score_mode,
         multi_question=multi_question,
     )

@@ -1,9 +1,11 @@
-"""P(yes) on SeqIO score tasks, the paper's measures per question, and the files
-`evaluate` writes.
+"""SeqIO score tasks evaluated: their examples scored by a `Scorer`, the paper's measures
+per task beside the majority baseline, and the files `evaluate` writes.
 
-The scores come from the one inference path (`seahorse_t5x.inference.engine`, as `score`
-and the trainer's validation): one decoder step from the start id 0, softmax over the
-logits of the two answer tokens, length-bucketed batches on the device mesh.
+The scores come from the one inference path (`seahorse_t5x.inference.scorer.Scorer`, as
+`score`): one decoder step from the start id 0, softmax over the logits of the two answer
+tokens, length-bucketed batches on the device mesh. The tasks tokenize and cut their own
+inputs (`seahorse_t5x.preprocessors`, with the vocabulary and truncation gin or the caller
+chose); the trainer's validation reads them with `load_task_examples` too.
 """
 
 from __future__ import annotations
@@ -12,17 +14,17 @@ import dataclasses
 import json
 import pathlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from jax.sharding import Mesh
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x import task_names as names
 from seahorse_t5x.data import ratings
-from seahorse_t5x.evaluation import scorefiles, stats
-from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.model import mt5
-from seahorse_t5x.task_names import question_of_task
+from seahorse_t5x.evaluation import baselines, scorefiles, stats, tables
+
+if TYPE_CHECKING:
+    from seahorse_t5x.inference.scorer import Scorer
 
 # Metadata carried from the task's examples into the score file.
 PASSTHROUGH_FIELDS = ("gem_id", "language", "dataset", "system")
@@ -75,7 +77,7 @@ def load_task_examples(
         use_cached=False,
     )
     tokens, labels, metadata = [], [], []
-    question = question_of_task(task_name)
+    question = names.question_of_task(task_name)
     for i, ex in enumerate(dataset.as_numpy_iterator()):
         if max_examples is not None and i >= max_examples:
             break
@@ -93,51 +95,24 @@ def load_task_examples(
 
 
 def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
-    """`stats.binary_metrics` plus the majority-class baseline's numbers for the same labels."""
+    """`stats.binary_metrics` of the scores, plus `majority_baseline`: what always answering
+    the majority class agrees with the same labels (`baselines.majority_metrics`)."""
     result = stats.binary_metrics(labels, scores)
-    constant = np.full(len(labels), 0.5)
-    baseline = stats.binary_metrics(labels, constant)
-    result["majority_baseline"] = {
-        "pearson": baseline["pearson"],
-        "roc_auc": baseline["roc_auc"],
-        "accuracy": max(result["positive_rate"] or 0.0, 1 - (result["positive_rate"] or 0.0)),
-    }
+    baseline = baselines.majority_metrics(labels)
+    result["majority_baseline"] = {k: v for k, v in baseline.items() if k != "n"}  # n is above
     return result
-
-
-def benchmark_of_task(task_name: str) -> tuple[str, str | int | None]:
-    """(benchmark, question) that a score task's rows belong to, as the baselines write them:
-    `mface_attribution_5lang` -> ("mface", "attribution"), `true_frank` -> ("true", 4),
-    `metal_task_quality.de` -> ("metal", "task_quality"); a registered rating set's task
-    (`tasks.register_rating_tasks`) -> (its name, its question): `chat_polite_score.de` ->
-    ("chat", "polite"); SEAHORSE (and ICE) tasks -> (`constants.SEAHORSE_BENCHMARK`, None):
-    their question comes from the task's examples.
-    """
-    from seahorse_t5x.data import benchmarks
-
-    base = task_name.split(".")[0]
-    for dimension in benchmarks.MFACE_DIMENSIONS:
-        if base in (f"mface_{dimension}", f"mface_{dimension}_5lang"):
-            return "mface", dimension
-    if base in {f"true_{d}" for d in benchmarks.TRUE_DATASETS}:
-        return "true", benchmarks.TRUE_QUESTION
-    if base in {f"metal_{m}" for m in benchmarks.METAL_METRICS}:
-        return benchmarks.METAL_BENCHMARK, base[len("metal_") :]
-    rating = ratings.rating_task_of(task_name)
-    if rating is not None:
-        return rating.benchmark, rating.question
-    return constants.SEAHORSE_BENCHMARK, None
 
 
 def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> list[dict]:
     """Score-file rows (docs/architecture.md contract) for one task, under the benchmark
-    and question the task belongs to (`benchmark_of_task`).
+    and question the task belongs to (`task_names.benchmark_of_task`, with the rating sets
+    registered now).
 
     The rows of a rating set's task also say `"label_kind": "binary"` (their labels are the
     integers 0/1, as `report` checks) and leave out the slice fields its rows lack (an empty
     `language` is no language).
     """
-    benchmark, question = benchmark_of_task(examples.task_name)
+    benchmark, question = names.benchmark_of_task(examples.task_name, ratings.rating_questions())
     rating = ratings.is_rating_benchmark(benchmark)
     if question is None:
         question = examples.question if examples.question is not None else examples.task_name
@@ -162,28 +137,35 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def markdown_table(results: Mapping[str, Mapping], title: str | None = None) -> str:
+def _question_cell(question: str | int | None) -> str:
+    if question is None:
+        return tables.MISSING
+    if isinstance(question, int) and question in constants.QUESTION_NAMES:
+        return f"{tables.question_header(str(question))} {constants.QUESTION_NAMES[question]}"
+    return tables.question_header(str(question))
+
+
+def metrics_table(results: Mapping[str, Mapping], title: str) -> tables.Table:
     """SEAHORSE-style table: one row per task, Pearson rho and ROC-AUC next to majority."""
-    lines = []
-    if title:
-        lines += [f"### {title}", ""]
-    lines += [
-        "| question | task | n | Yes rate | Pearson rho | ROC-AUC | majority rho | majority ROC |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
+    rows = []
     for task_name, result in results.items():
-        question = result.get("question")
-        if isinstance(question, int):
-            name = f"Q{question} {constants.QUESTION_NAMES.get(question, '')}".strip()
-        else:
-            name = question or "-"
         baseline = result["majority_baseline"]
-        lines.append(
-            f"| {name} | {task_name} | {result['n']} | {_fmt(result['positive_rate'])} | "
-            f"{_fmt(result['pearson'])} | {_fmt(result['roc_auc'])} | "
-            f"{_fmt(baseline['pearson'])} | {_fmt(baseline['roc_auc'])} |"
+        values = (result["positive_rate"], result["pearson"], result["roc_auc"])
+        rows.append(
+            [_question_cell(result.get("question")), task_name, str(result["n"])]
+            + [
+                tables.format_value(v, 3)
+                for v in (*values, baseline["pearson"], baseline["roc_auc"])
+            ]
         )
-    return "\n".join(lines) + "\n"
+    header = ["question", "task", "n", "Yes rate", "Pearson rho", "ROC-AUC"]
+    return tables.Table(
+        name="evaluate",
+        title=title,
+        header=header + ["majority rho", "majority ROC"],
+        rows=rows,
+        label_columns=2,
+    )
 
 
 def write_outputs(
@@ -192,7 +174,8 @@ def write_outputs(
     results: Mapping[str, Mapping],
     run_info: Mapping[str, Any],
 ) -> dict[str, pathlib.Path]:
-    """Writes `scores/<task>.jsonl`, `metrics.json` and `metrics.md` under `output_dir`."""
+    """Writes `scores/<task>.jsonl`, `metrics.json` and `metrics.md` (`metrics_table`,
+    headed by `run_info["title"]`) under `output_dir`."""
     output_dir = pathlib.Path(output_dir)
     (output_dir / "scores").mkdir(parents=True, exist_ok=True)
     for task_name, rows in per_task_rows.items():
@@ -202,11 +185,12 @@ def write_outputs(
         json.dumps({"run": dict(run_info), "tasks": dict(results)}, indent=2, default=str) + "\n"
     )
     table_path = output_dir / "metrics.md"
-    table_path.write_text(markdown_table(results, title=run_info.get("title")))
+    table = metrics_table(results, title=run_info.get("title", "evaluation"))
+    table_path.write_text(table.to_markdown())
     return {"scores": output_dir / "scores", "metrics": metrics_path, "table": table_path}
 
 
-def expand_task_names(names: Sequence[str]) -> list[str]:
+def expand_task_names(requested: Sequence[str]) -> list[str]:
     """Task names with mixtures replaced by their tasks, duplicates dropped, order kept.
 
     Raises:
@@ -215,7 +199,7 @@ def expand_task_names(names: Sequence[str]) -> list[str]:
     import seqio
 
     result: list[str] = []
-    for name in names:
+    for name in requested:
         name = name.strip()
         if not name:
             continue
@@ -236,54 +220,49 @@ def expand_task_names(names: Sequence[str]) -> list[str]:
     return result
 
 
-def evaluate_params(
-    model_config,
-    params: Any,
+def evaluate(
+    scorer: Scorer,
     task_names: Sequence[str],
     split: str,
     output_dir: str | pathlib.Path,
     metric_name: str,
-    batch_size: int = 8,
-    input_length: int = constants.DEFAULT_INPUT_LENGTH,
     max_examples: int | None = None,
-    mesh: Mesh | None = None,
     run_info: Mapping[str, Any] | None = None,
     log=print,
-    label_ids: tuple[int, int] | None = None,
-    param_dtype: str = "float32",
 ) -> dict[str, dict]:
-    """Scores `task_names` with the model and writes score files, metrics.json, metrics.md.
+    """Scores `task_names` with `scorer` and writes score files, metrics.json, metrics.md.
+
+    The tasks' inputs are `scorer.max_input_length` tokens long; their vocabulary should be
+    the scorer's (`vocab.chosen_vocabulary`), as `evaluate` makes it.
 
     Args:
-      batch_size: rows per batch at `input_length` (shorter buckets get more rows).
-      label_ids: the (yes, no) answer token ids (default: `1` and `0` in the vocabulary).
-      params: a parameter tree in memory, or already placed by `engine.Placer` on `mesh`.
+      task_names: tasks or mixtures (`expand_task_names`).
+      metric_name: the `metric` of the score files' rows.
+      max_examples: score only the first N examples of each task.
+      run_info: more of the run, for metrics.json's `run` (its `title` heads metrics.md;
+        default `{metric_name} ({split})`).
 
     Returns:
-      Per task: `stats.binary_metrics` output plus `question` and `majority_baseline`.
-    """
-    from seahorse_t5x import vocab
+      Per task: `stats.binary_metrics` output plus `majority_baseline` and `question`.
 
-    if label_ids is None:
-        label_ids = vocab.label_token_ids(vocab.get_vocabulary())
-    engine = engine_lib.Engine(model_config, label_ids, mesh, input_length, batch_size)
-    placer = engine.placer(param_dtype)
-    params = placer.place_tree(params)
-    if not mt5.is_scanned(params):  # a copy: the caller keeps its per-layer tree
-        params = placer.stack_layers(params)
+    Raises:
+      UserError: for an unknown task, or a task without examples in `split`.
+    """
+    input_length = scorer.max_input_length
     results: dict[str, dict] = {}
     rows: dict[str, list[dict]] = {}
     for task_name in expand_task_names(task_names):
         examples = load_task_examples(task_name, split, input_length, max_examples)
         if not examples.tokens:
             raise errors.UserError(f"task {task_name} has no examples in split {split!r}")
-        scores = engine.p_yes(params, examples.tokens)
+        scores = scorer.score_tokens(examples.tokens)
         result = question_metrics(examples.labels, scores)
         # SEAHORSE tasks carry their question number; other benchmarks' tasks (a rating set's
-        # `tone_polite_score`, mFACE's dimensions) are named by `benchmark_of_task`.
-        result["question"] = (
-            examples.question if examples.question is not None else benchmark_of_task(task_name)[1]
-        )
+        # `tone_polite_score`, mFACE's dimensions) are named by their task's name.
+        if examples.question is not None:
+            result["question"] = examples.question
+        else:
+            result["question"] = names.benchmark_of_task(task_name, ratings.rating_questions())[1]
         results[task_name] = result
         rows[task_name] = score_rows(examples, scores, metric_name)
         if log:
@@ -293,5 +272,6 @@ def evaluate_params(
             )
     info = {"metric": metric_name, "split": split, "input_length": input_length}
     info.update(run_info or {})
+    info.setdefault("title", f"{metric_name} ({split})")
     write_outputs(output_dir, rows, results, info)
     return results
