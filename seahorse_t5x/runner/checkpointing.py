@@ -1,13 +1,9 @@
 """Orbax checkpoints of a training run: save every N steps, keep the last K and the best,
 restore the newest one that reads back.
 
-Layout (shared with `model.checkpoints.load_checkpoint`):
-
-    MODEL_DIR/checkpoints/<step>/params      the parameter tree (orbax standard format)
-    MODEL_DIR/checkpoints/<step>/opt_state   the optax state
-    MODEL_DIR/checkpoints/<step>/data_state  JSON: step, batches consumed, data settings
-    MODEL_DIR/checkpoints/<step>/meta        JSON: model_config, vocabulary, metrics
-    MODEL_DIR/checkpoints/best.json          JSON: {"step": N, "metric": ..., "value": ...}
+The layout (`MODEL_DIR/checkpoints/<step>/{params,opt_state,data_state,meta}` and
+`checkpoints/best.json`) is `model.checkpoint_layout`'s, which `model.checkpoints`
+reads too.
 
 Orbax writes a step into a temporary directory and renames it when complete, so an
 interrupted save is never listed as a step. Each step's meta carries content hashes of its
@@ -21,7 +17,6 @@ opens, so a kill between a step's save and the marker's update loses nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import pathlib
@@ -32,18 +27,12 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from seahorse_t5x import errors, fileio
-from seahorse_t5x.model import checkpoints as model_checkpoints
+from seahorse_t5x import errors
+from seahorse_t5x.model import checkpoint_layout as layout
+from seahorse_t5x.model import orbax_checkpoints
 
 log = logging.getLogger(__name__)
 
-PARAMS_ITEM = model_checkpoints.PARAMS_ITEM
-META_ITEM = model_checkpoints.META_ITEM
-OPT_STATE_ITEM = "opt_state"
-DATA_STATE_ITEM = "data_state"
-BEST_MARKER = model_checkpoints.BEST_MARKER
-CHECKPOINTS_SUBDIR = "checkpoints"
-ITEM_NAMES = (PARAMS_ITEM, OPT_STATE_ITEM, DATA_STATE_ITEM, META_ITEM)
 # Fields every data state must hold: without them a resumed run cannot continue the stream.
 DATA_STATE_FIELDS = ("step", "batches_consumed")
 # meta key of a step's validation summary ({metric name: value}), written by the trainer.
@@ -81,7 +70,8 @@ class CheckpointStore:
     ) -> None:
         if keep < 1:
             raise errors.UserError(f"keep_checkpoints must be >= 1, got {keep}")
-        self.directory = pathlib.Path(model_dir).absolute() / CHECKPOINTS_SUBDIR
+        self.model_dir = pathlib.Path(model_dir).absolute()
+        self.directory = layout.checkpoints_dir(self.model_dir)
         self.keep = keep
         self.best_metric = best_metric
         options = ocp.CheckpointManagerOptions(
@@ -92,7 +82,9 @@ class CheckpointStore:
             # NaN check or a kill right after it can rely on it.
             enable_async_checkpointing=False,
         )
-        self.manager = ocp.CheckpointManager(self.directory, options=options, item_names=ITEM_NAMES)
+        self.manager = ocp.CheckpointManager(
+            self.directory, options=options, item_names=layout.ITEM_NAMES
+        )
         if best_metric is not None:
             self.recompute_best(best_metric)
 
@@ -111,13 +103,13 @@ class CheckpointStore:
         The meta gets the content hashes of every item (checked by `restore_latest`).
         """
         meta = dict(meta)
-        meta.pop(model_checkpoints.META_CONTENT_HASHES, None)
+        meta.pop(layout.META_CONTENT_HASHES, None)
         if jax.process_count() == 1:  # across hosts no process sees every shard
-            meta[model_checkpoints.META_CONTENT_HASHES] = {
-                PARAMS_ITEM: model_checkpoints.tree_digest(params),
-                OPT_STATE_ITEM: model_checkpoints.tree_digest(opt_state),
-                DATA_STATE_ITEM: model_checkpoints.json_digest(dict(data_state)),
-                "meta": model_checkpoints.meta_digest(meta),
+            meta[layout.META_CONTENT_HASHES] = {
+                layout.PARAMS_ITEM: orbax_checkpoints.tree_digest(params),
+                layout.OPT_STATE_ITEM: orbax_checkpoints.tree_digest(opt_state),
+                layout.DATA_STATE_ITEM: orbax_checkpoints.json_digest(dict(data_state)),
+                "meta": orbax_checkpoints.meta_digest(meta),
             }
         if step in self.manager.all_steps():
             self.manager.delete(step)
@@ -125,10 +117,10 @@ class CheckpointStore:
             step,
             args=ocp.args.Composite(
                 **{
-                    PARAMS_ITEM: ocp.args.StandardSave(params),
-                    OPT_STATE_ITEM: ocp.args.StandardSave(opt_state),
-                    DATA_STATE_ITEM: ocp.args.JsonSave(dict(data_state)),
-                    META_ITEM: ocp.args.JsonSave(dict(meta)),
+                    layout.PARAMS_ITEM: ocp.args.StandardSave(params),
+                    layout.OPT_STATE_ITEM: ocp.args.StandardSave(opt_state),
+                    layout.DATA_STATE_ITEM: ocp.args.JsonSave(dict(data_state)),
+                    layout.META_ITEM: ocp.args.JsonSave(dict(meta)),
                 }
             ),
             force=True,
@@ -139,19 +131,17 @@ class CheckpointStore:
 
     def mark_best(self, step: int, metric: str, value: float) -> None:
         """Records `step` as the best so far (written atomically: temp file + rename)."""
-        marker = self.directory / BEST_MARKER
-        record = {"step": int(step), "metric": metric, "value": float(value)}
-        fileio.atomic_write_text(marker, json.dumps(record))
+        layout.write_best_marker(self.directory, step, metric, value)
         self._prune()
 
     def _step_meta(self, step: int) -> dict[str, Any] | None:
         try:
             restored = self.manager.restore(
-                step, args=ocp.args.Composite(**{META_ITEM: ocp.args.JsonRestore()})
+                step, args=ocp.args.Composite(**{layout.META_ITEM: ocp.args.JsonRestore()})
             )
         except Exception:  # noqa: BLE001 - a damaged step is reported by restore_latest
             return None
-        meta = restored[META_ITEM]
+        meta = restored[layout.META_ITEM]
         return dict(meta) if isinstance(meta, Mapping) else None
 
     def recompute_best(self, metric: str) -> dict[str, Any] | None:
@@ -183,27 +173,25 @@ class CheckpointStore:
             log.warning(
                 "best-checkpoint marker %s recomputed from the saved steps: step %d "
                 "(%s %.4f; the marker said %s)",
-                self.directory / BEST_MARKER,
+                self.directory / layout.BEST_MARKER,
                 best["step"],
                 metric,
                 best["value"],
                 current,
             )
             self.directory.mkdir(parents=True, exist_ok=True)
-            fileio.atomic_write_text(self.directory / BEST_MARKER, json.dumps(best))
+            layout.write_best_marker(self.directory, best["step"], metric, best["value"])
         return best
 
     def best(self) -> dict[str, Any] | None:
-        marker = self.directory / BEST_MARKER
-        if not marker.exists():
+        """The best marker's record (`step`, `metric`, `value`); None without a marker that
+        names a value to beat."""
+        record = layout.read_best_marker(self.directory)
+        if record is not None and "value" not in record:
+            marker = self.directory / layout.BEST_MARKER
+            log.warning("ignoring best-checkpoint marker %s without a value", marker)
             return None
-        try:
-            best = json.loads(marker.read_text())
-            int(best["step"]), float(best["value"])
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            log.warning("ignoring unreadable %s: %s", marker, e)
-            return None
-        return best
+        return record
 
     def _prune(self) -> None:
         steps = sorted(self.manager.all_steps())
@@ -222,7 +210,7 @@ class CheckpointStore:
         return sorted(self.manager.all_steps())
 
     def step_dir(self, step: int) -> pathlib.Path:
-        return self.directory / str(step)
+        return layout.step_dir(self.directory, step)
 
     def restore_latest(
         self, abstract_params: Any, abstract_opt_state: Any
@@ -247,26 +235,26 @@ class CheckpointStore:
                     step,
                     args=ocp.args.Composite(
                         **{
-                            PARAMS_ITEM: ocp.args.StandardRestore(abstract_params),
-                            OPT_STATE_ITEM: ocp.args.StandardRestore(abstract_opt_state),
-                            DATA_STATE_ITEM: ocp.args.JsonRestore(),
-                            META_ITEM: ocp.args.JsonRestore(),
+                            layout.PARAMS_ITEM: ocp.args.StandardRestore(abstract_params),
+                            layout.OPT_STATE_ITEM: ocp.args.StandardRestore(abstract_opt_state),
+                            layout.DATA_STATE_ITEM: ocp.args.JsonRestore(),
+                            layout.META_ITEM: ocp.args.JsonRestore(),
                         }
                     ),
                 )
-                meta = restored[META_ITEM]
+                meta = restored[layout.META_ITEM]
                 if not isinstance(meta, Mapping):
                     raise ValueError("meta is not an object")
                 meta = dict(meta)
-                check_data_state(step, restored[DATA_STATE_ITEM])
-                data_state = dict(restored[DATA_STATE_ITEM])
-                model_checkpoints.verify_content(
+                check_data_state(step, restored[layout.DATA_STATE_ITEM])
+                data_state = dict(restored[layout.DATA_STATE_ITEM])
+                orbax_checkpoints.verify_content(
                     self.step_dir(step),
                     meta,
                     {
-                        PARAMS_ITEM: restored[PARAMS_ITEM],
-                        OPT_STATE_ITEM: restored[OPT_STATE_ITEM],
-                        DATA_STATE_ITEM: data_state,
+                        layout.PARAMS_ITEM: restored[layout.PARAMS_ITEM],
+                        layout.OPT_STATE_ITEM: restored[layout.OPT_STATE_ITEM],
+                        layout.DATA_STATE_ITEM: data_state,
                     },
                 )
             except Exception as e:  # noqa: BLE001 - any read failure means "skip this step"
@@ -278,7 +266,8 @@ class CheckpointStore:
                 )
                 failures.append(f"{step} ({reason})")
                 continue
-            return step, restored[PARAMS_ITEM], restored[OPT_STATE_ITEM], data_state, meta
+            params, opt_state = restored[layout.PARAMS_ITEM], restored[layout.OPT_STATE_ITEM]
+            return step, params, opt_state, data_state, meta
         if failures:
             raise errors.UserError(
                 f"no checkpoint under {self.directory} can be restored: {'; '.join(failures)}. "
@@ -303,11 +292,14 @@ class CheckpointStore:
         restored = self.manager.restore(
             step,
             args=ocp.args.Composite(
-                **{PARAMS_ITEM: ocp.args.StandardRestore(), META_ITEM: ocp.args.JsonRestore()}
+                **{
+                    layout.PARAMS_ITEM: ocp.args.StandardRestore(),
+                    layout.META_ITEM: ocp.args.JsonRestore(),
+                }
             ),
         )
-        params = jax.tree.map(np.asarray, restored[PARAMS_ITEM])
-        return params, dict(restored[META_ITEM])
+        params = jax.tree.map(np.asarray, restored[layout.PARAMS_ITEM])
+        return params, dict(restored[layout.META_ITEM])
 
     def close(self) -> None:
         self.manager.close()
