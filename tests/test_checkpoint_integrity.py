@@ -160,26 +160,21 @@ def test_exported_model_with_a_flipped_weight_is_refused(tmp_path):
 
 
 def test_loading_a_model_dir_falls_back_past_a_damaged_best_step(tmp_path, caplog):
-    from seahorse_t5x.model import configs, mt5
+    from mt5_fixtures import write_runner_steps
+
+    from seahorse_t5x.model import configs
 
     config = configs.get_config("tiny").replace(vocab_size=64)
-    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0)))
-    store = checkpointing.CheckpointStore(tmp_path / "run", keep=3)
-    for step in (1, 2):
-        scaled = jax.tree.map(lambda x, s=step: np.asarray(x) * s, params)
-        store.save(
-            step,
-            scaled,
-            {"count": np.zeros((), np.int32)},
-            {"step": step, "batches_consumed": step},
-            {"model_config": config.to_dict()},
-        )
-    store.mark_best(2, "roc_auc", 0.9)
-    store.close()
-    (store.step_dir(2) / "meta" / "metadata").write_text('{"model_config": 1}')
+    params = write_runner_steps(tmp_path / "run", config, (1, 2), best=2)
+    best = tmp_path / "run" / "checkpoints" / "2"
+    (best / "meta" / "metadata").write_text('{"model_config": 1}')
     caplog.set_level(logging.WARNING)
     loaded_config, loaded = checkpoints.load_checkpoint(tmp_path / "run")
     assert loaded_config == config
     embedding = loaded["token_embedder"]["embedding"]
     np.testing.assert_array_equal(embedding, np.asarray(params["token_embedder"]["embedding"]))
-    assert any("instead of the damaged" in r.getMessage() for r in caplog.records)
+    # One warning: the step used, the damaged one and what was wrong with it.
+    assert [r.getMessage() for r in caplog.records] == [
+        f"using checkpoint {tmp_path / 'run' / 'checkpoints' / '1'} instead of the damaged "
+        f"{best} (checkpoint {best}: meta has no 'model_config' object)"
+    ]

@@ -37,6 +37,9 @@ META_MODEL_CONFIG = "model_config"
 # meta key of the content hashes: {item name: SHA-256 hex}, "meta" for meta without this key.
 META_CONTENT_HASHES = "content_sha256"
 
+# Orbax writes a step as `<step>.orbax-checkpoint-tmp-<id>` and renames it when complete.
+_TMP_SUFFIX = ".orbax-checkpoint-tmp"
+
 # The file in checkpoints/ that marks the best step: JSON `{"step": N, "metric", "value"}`.
 BEST_MARKER = "best.json"
 
@@ -75,6 +78,19 @@ def latest_step(steps_dir: str | os.PathLike) -> int | None:
     """The newest complete step in a checkpoints folder (None when there is none)."""
     found = steps(steps_dir)
     return found[-1] if found else None
+
+
+def partial_step_dirs(steps_dir: str | os.PathLike, step: int) -> list[pathlib.Path]:
+    """What a save of `step` that did not finish may have left in a checkpoints folder: the
+    step directory and orbax's temporary ones for it (`<step>.orbax-checkpoint-tmp-*`)."""
+    steps_dir = pathlib.Path(steps_dir)
+    if not steps_dir.is_dir():
+        return []
+    return sorted(
+        child
+        for child in steps_dir.iterdir()
+        if child.name == str(step) or child.name.startswith(f"{step}{_TMP_SUFFIX}")
+    )
 
 
 def holds_steps(model_dir: str | os.PathLike) -> bool:

@@ -3,8 +3,12 @@
 The layout (where steps, items and the best marker live) is `checkpoint_layout`'s. Each
 step's meta carries content hashes (`meta.content_sha256`: SHA-256 of the parameter values,
 and of the other items), checked on load: a flipped byte is a damaged checkpoint, not
-silently different weights. Loading a MODEL_DIR falls back, with a warning, from a damaged
+silently different weights. Loading a MODEL_DIR falls back, with one warning, from a damaged
 best or latest step to the newest intact one.
+
+A restore that fails part-way (a truncated or missing array file) leaves orbax's other
+reads in flight after orbax has closed their event loop; `contain_orphaned_callbacks` keeps
+their refused completions from printing tracebacks.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import json
 import logging
 import os
 import pathlib
+import sys
+import traceback
 from collections.abc import Mapping
 from typing import Any
 
@@ -94,9 +100,38 @@ def _holds_arrays(tree: Any) -> bool:
     )
 
 
+def _is_orphaned_callback(unraisable: Any) -> bool:
+    """A tensorstore read or write that finished after orbax closed the event loop of the
+    restore (or save) it belonged to: asyncio refuses its completion, which nothing awaits."""
+    error = unraisable.exc_value
+    if not isinstance(error, RuntimeError) or str(error) != "Event loop is closed":
+        return False
+    frames = traceback.extract_tb(unraisable.exc_traceback)
+    return any(frame.name == "call_soon_threadsafe" for frame in frames)
+
+
+def contain_orphaned_callbacks() -> None:
+    """Drops the `RuntimeError: Event loop is closed` tracebacks of orbax reads and writes
+    left in flight by a failed restore or save; other unraisable exceptions still reach the
+    hook that was in place. Installed once per process, before the first restore or save:
+    the refused completions arrive from tensorstore's threads, possibly long after the
+    failure."""
+    previous = sys.unraisablehook
+    if getattr(previous, "drops_orphaned_callbacks", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        if not _is_orphaned_callback(unraisable):
+            previous(unraisable)
+
+    hook.drops_orphaned_callbacks = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
+
+
 def _composite_checkpointer():
     import orbax.checkpoint as ocp
 
+    contain_orphaned_callbacks()
     return ocp, ocp.Checkpointer(ocp.CompositeCheckpointHandler())
 
 
@@ -152,8 +187,9 @@ def load_model_dir(
 ) -> tuple[MT5Config, Params]:
     """Loads a MODEL_DIR's best (else latest) step, falling back to the newest intact one.
 
-    A damaged step (unreadable, content hash mismatch, non-finite weights) is skipped with
-    a warning, as the trainer does when it resumes.
+    A damaged step (unreadable, content hash mismatch, non-finite weights) is skipped; the
+    step loaded instead is named in one warning with what was wrong with the skipped ones,
+    as the trainer does when it resumes.
 
     Raises:
       UserError: no step can be loaded (the first step's error, and how many were tried).
@@ -161,22 +197,27 @@ def load_model_dir(
     candidates = layout.candidate_step_dirs(path)
     if not candidates:
         raise errors.UserError(f"{path} holds no checkpoint steps")
-    first_error = None
+    skipped: list[errors.UserError] = []
     for step_dir in candidates:
         try:
             loaded = load_orbax(step_dir, dtype, placement)
         except errors.SettingsError:
             raise  # another step would not load either
         except errors.UserError as e:
-            first_error = first_error or e
-            log.warning("skipping checkpoint %s: %s", step_dir, e)
+            skipped.append(e)
             continue
-        if step_dir != candidates[0]:
-            log.warning("using checkpoint %s instead of the damaged %s", step_dir, candidates[0])
+        if skipped:
+            reasons = "; ".join(" ".join(str(e).split()) for e in skipped)
+            log.warning(
+                "using checkpoint %s instead of the damaged %s (%s)",
+                step_dir,
+                candidates[0],
+                reasons,
+            )
         return loaded
     raise errors.UserError(
         f"none of the {len(candidates)} checkpoint steps in {path} can be loaded; the first: "
-        f"{first_error}"
+        f"{skipped[0]}"
     )
 
 

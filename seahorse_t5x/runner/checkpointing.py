@@ -13,14 +13,23 @@ skipped with a warning and the previous one is used.
 
 The best marker is recomputed from the steps' saved validation summaries when the store
 opens, so a kill between a step's save and the marker's update loses nothing.
+
+A device that fills up while a step is written ends the run with one `UserError` naming
+MODEL_DIR and its free space; the partial step is removed and the earlier steps stay.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import math
+import os
 import pathlib
-from collections.abc import Mapping
+import shutil
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
@@ -55,6 +64,70 @@ def check_data_state(step: int, data_state: Any) -> None:
         raise ValueError(f"data_state step {data_state['step']} is not the step {step}")
 
 
+def is_disk_full(error: BaseException | None) -> bool:
+    """Whether `error` (or an error it was raised from) says the device is full: an
+    `OSError` ENOSPC from a Python write, or tensorstore's `RESOURCE_EXHAUSTED: ... No space
+    left on device` from orbax's array writer."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            return True
+        if isinstance(error, BaseExceptionGroup):
+            return any(is_disk_full(inner) for inner in error.exceptions)
+        if os.strerror(errno.ENOSPC) in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+class _QuietDiskFull(logging.Filter):
+    """Drops orbax's own report (with its traceback) of a background writer that failed for
+    a full disk: the same error reaches `CheckpointStore.save`, which says it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and is_disk_full(record.exc_info[1]))
+
+
+@contextlib.contextmanager
+def _quiet_disk_full() -> Iterator[None]:
+    quiet = _QuietDiskFull()
+    orbax_log = logging.getLogger("absl")  # orbax logs through absl
+    orbax_log.addFilter(quiet)
+    try:
+        yield
+    except Exception as e:
+        if is_disk_full(e):
+            _wait_for_orbax_writers()
+        raise
+    finally:
+        orbax_log.removeFilter(quiet)
+
+
+def _wait_for_orbax_writers(timeout_s: float = 60.0) -> None:
+    """Waits for the background writers of a failed save: orbax raises the first writer's
+    error while the others still run (and log, and write into the partial step)."""
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and type(thread).__module__.startswith(
+            "orbax."
+        ):
+            # The plain join: orbax's own re-raises the writer's error.
+            threading.Thread.join(thread, max(0.0, deadline - time.monotonic()))
+
+
+def size_text(size: int) -> str:
+    """Bytes for a message: `512 B`, `12.3 MiB`, `1.5 GiB`."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f} {unit}"
+
+
 class CheckpointStore:
     """The checkpoints of one MODEL_DIR.
 
@@ -82,6 +155,7 @@ class CheckpointStore:
             # NaN check or a kill right after it can rely on it.
             enable_async_checkpointing=False,
         )
+        orbax_checkpoints.contain_orphaned_callbacks()
         self.manager = ocp.CheckpointManager(
             self.directory, options=options, item_names=layout.ITEM_NAMES
         )
@@ -101,6 +175,9 @@ class CheckpointStore:
         """Writes step `step`, replacing an earlier copy of it (e.g. one that was damaged).
 
         The meta gets the content hashes of every item (checked by `restore_latest`).
+
+        Raises:
+          UserError: the device of MODEL_DIR is full (the partial step is removed first).
         """
         meta = dict(meta)
         meta.pop(layout.META_CONTENT_HASHES, None)
@@ -113,21 +190,55 @@ class CheckpointStore:
             }
         if step in self.manager.all_steps():
             self.manager.delete(step)
-        self.manager.save(
-            step,
-            args=ocp.args.Composite(
-                **{
-                    layout.PARAMS_ITEM: ocp.args.StandardSave(params),
-                    layout.OPT_STATE_ITEM: ocp.args.StandardSave(opt_state),
-                    layout.DATA_STATE_ITEM: ocp.args.JsonSave(dict(data_state)),
-                    layout.META_ITEM: ocp.args.JsonSave(dict(meta)),
-                }
-            ),
-            force=True,
-        )
-        self.manager.wait_until_finished()
+        try:
+            with _quiet_disk_full():
+                args = self._save_args(params, opt_state, data_state, meta)
+                self.manager.save(step, args=args, force=True)
+                self.manager.wait_until_finished()
+        except Exception as e:
+            if not is_disk_full(e):
+                raise
+            raise errors.UserError(self._disk_full(step)) from e
         self._prune()
         return self.step_dir(step)
+
+    @staticmethod
+    def _save_args(
+        params: Any, opt_state: Any, data_state: Mapping[str, Any], meta: Mapping[str, Any]
+    ) -> ocp.args.Composite:
+        return ocp.args.Composite(
+            **{
+                layout.PARAMS_ITEM: ocp.args.StandardSave(params),
+                layout.OPT_STATE_ITEM: ocp.args.StandardSave(opt_state),
+                layout.DATA_STATE_ITEM: ocp.args.JsonSave(dict(data_state)),
+                layout.META_ITEM: ocp.args.JsonSave(dict(meta)),
+            }
+        )
+
+    def _disk_full(self, step: int) -> str:
+        """Removes what a save of `step` left behind and says what happened."""
+        if jax.process_index() == 0:
+            self._remove_partial(step)
+        self.manager.reload()
+        free = shutil.disk_usage(self.model_dir).free
+        earlier = "earlier steps are intact" if self.steps() else "no earlier step was saved"
+        return (
+            f"no space left on the device of MODEL_DIR {self.model_dir} ({size_text(free)} "
+            f"free) while saving step {step}; {earlier}"
+        )
+
+    def _remove_partial(self, step: int, settle_s: float = 0.5, timeout_s: float = 30.0) -> None:
+        """Removes what a failed save of `step` wrote. Array writes that orbax stopped
+        waiting for can still land for a moment (tensorstore finishes them on its own
+        threads, creating their folders again): removes until nothing reappears for
+        `settle_s`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for partial in layout.partial_step_dirs(self.directory, step):
+                shutil.rmtree(partial, ignore_errors=True)
+            time.sleep(settle_s)
+            if not layout.partial_step_dirs(self.directory, step) or time.monotonic() > deadline:
+                return
 
     def mark_best(self, step: int, metric: str, value: float) -> None:
         """Records `step` as the best so far (written atomically: temp file + rename)."""
@@ -217,6 +328,9 @@ class CheckpointStore:
     ) -> tuple[int, Any, Any, dict[str, Any], dict[str, Any]] | None:
         """Restores the newest step that reads back, or returns None when there is none.
 
+        The damaged steps skipped on the way are named in warnings when an earlier step is
+        restored, and in the error when none is.
+
         Args:
           abstract_params: `jax.ShapeDtypeStruct` tree (with shardings) of the parameters.
           abstract_opt_state: the same for the optimizer state.
@@ -259,24 +373,26 @@ class CheckpointStore:
                 )
             except Exception as e:  # noqa: BLE001 - any read failure means "skip this step"
                 reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                failures.append((step, reason))
+                continue
+            for failed, reason in failures:
                 log.warning(
                     "checkpoint %s cannot be restored (%s); falling back to an earlier one",
-                    self.step_dir(step),
+                    self.step_dir(failed),
                     reason,
                 )
-                failures.append(f"{step} ({reason})")
-                continue
             params, opt_state = restored[layout.PARAMS_ITEM], restored[layout.OPT_STATE_ITEM]
             return step, params, opt_state, data_state, meta
         if failures:
+            listed = "; ".join(f"{step} ({reason})" for step, reason in failures)
             raise errors.UserError(
-                f"no checkpoint under {self.directory} can be restored: {'; '.join(failures)}. "
+                f"no checkpoint under {self.directory} can be restored: {listed}. "
                 "Move the directory away to start over."
             )
         return None
 
-    def latest_meta(self) -> dict[str, Any] | None:
-        """The `meta` item of the newest step whose meta reads (None: no such step).
+    def latest_meta(self) -> tuple[int, dict[str, Any]] | None:
+        """(step, `meta` item) of the newest step whose meta reads (None: no such step).
 
         Cheap (one small JSON file): lets a run compare its settings with the saved run's
         before restoring arrays whose structure depends on those settings.
@@ -284,7 +400,7 @@ class CheckpointStore:
         for step in reversed(self.steps()):
             meta = self._step_meta(step)
             if meta is not None:
-                return meta
+                return step, meta
         return None
 
     def restore_params(self, step: int) -> tuple[Any, dict[str, Any]]:
