@@ -37,7 +37,7 @@ from bench_common import matmul_ceiling  # scripts/ is on sys.path when run
 from seahorse_t5x import constants
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import executables
-from seahorse_t5x.model import checkpoints, configs, mt5
+from seahorse_t5x.model import configs, hf_checkpoints, mt5
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
 
@@ -136,7 +136,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     hf_config = transformers.MT5Config(**configs.to_hf_config(config))
     hf_model = transformers.MT5ForConditionalGeneration(hf_config).eval()
-    params = checkpoints.from_hf_state_dict(config, hf_model.state_dict(), tied_logits=True)
+    params = hf_checkpoints.from_hf_state_dict(config, hf_model.state_dict(), tied_logits=True)
     tokens = draw_inputs(args, config.vocab_size)
     real_tokens = sum(len(t) for t in tokens)
     print(

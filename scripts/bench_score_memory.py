@@ -47,11 +47,11 @@ def write_rows(path: pathlib.Path, count: int, seed: int = 0) -> None:
 def write_model(directory: pathlib.Path) -> None:
     import jax
 
-    from seahorse_t5x.model import checkpoints, configs, mt5
+    from seahorse_t5x.model import configs, hf_checkpoints, mt5
 
     config = configs.get_config("tiny", dropout_rate=0.0)
     params = jax.device_get(mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0))))
-    checkpoints.save_hf(directory, config, params)
+    hf_checkpoints.save_hf(directory, config, params)
 
 
 def main() -> None:

@@ -156,3 +156,25 @@ def write_t5x_checkpoint(directory: pathlib.Path, params, step: int = 1000) -> p
     }
     (ckpt / "checkpoint").write_bytes(flax.serialization.msgpack_serialize(state))
     return ckpt
+
+
+def write_runner_steps(model_dir: pathlib.Path, config, steps, best: int | None = None):
+    """A MODEL_DIR as the trainer's store writes it: for each step, the parameters of
+    `init_params(config, PRNGKey(0))` times the step, with `best` marked. Returns those
+    unscaled parameters."""
+    from seahorse_t5x.runner import checkpointing
+
+    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0)))
+    store = checkpointing.CheckpointStore(model_dir, keep=len(steps))
+    for step in steps:
+        store.save(
+            step,
+            jax.tree.map(lambda x, s=step: np.asarray(x) * s, params),
+            {"count": np.zeros((), np.int32)},
+            {"step": step, "batches_consumed": step},
+            {"model_config": config.to_dict(), "step": step},
+        )
+    if best is not None:
+        store.mark_best(best, "roc_auc", 0.9)
+    store.close()
+    return params

@@ -21,7 +21,7 @@ import pytest
 
 from seahorse_t5x import cli
 from seahorse_t5x.data import demo_data, prepare
-from seahorse_t5x.model import checkpoints, configs, mt5
+from seahorse_t5x.model import checkpoints, configs, hf_checkpoints, mt5
 
 SPLIT_SIZES = {"train": 40, "validation": 10, "test": 24}
 TASK = "seahorse_q4_score"
@@ -57,7 +57,7 @@ def ctx(tmp_path_factory):
     )
     config = configs.get_config("tiny", vocab_size=64)
     params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0)))
-    checkpoints.save_hf(base / "hf", config, params)
+    hf_checkpoints.save_hf(base / "hf", config, params)
     return {
         "seahorse_dir": pathlib.Path(written["seahorse_dir"]),
         "articles": pathlib.Path(written["articles"]),
@@ -277,7 +277,7 @@ def _nan_weights(ctx, folder):
     params = jax.tree.map(np.array, mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0))))
     params["decoder"]["decoder_norm"]["scale"][3] = np.nan
     shutil.rmtree(folder)
-    checkpoints.save_hf(folder, config, params)
+    hf_checkpoints.save_hf(folder, config, params)
 
 
 def _flipped_orbax(ctx, tmp):

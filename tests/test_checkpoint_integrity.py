@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from seahorse_t5x import errors
-from seahorse_t5x.model import checkpoints
+from seahorse_t5x.model import checkpoint_layout, checkpoints, orbax_checkpoints
 from seahorse_t5x.runner import checkpointing
 
 W = np.arange(64, dtype=np.float32).reshape(8, 8) + 0.5
@@ -51,10 +51,12 @@ def _restored_step(store):
 
 def test_saved_meta_carries_content_hashes(store):
     _, meta = store.restore_params(2)
-    hashes = meta[checkpoints.META_CONTENT_HASHES]
+    hashes = meta[checkpoint_layout.META_CONTENT_HASHES]
     assert set(hashes) == {"params", "opt_state", "data_state", "meta"}
-    assert hashes["params"] == checkpoints.tree_digest({"w": W * 2})
-    assert hashes["data_state"] == checkpoints.json_digest({"batches_consumed": 24, "step": 2})
+    assert hashes["params"] == orbax_checkpoints.tree_digest({"w": W * 2})
+    assert hashes["data_state"] == orbax_checkpoints.json_digest(
+        {"batches_consumed": 24, "step": 2}
+    )
 
 
 def test_every_flipped_byte_of_the_data_state_is_detected(store, caplog):
@@ -87,10 +89,10 @@ def test_flipped_byte_in_the_parameters_falls_back(store, caplog):
 
 
 def test_hash_mismatch_is_named(store):
-    meta = {"model_config": {}, checkpoints.META_CONTENT_HASHES: {"params": "0" * 64}}
-    meta[checkpoints.META_CONTENT_HASHES]["meta"] = checkpoints.meta_digest(meta)
+    meta = {"model_config": {}, checkpoint_layout.META_CONTENT_HASHES: {"params": "0" * 64}}
+    meta[checkpoint_layout.META_CONTENT_HASHES]["meta"] = orbax_checkpoints.meta_digest(meta)
     with pytest.raises(errors.UserError, match=r"is damaged: params differ"):
-        checkpoints.verify_content("step_dir", meta, {"params": {"w": W}})
+        orbax_checkpoints.verify_content("step_dir", meta, {"params": {"w": W}})
 
 
 @pytest.mark.parametrize(
@@ -137,7 +139,7 @@ def test_best_marker_is_recomputed_after_a_kill_before_its_update(tmp_path, capl
     reopened = checkpointing.CheckpointStore(tmp_path / "run", keep=3, best_metric="roc_auc")
     assert reopened.best() == {"step": 2, "metric": "roc_auc", "value": 0.8}
     assert any("recomputed" in r.getMessage() for r in caplog.records)
-    (tmp_path / "run" / "checkpoints" / checkpoints.BEST_MARKER).unlink()  # lost entirely
+    (tmp_path / "run" / "checkpoints" / checkpoint_layout.BEST_MARKER).unlink()  # lost entirely
     assert reopened.recompute_best("roc_auc")["step"] == 2
     reopened.close()
 
@@ -158,26 +160,21 @@ def test_exported_model_with_a_flipped_weight_is_refused(tmp_path):
 
 
 def test_loading_a_model_dir_falls_back_past_a_damaged_best_step(tmp_path, caplog):
-    from seahorse_t5x.model import configs, mt5
+    from mt5_fixtures import write_runner_steps
+
+    from seahorse_t5x.model import configs
 
     config = configs.get_config("tiny").replace(vocab_size=64)
-    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0)))
-    store = checkpointing.CheckpointStore(tmp_path / "run", keep=3)
-    for step in (1, 2):
-        scaled = jax.tree.map(lambda x, s=step: np.asarray(x) * s, params)
-        store.save(
-            step,
-            scaled,
-            {"count": np.zeros((), np.int32)},
-            {"step": step, "batches_consumed": step},
-            {"model_config": config.to_dict()},
-        )
-    store.mark_best(2, "roc_auc", 0.9)
-    store.close()
-    (store.step_dir(2) / "meta" / "metadata").write_text('{"model_config": 1}')
+    params = write_runner_steps(tmp_path / "run", config, (1, 2), best=2)
+    best = tmp_path / "run" / "checkpoints" / "2"
+    (best / "meta" / "metadata").write_text('{"model_config": 1}')
     caplog.set_level(logging.WARNING)
     loaded_config, loaded = checkpoints.load_checkpoint(tmp_path / "run")
     assert loaded_config == config
     embedding = loaded["token_embedder"]["embedding"]
     np.testing.assert_array_equal(embedding, np.asarray(params["token_embedder"]["embedding"]))
-    assert any("instead of the damaged" in r.getMessage() for r in caplog.records)
+    # One warning: the step used, the damaged one and what was wrong with it.
+    assert [r.getMessage() for r in caplog.records] == [
+        f"using checkpoint {tmp_path / 'run' / 'checkpoints' / '1'} instead of the damaged "
+        f"{best} (checkpoint {best}: meta has no 'model_config' object)"
+    ]

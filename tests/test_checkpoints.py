@@ -18,7 +18,7 @@ from mt5_fixtures import (
 )
 
 from seahorse_t5x import errors
-from seahorse_t5x.model import checkpoints
+from seahorse_t5x.model import checkpoints, hf_checkpoints
 
 
 def _flat(params):
@@ -41,7 +41,7 @@ def hf_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hf_params(hf_dir):
-    return checkpoints.from_hf_state_dict(TINY, hf_dir[1].state_dict())
+    return hf_checkpoints.from_hf_state_dict(TINY, hf_dir[1].state_dict())
 
 
 def test_hf_safetensors_reproduces_pytorch_logits(hf_dir, hf_params):
@@ -76,14 +76,14 @@ def test_hf_bin_and_sharded_safetensors_give_the_same_params(tmp_path, hf_params
 def test_bfloat16_safetensors_are_read_as_float32(tmp_path, hf_params):
     import ml_dtypes
 
-    state = checkpoints.to_hf_state_dict(hf_params, TINY)
+    state = hf_checkpoints.to_hf_state_dict(hf_params, TINY)
     path = tmp_path / "bf16.safetensors"
     # safetensors' numpy writer knows no bfloat16: write it from torch.
     import torch
     from safetensors.torch import save_file
 
     save_file({"x": torch.tensor(state["shared.weight"][:4]).bfloat16()}, str(path))
-    read = checkpoints.read_safetensors(path)["x"]
+    read = hf_checkpoints.read_safetensors(path)["x"]
     assert read.dtype == ml_dtypes.bfloat16
     np.testing.assert_allclose(
         read.astype(np.float32), state["shared.weight"][:4], rtol=1e-2, atol=1e-2
@@ -155,16 +155,16 @@ def test_mis_shaped_checkpoint_names_parameter_and_shapes(tmp_path, hf_dir):
 
 
 def test_missing_and_extra_tensors_are_named(hf_params):
-    state = checkpoints.to_hf_state_dict(hf_params, TINY)
+    state = hf_checkpoints.to_hf_state_dict(hf_params, TINY)
     del state["decoder.block.1.layer.2.DenseReluDense.wo.weight"]
     with pytest.raises(errors.UserError, match=r"DenseReluDense\.wo"):
-        checkpoints.from_hf_state_dict(TINY, state)
-    state = checkpoints.to_hf_state_dict(hf_params, TINY)
+        hf_checkpoints.from_hf_state_dict(TINY, state)
+    state = hf_checkpoints.to_hf_state_dict(hf_params, TINY)
     state["encoder.block.0.layer.0.SelfAttention.q.bias"] = np.zeros(32, np.float32)
     with pytest.raises(
         errors.UserError, match=r"unexpected \(HF\) encoder.block.0.layer.0.SelfAttention.q.bias"
     ):
-        checkpoints.from_hf_state_dict(TINY, state)
+        hf_checkpoints.from_hf_state_dict(TINY, state)
 
 
 def test_unknown_paths_are_clear_errors(tmp_path):

@@ -219,11 +219,11 @@ def test_batch_size_and_model_mismatches_are_not_taken_for_damaged_steps(trained
     def placement(config):
         raise errors.UserError("the vocabulary has 5 ids; the model 4000")
 
-    from seahorse_t5x.model import checkpoints
+    from seahorse_t5x.model import orbax_checkpoints
 
     with pytest.raises(errors.SettingsError, match="^the vocabulary has 5 ids; the model 4000$"):
-        checkpoints.load_model_dir(trained.model_dir, placement=placement)
-    assert "skipping checkpoint" not in capsys.readouterr().err
+        orbax_checkpoints.load_model_dir(trained.model_dir, placement=placement)
+    assert "damaged" not in capsys.readouterr().err
 
 
 def test_the_same_vocabulary_at_another_path_is_not_a_mismatch(tmp_path, caplog):

@@ -20,13 +20,13 @@ from mt5_fixtures import (
 
 from seahorse_t5x import errors, partitioning
 from seahorse_t5x.inference import engine
-from seahorse_t5x.model import checkpoints, configs, mt5
+from seahorse_t5x.model import configs, hf_checkpoints, mt5
 
 
 @pytest.fixture(scope="module")
 def hf_and_params():
     model = hf_tiny_model(seed=0)
-    params = checkpoints.from_hf_state_dict(TINY, model.state_dict())
+    params = hf_checkpoints.from_hf_state_dict(TINY, model.state_dict())
     return model, params
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 
 from seahorse_t5x import errors
 from seahorse_t5x.cli import flags
@@ -138,11 +137,11 @@ def _remove_if_unused(model_dir: str) -> None:
     task, data or setting mistake found while setting up): nothing of it is worth keeping."""
     import shutil
 
-    path = pathlib.Path(model_dir)
-    checkpoints = path / "checkpoints"
-    if checkpoints.is_dir() and any(p.name.isdigit() for p in checkpoints.iterdir()):
+    from seahorse_t5x.model import checkpoint_layout
+
+    if checkpoint_layout.holds_steps(model_dir):
         return
-    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(model_dir, ignore_errors=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -183,7 +182,10 @@ def run(args: argparse.Namespace) -> int:
         if created and not stepped:
             _remove_if_unused(created)
         raise
-    print(f"trained to step {result.step}; checkpoints in {result.model_dir / 'checkpoints'}")
+    from seahorse_t5x.model import checkpoint_layout
+
+    checkpoints = checkpoint_layout.checkpoints_dir(result.model_dir)
+    print(f"trained to step {result.step}; checkpoints in {checkpoints}")
     if result.real_token_share is not None:
         print(f"real (non-padding) input tokens: {100 * result.real_token_share:.1f}%")
     if result.best:

@@ -1,13 +1,9 @@
 """Orbax checkpoints of a training run: save every N steps, keep the last K and the best,
 restore the newest one that reads back.
 
-Layout (shared with `model.checkpoints.load_checkpoint`):
-
-    MODEL_DIR/checkpoints/<step>/params      the parameter tree (orbax standard format)
-    MODEL_DIR/checkpoints/<step>/opt_state   the optax state
-    MODEL_DIR/checkpoints/<step>/data_state  JSON: step, batches consumed, data settings
-    MODEL_DIR/checkpoints/<step>/meta        JSON: model_config, vocabulary, metrics
-    MODEL_DIR/checkpoints/best.json          JSON: {"step": N, "metric": ..., "value": ...}
+The layout (`MODEL_DIR/checkpoints/<step>/{params,opt_state,data_state,meta}` and
+`checkpoints/best.json`) is `model.checkpoint_layout`'s, which `model.checkpoints`
+reads too.
 
 Orbax writes a step into a temporary directory and renames it when complete, so an
 interrupted save is never listed as a step. Each step's meta carries content hashes of its
@@ -17,33 +13,35 @@ skipped with a warning and the previous one is used.
 
 The best marker is recomputed from the steps' saved validation summaries when the store
 opens, so a kill between a step's save and the marker's update loses nothing.
+
+A device that fills up while a step is written ends the run with one `UserError` naming
+MODEL_DIR and its free space; the partial step is removed and the earlier steps stay.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import errno
 import logging
 import math
+import os
 import pathlib
-from collections.abc import Mapping
+import shutil
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from seahorse_t5x import errors, fileio
-from seahorse_t5x.model import checkpoints as model_checkpoints
+from seahorse_t5x import errors
+from seahorse_t5x.model import checkpoint_layout as layout
+from seahorse_t5x.model import orbax_checkpoints
 
 log = logging.getLogger(__name__)
 
-PARAMS_ITEM = model_checkpoints.PARAMS_ITEM
-META_ITEM = model_checkpoints.META_ITEM
-OPT_STATE_ITEM = "opt_state"
-DATA_STATE_ITEM = "data_state"
-BEST_MARKER = model_checkpoints.BEST_MARKER
-CHECKPOINTS_SUBDIR = "checkpoints"
-ITEM_NAMES = (PARAMS_ITEM, OPT_STATE_ITEM, DATA_STATE_ITEM, META_ITEM)
 # Fields every data state must hold: without them a resumed run cannot continue the stream.
 DATA_STATE_FIELDS = ("step", "batches_consumed")
 # meta key of a step's validation summary ({metric name: value}), written by the trainer.
@@ -66,6 +64,70 @@ def check_data_state(step: int, data_state: Any) -> None:
         raise ValueError(f"data_state step {data_state['step']} is not the step {step}")
 
 
+def is_disk_full(error: BaseException | None) -> bool:
+    """Whether `error` (or an error it was raised from) says the device is full: an
+    `OSError` ENOSPC from a Python write, or tensorstore's `RESOURCE_EXHAUSTED: ... No space
+    left on device` from orbax's array writer."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            return True
+        if isinstance(error, BaseExceptionGroup):
+            return any(is_disk_full(inner) for inner in error.exceptions)
+        if os.strerror(errno.ENOSPC) in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+class _QuietDiskFull(logging.Filter):
+    """Drops orbax's own report (with its traceback) of a background writer that failed for
+    a full disk: the same error reaches `CheckpointStore.save`, which says it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and is_disk_full(record.exc_info[1]))
+
+
+@contextlib.contextmanager
+def _quiet_disk_full() -> Iterator[None]:
+    quiet = _QuietDiskFull()
+    orbax_log = logging.getLogger("absl")  # orbax logs through absl
+    orbax_log.addFilter(quiet)
+    try:
+        yield
+    except Exception as e:
+        if is_disk_full(e):
+            _wait_for_orbax_writers()
+        raise
+    finally:
+        orbax_log.removeFilter(quiet)
+
+
+def _wait_for_orbax_writers(timeout_s: float = 60.0) -> None:
+    """Waits for the background writers of a failed save: orbax raises the first writer's
+    error while the others still run (and log, and write into the partial step)."""
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and type(thread).__module__.startswith(
+            "orbax."
+        ):
+            # The plain join: orbax's own re-raises the writer's error.
+            threading.Thread.join(thread, max(0.0, deadline - time.monotonic()))
+
+
+def size_text(size: int) -> str:
+    """Bytes for a message: `512 B`, `12.3 MiB`, `1.5 GiB`."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f} {unit}"
+
+
 class CheckpointStore:
     """The checkpoints of one MODEL_DIR.
 
@@ -81,7 +143,8 @@ class CheckpointStore:
     ) -> None:
         if keep < 1:
             raise errors.UserError(f"keep_checkpoints must be >= 1, got {keep}")
-        self.directory = pathlib.Path(model_dir).absolute() / CHECKPOINTS_SUBDIR
+        self.model_dir = pathlib.Path(model_dir).absolute()
+        self.directory = layout.checkpoints_dir(self.model_dir)
         self.keep = keep
         self.best_metric = best_metric
         options = ocp.CheckpointManagerOptions(
@@ -92,7 +155,10 @@ class CheckpointStore:
             # NaN check or a kill right after it can rely on it.
             enable_async_checkpointing=False,
         )
-        self.manager = ocp.CheckpointManager(self.directory, options=options, item_names=ITEM_NAMES)
+        orbax_checkpoints.contain_orphaned_callbacks()
+        self.manager = ocp.CheckpointManager(
+            self.directory, options=options, item_names=layout.ITEM_NAMES
+        )
         if best_metric is not None:
             self.recompute_best(best_metric)
 
@@ -109,49 +175,84 @@ class CheckpointStore:
         """Writes step `step`, replacing an earlier copy of it (e.g. one that was damaged).
 
         The meta gets the content hashes of every item (checked by `restore_latest`).
+
+        Raises:
+          UserError: the device of MODEL_DIR is full (the partial step is removed first).
         """
         meta = dict(meta)
-        meta.pop(model_checkpoints.META_CONTENT_HASHES, None)
+        meta.pop(layout.META_CONTENT_HASHES, None)
         if jax.process_count() == 1:  # across hosts no process sees every shard
-            meta[model_checkpoints.META_CONTENT_HASHES] = {
-                PARAMS_ITEM: model_checkpoints.tree_digest(params),
-                OPT_STATE_ITEM: model_checkpoints.tree_digest(opt_state),
-                DATA_STATE_ITEM: model_checkpoints.json_digest(dict(data_state)),
-                "meta": model_checkpoints.meta_digest(meta),
+            meta[layout.META_CONTENT_HASHES] = {
+                layout.PARAMS_ITEM: orbax_checkpoints.tree_digest(params),
+                layout.OPT_STATE_ITEM: orbax_checkpoints.tree_digest(opt_state),
+                layout.DATA_STATE_ITEM: orbax_checkpoints.json_digest(dict(data_state)),
+                "meta": orbax_checkpoints.meta_digest(meta),
             }
         if step in self.manager.all_steps():
             self.manager.delete(step)
-        self.manager.save(
-            step,
-            args=ocp.args.Composite(
-                **{
-                    PARAMS_ITEM: ocp.args.StandardSave(params),
-                    OPT_STATE_ITEM: ocp.args.StandardSave(opt_state),
-                    DATA_STATE_ITEM: ocp.args.JsonSave(dict(data_state)),
-                    META_ITEM: ocp.args.JsonSave(dict(meta)),
-                }
-            ),
-            force=True,
-        )
-        self.manager.wait_until_finished()
+        try:
+            with _quiet_disk_full():
+                args = self._save_args(params, opt_state, data_state, meta)
+                self.manager.save(step, args=args, force=True)
+                self.manager.wait_until_finished()
+        except Exception as e:
+            if not is_disk_full(e):
+                raise
+            raise errors.UserError(self._disk_full(step)) from e
         self._prune()
         return self.step_dir(step)
 
+    @staticmethod
+    def _save_args(
+        params: Any, opt_state: Any, data_state: Mapping[str, Any], meta: Mapping[str, Any]
+    ) -> ocp.args.Composite:
+        return ocp.args.Composite(
+            **{
+                layout.PARAMS_ITEM: ocp.args.StandardSave(params),
+                layout.OPT_STATE_ITEM: ocp.args.StandardSave(opt_state),
+                layout.DATA_STATE_ITEM: ocp.args.JsonSave(dict(data_state)),
+                layout.META_ITEM: ocp.args.JsonSave(dict(meta)),
+            }
+        )
+
+    def _disk_full(self, step: int) -> str:
+        """Removes what a save of `step` left behind and says what happened."""
+        if jax.process_index() == 0:
+            self._remove_partial(step)
+        self.manager.reload()
+        free = shutil.disk_usage(self.model_dir).free
+        earlier = "earlier steps are intact" if self.steps() else "no earlier step was saved"
+        return (
+            f"no space left on the device of MODEL_DIR {self.model_dir} ({size_text(free)} "
+            f"free) while saving step {step}; {earlier}"
+        )
+
+    def _remove_partial(self, step: int, settle_s: float = 0.5, timeout_s: float = 30.0) -> None:
+        """Removes what a failed save of `step` wrote. Array writes that orbax stopped
+        waiting for can still land for a moment (tensorstore finishes them on its own
+        threads, creating their folders again): removes until nothing reappears for
+        `settle_s`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for partial in layout.partial_step_dirs(self.directory, step):
+                shutil.rmtree(partial, ignore_errors=True)
+            time.sleep(settle_s)
+            if not layout.partial_step_dirs(self.directory, step) or time.monotonic() > deadline:
+                return
+
     def mark_best(self, step: int, metric: str, value: float) -> None:
         """Records `step` as the best so far (written atomically: temp file + rename)."""
-        marker = self.directory / BEST_MARKER
-        record = {"step": int(step), "metric": metric, "value": float(value)}
-        fileio.atomic_write_text(marker, json.dumps(record))
+        layout.write_best_marker(self.directory, step, metric, value)
         self._prune()
 
     def _step_meta(self, step: int) -> dict[str, Any] | None:
         try:
             restored = self.manager.restore(
-                step, args=ocp.args.Composite(**{META_ITEM: ocp.args.JsonRestore()})
+                step, args=ocp.args.Composite(**{layout.META_ITEM: ocp.args.JsonRestore()})
             )
         except Exception:  # noqa: BLE001 - a damaged step is reported by restore_latest
             return None
-        meta = restored[META_ITEM]
+        meta = restored[layout.META_ITEM]
         return dict(meta) if isinstance(meta, Mapping) else None
 
     def recompute_best(self, metric: str) -> dict[str, Any] | None:
@@ -183,27 +284,25 @@ class CheckpointStore:
             log.warning(
                 "best-checkpoint marker %s recomputed from the saved steps: step %d "
                 "(%s %.4f; the marker said %s)",
-                self.directory / BEST_MARKER,
+                self.directory / layout.BEST_MARKER,
                 best["step"],
                 metric,
                 best["value"],
                 current,
             )
             self.directory.mkdir(parents=True, exist_ok=True)
-            fileio.atomic_write_text(self.directory / BEST_MARKER, json.dumps(best))
+            layout.write_best_marker(self.directory, best["step"], metric, best["value"])
         return best
 
     def best(self) -> dict[str, Any] | None:
-        marker = self.directory / BEST_MARKER
-        if not marker.exists():
+        """The best marker's record (`step`, `metric`, `value`); None without a marker that
+        names a value to beat."""
+        record = layout.read_best_marker(self.directory)
+        if record is not None and "value" not in record:
+            marker = self.directory / layout.BEST_MARKER
+            log.warning("ignoring best-checkpoint marker %s without a value", marker)
             return None
-        try:
-            best = json.loads(marker.read_text())
-            int(best["step"]), float(best["value"])
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            log.warning("ignoring unreadable %s: %s", marker, e)
-            return None
-        return best
+        return record
 
     def _prune(self) -> None:
         steps = sorted(self.manager.all_steps())
@@ -222,12 +321,15 @@ class CheckpointStore:
         return sorted(self.manager.all_steps())
 
     def step_dir(self, step: int) -> pathlib.Path:
-        return self.directory / str(step)
+        return layout.step_dir(self.directory, step)
 
     def restore_latest(
         self, abstract_params: Any, abstract_opt_state: Any
     ) -> tuple[int, Any, Any, dict[str, Any], dict[str, Any]] | None:
         """Restores the newest step that reads back, or returns None when there is none.
+
+        The damaged steps skipped on the way are named in warnings when an earlier step is
+        restored, and in the error when none is.
 
         Args:
           abstract_params: `jax.ShapeDtypeStruct` tree (with shardings) of the parameters.
@@ -247,47 +349,50 @@ class CheckpointStore:
                     step,
                     args=ocp.args.Composite(
                         **{
-                            PARAMS_ITEM: ocp.args.StandardRestore(abstract_params),
-                            OPT_STATE_ITEM: ocp.args.StandardRestore(abstract_opt_state),
-                            DATA_STATE_ITEM: ocp.args.JsonRestore(),
-                            META_ITEM: ocp.args.JsonRestore(),
+                            layout.PARAMS_ITEM: ocp.args.StandardRestore(abstract_params),
+                            layout.OPT_STATE_ITEM: ocp.args.StandardRestore(abstract_opt_state),
+                            layout.DATA_STATE_ITEM: ocp.args.JsonRestore(),
+                            layout.META_ITEM: ocp.args.JsonRestore(),
                         }
                     ),
                 )
-                meta = restored[META_ITEM]
+                meta = restored[layout.META_ITEM]
                 if not isinstance(meta, Mapping):
                     raise ValueError("meta is not an object")
                 meta = dict(meta)
-                check_data_state(step, restored[DATA_STATE_ITEM])
-                data_state = dict(restored[DATA_STATE_ITEM])
-                model_checkpoints.verify_content(
+                check_data_state(step, restored[layout.DATA_STATE_ITEM])
+                data_state = dict(restored[layout.DATA_STATE_ITEM])
+                orbax_checkpoints.verify_content(
                     self.step_dir(step),
                     meta,
                     {
-                        PARAMS_ITEM: restored[PARAMS_ITEM],
-                        OPT_STATE_ITEM: restored[OPT_STATE_ITEM],
-                        DATA_STATE_ITEM: data_state,
+                        layout.PARAMS_ITEM: restored[layout.PARAMS_ITEM],
+                        layout.OPT_STATE_ITEM: restored[layout.OPT_STATE_ITEM],
+                        layout.DATA_STATE_ITEM: data_state,
                     },
                 )
             except Exception as e:  # noqa: BLE001 - any read failure means "skip this step"
                 reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                failures.append((step, reason))
+                continue
+            for failed, reason in failures:
                 log.warning(
                     "checkpoint %s cannot be restored (%s); falling back to an earlier one",
-                    self.step_dir(step),
+                    self.step_dir(failed),
                     reason,
                 )
-                failures.append(f"{step} ({reason})")
-                continue
-            return step, restored[PARAMS_ITEM], restored[OPT_STATE_ITEM], data_state, meta
+            params, opt_state = restored[layout.PARAMS_ITEM], restored[layout.OPT_STATE_ITEM]
+            return step, params, opt_state, data_state, meta
         if failures:
+            listed = "; ".join(f"{step} ({reason})" for step, reason in failures)
             raise errors.UserError(
-                f"no checkpoint under {self.directory} can be restored: {'; '.join(failures)}. "
+                f"no checkpoint under {self.directory} can be restored: {listed}. "
                 "Move the directory away to start over."
             )
         return None
 
-    def latest_meta(self) -> dict[str, Any] | None:
-        """The `meta` item of the newest step whose meta reads (None: no such step).
+    def latest_meta(self) -> tuple[int, dict[str, Any]] | None:
+        """(step, `meta` item) of the newest step whose meta reads (None: no such step).
 
         Cheap (one small JSON file): lets a run compare its settings with the saved run's
         before restoring arrays whose structure depends on those settings.
@@ -295,7 +400,7 @@ class CheckpointStore:
         for step in reversed(self.steps()):
             meta = self._step_meta(step)
             if meta is not None:
-                return meta
+                return step, meta
         return None
 
     def restore_params(self, step: int) -> tuple[Any, dict[str, Any]]:
@@ -303,11 +408,14 @@ class CheckpointStore:
         restored = self.manager.restore(
             step,
             args=ocp.args.Composite(
-                **{PARAMS_ITEM: ocp.args.StandardRestore(), META_ITEM: ocp.args.JsonRestore()}
+                **{
+                    layout.PARAMS_ITEM: ocp.args.StandardRestore(),
+                    layout.META_ITEM: ocp.args.JsonRestore(),
+                }
             ),
         )
-        params = jax.tree.map(np.asarray, restored[PARAMS_ITEM])
-        return params, dict(restored[META_ITEM])
+        params = jax.tree.map(np.asarray, restored[layout.PARAMS_ITEM])
+        return params, dict(restored[layout.META_ITEM])
 
     def close(self) -> None:
         self.manager.close()

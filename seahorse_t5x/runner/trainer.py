@@ -32,7 +32,7 @@ import numpy as np
 from seahorse_t5x import errors, input_format, partitioning, vocab
 from seahorse_t5x.evaluation import score_tasks
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.model import checkpoint_layout, configs, mt5
 from seahorse_t5x.model.configs import MT5Config
 from seahorse_t5x.runner import actions as actions_lib
 from seahorse_t5x.runner import (
@@ -347,7 +347,12 @@ class Trainer:
             pack=cfg.pack,
         )
         input_pipeline.check_data_config(data_config)
-        self._check_optimizer_settings(store, self._optimizer_settings())
+        saved = store.latest_meta()
+        if saved is not None:
+            # Before any array is restored: a model of other shapes would not read back.
+            at_step, meta = saved
+            self._check_model(meta, model_config, store.step_dir(at_step))
+            self._check_optimizer_settings(meta, self._optimizer_settings())
         restored = store.restore_latest(layout.sharded_params(), layout.sharded_opt_state())
         resumed_from = None
         if restored is not None:
@@ -483,14 +488,15 @@ class Trainer:
         }
 
     def _check_optimizer_settings(
-        self, store: checkpointing.CheckpointStore, settings: Mapping[str, Any]
+        self, meta: Mapping[str, Any], settings: Mapping[str, Any]
     ) -> None:
-        """Raises UserError when MODEL_DIR's run used other optimizer settings.
+        """Raises UserError when MODEL_DIR's run (its newest step's `meta`) used other
+        optimizer settings.
 
         Their optimizer states differ in structure (or in meaning), so the run could not be
         resumed faithfully. Checkpoints written before the settings were saved pass.
         """
-        saved = (store.latest_meta() or {}).get("optimizer")
+        saved = meta.get("optimizer")
         if saved is None:
             return
         # JSON turns the multipliers' keys into strings and keeps floats: compare as JSON.
@@ -504,6 +510,18 @@ class Trainer:
                 "(INITIAL_CHECKPOINT_PATH can start from its weights)"
             )
 
+    def _check_model(
+        self, meta: Mapping[str, Any], model_config: MT5Config, step_dir: pathlib.Path
+    ) -> None:
+        """Raises UserError when the step's `meta` records another model configuration."""
+        saved = meta.get(checkpoint_layout.META_MODEL_CONFIG)
+        if saved is not None and saved != model_config.to_dict():
+            changed = sorted(k for k in saved if saved.get(k) != model_config.to_dict().get(k))
+            raise errors.UserError(
+                f"{step_dir} holds a model that differs from this configuration in {changed}; "
+                "use a new MODEL_DIR (or INITIAL_CHECKPOINT_PATH to start from it)"
+            )
+
     def _check_resumable(
         self,
         meta: Mapping[str, Any],
@@ -512,13 +530,7 @@ class Trainer:
         data_config: input_pipeline.DataConfig,
         step_dir: pathlib.Path,
     ) -> None:
-        saved = meta.get("model_config")
-        if saved is not None and saved != model_config.to_dict():
-            changed = sorted(k for k in saved if saved.get(k) != model_config.to_dict().get(k))
-            raise errors.UserError(
-                f"{step_dir} holds a model that differs from this configuration in {changed}; "
-                "use a new MODEL_DIR (or INITIAL_CHECKPOINT_PATH to start from it)"
-            )
+        self._check_model(meta, model_config, step_dir)
         expected = data_config.to_json()
         differing = sorted(k for k in expected if data_state.get(k) != expected[k])
         if differing:
