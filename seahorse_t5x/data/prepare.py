@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import articles, readers, splits
@@ -146,47 +146,11 @@ def prepare(
     kept: dict[str, list[dict]] = {}
     all_drops: list[readers.Drop] = []
     for split, ratings_file in read.items():
-        drops = list(ratings_file.drops)
-        records = []
-        for rating in ratings_file.ratings:
-            article = texts.get(rating.gem_id)
-            if article is None:
-                missing = readers.Drop(
-                    rating.path,
-                    rating.line,
-                    readers.MISSING_ARTICLE,
-                    "gem_id",
-                    f"no article for {rating.gem_id!r} in the article sources",
-                )
-                if strict:
-                    raise missing.as_error()
-                drops.append(missing)
-                continue
-            records.append(_joined_record(rating, article))
-        output = os.path.join(output_dir, f"{split}.jsonl")
+        records, drops = _join_articles(ratings_file, texts, strict)
         kept[split] = records
-        all_drops.extend(sorted(drops, key=lambda d: d.line))
-        by_reason = collections.Counter(d.reason for d in drops)
-        examples: dict[str, list[dict]] = collections.defaultdict(list)
-        for d in sorted(drops, key=lambda d: d.line):
-            if len(examples[d.reason]) < MAX_DROP_EXAMPLES:
-                examples[d.reason].append(d.as_dict())
-        split_report = {
-            "input": ratings_file.path,
-            "output": output,
-            "rows_read": ratings_file.rows_read,
-            "rows_kept": len(records),
-            "rows_dropped": len(drops),
-            "dropped_by_reason": {r: by_reason[r] for r in readers.DROP_REASONS},
-            "drop_examples": dict(examples),
-            "q1_no_blanked": ratings_file.q1_no_blanked,
-            "labels": _label_counts(records),
-            "languages": dict(sorted(collections.Counter(r["language"] for r in records).items())),
-            "datasets": dict(sorted(collections.Counter(r["dataset"] for r in records).items())),
-        }
-        # The accounting every consumer relies on: nothing is lost silently.
-        assert split_report["rows_kept"] + split_report["rows_dropped"] == ratings_file.rows_read
-        report["splits"][split] = split_report
+        all_drops.extend(drops)
+        output = os.path.join(output_dir, f"{split}.jsonl")
+        report["splits"][split] = _split_report(ratings_file, records, drops, output)
     split_reports = report["splits"].values()
     report["totals"] = {
         key: sum(s[key] for s in split_reports)
@@ -195,6 +159,76 @@ def prepare(
     if not report["totals"]["rows_kept"]:
         # Empty split files would only move the failure to `train` or `baselines`.
         raise errors.UserError(_nothing_kept(seahorse_dir, report, all_drops, source_reports))
+    _write_outputs(report, kept, output_dir, log)
+    return report
+
+
+def _join_articles(
+    ratings_file: readers.RatingsFile, texts: Mapping[str, str], strict: bool
+) -> tuple[list[dict], list[readers.Drop]]:
+    """The split's joined records, and its drops (the reader's and the rows without an
+    article) in line order.
+
+    Raises:
+      DataError: a rating has no article and `strict` is set.
+    """
+    drops = list(ratings_file.drops)
+    records = []
+    for rating in ratings_file.ratings:
+        article = texts.get(rating.gem_id)
+        if article is None:
+            missing = readers.Drop(
+                rating.path,
+                rating.line,
+                readers.MISSING_ARTICLE,
+                "gem_id",
+                f"no article for {rating.gem_id!r} in the article sources",
+            )
+            if strict:
+                raise missing.as_error()
+            drops.append(missing)
+            continue
+        records.append(_joined_record(rating, article))
+    return records, sorted(drops, key=lambda d: d.line)
+
+
+def _split_report(
+    ratings_file: readers.RatingsFile,
+    records: list[dict],
+    drops: list[readers.Drop],
+    output: str,
+) -> dict:
+    """One split's entry in the report: counts, drops by reason with examples, label counts."""
+    by_reason = collections.Counter(d.reason for d in drops)
+    examples: dict[str, list[dict]] = collections.defaultdict(list)
+    for d in drops:
+        if len(examples[d.reason]) < MAX_DROP_EXAMPLES:
+            examples[d.reason].append(d.as_dict())
+    split_report = {
+        "input": ratings_file.path,
+        "output": output,
+        "rows_read": ratings_file.rows_read,
+        "rows_kept": len(records),
+        "rows_dropped": len(drops),
+        "dropped_by_reason": {r: by_reason[r] for r in readers.DROP_REASONS},
+        "drop_examples": dict(examples),
+        "q1_no_blanked": ratings_file.q1_no_blanked,
+        "labels": _label_counts(records),
+        "languages": dict(sorted(collections.Counter(r["language"] for r in records).items())),
+        "datasets": dict(sorted(collections.Counter(r["dataset"] for r in records).items())),
+    }
+    # The accounting every consumer relies on: nothing is lost silently.
+    assert split_report["rows_kept"] + split_report["rows_dropped"] == ratings_file.rows_read
+    return split_report
+
+
+def _write_outputs(
+    report: dict,
+    kept: Mapping[str, list[dict]],
+    output_dir: str,
+    log: Callable[[str], None] | None,
+) -> None:
+    """Writes the split files, then `prepare_report.json`, logging a line for each."""
     for split, records in kept.items():
         split_report = report["splits"][split]
         _write_jsonl(split_report["output"], records)
@@ -208,4 +242,3 @@ def prepare(
             f"prepared {totals['rows_kept']} of {totals['rows_read']} rows "
             f"({totals['rows_dropped']} dropped) into {output_dir} (report: {report_path})"
         )
-    return report

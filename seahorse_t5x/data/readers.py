@@ -212,96 +212,112 @@ def read_ratings(path: str, strict: bool = False) -> RatingsFile:
     records = list(
         fileio.iter_table_records(path, ".tsv", invalid="raise" if strict else "replace")
     )
+    columns, width = _header(path, records)
+    seen: dict[tuple[str, str], int] = {}
+    for record in records[1:]:
+        result.rows_read += 1
+        checked = _check_row(path, record, columns, width, seen)
+        if isinstance(checked, Drop):
+            if strict:
+                raise checked.as_error()
+            result.drops.append(checked)
+            continue
+        seen[(checked.gem_id, checked.summary)] = checked.line
+        if checked.labels[0] == 0 and any(v is not None for v in checked.labels[1:]):
+            # The dataset's convention: a Q1 of No leaves Q2..Q6 unrated.
+            result.q1_no_blanked += 1
+            checked = dataclasses.replace(checked, labels=(0,) + (None,) * 5)
+        result.ratings.append(checked)
+    return result
+
+
+def _header(path: str, records: list[fileio.TableRecord]) -> tuple[dict[str, int], int]:
+    """The column index of each SEAHORSE column, and the number of fields a row must have."""
     if not records:
         raise errors.DataError(path, 1, None, "empty file; expected a SEAHORSE header row")
     header = records[0]
     if header.invalid_utf8:
         raise errors.DataError(path, 1, None, "the header row is not UTF-8 text")
-    columns = _check_header(path, header.fields)
-    width = len(header.fields)
-    seen: dict[tuple[str, str], int] = {}
+    return _check_header(path, header.fields), len(header.fields)
 
-    def drop(line: int, reason: str, field: str | None, detail: str) -> None:
-        found = Drop(path, line, reason, field, detail)
-        if strict:
-            raise found.as_error()
-        result.drops.append(found)
 
-    for record in records[1:]:
-        line_number = record.line
-        result.rows_read += 1
-        if record.invalid_utf8:
-            drop(line_number, INVALID_UTF8, None, "the row is not UTF-8 text")
-            continue
-        fields = record.fields
-        if len(fields) != width:
-            drop(
-                line_number,
-                MALFORMED_ROW,
-                None,
-                f"expected {width} tab-separated fields, found {len(fields)}",
-            )
-            continue
-        row = {name: decode_unicode_escapes(fields[i]) for name, i in columns.items()}
-        gem_id = normalize_gem_id(row["gem_id"])
-        if gem_id.lower() in _MISSING_IDS:
-            drop(line_number, MISSING_GEM_ID, "gem_id", "empty or NaN gem_id; expected an id")
-            continue
-        parsed = parse_gem_id(gem_id)
-        if parsed is None:
-            drop(
-                line_number,
-                UNPARSEABLE_GEM_ID,
-                "gem_id",
-                f"{gem_id!r} is not a SEAHORSE id (expected e.g. xlsum_english-test-12, "
-                "mlsum_de-validation-3, xsum-test-5, wiki_lingua_spanish_es-val-7)",
-            )
-            continue
-        labels: list[int | None] = []
-        bad_label = None
-        for column in constants.TSV_QUESTION_COLUMNS:
-            known, value = _label(row[column])
-            if not known:
-                bad_label = column
-                break
-            labels.append(value)
-        if bad_label is not None:
-            drop(
-                line_number,
-                UNKNOWN_LABEL,
-                bad_label,
-                f"{row[bad_label]!r} is not a rating; expected Yes, No, Unsure or empty",
-            )
-            continue
-        summary = row["summary"].strip()
-        if not summary:
-            drop(line_number, EMPTY_SUMMARY, "summary", "empty summary")
-            continue
-        key = (gem_id, summary)
-        if key in seen:
-            drop(
-                line_number,
-                DUPLICATE,
-                "summary",
-                f"same gem_id and summary as line {seen[key]}; the first one is kept",
-            )
-            continue
-        seen[key] = line_number
-        if labels[0] == 0 and any(v is not None for v in labels[1:]):
-            result.q1_no_blanked += 1
-        if labels[0] == 0:
-            labels[1:] = [None] * 5
-        dataset, language = parsed
-        result.ratings.append(
-            Rating(
-                gem_id=gem_id,
-                language=language,
-                dataset=dataset,
-                system=row["model"].strip(),
-                summary=summary,
-                labels=tuple(labels),
-                path=path,
-                line=line_number,
-            )
+def _check_row(
+    path: str,
+    record: fileio.TableRecord,
+    columns: dict[str, int],
+    width: int,
+    seen: dict[tuple[str, str], int],
+) -> Rating | Drop:
+    """The row as a `Rating` (labels as rated), or the first check it fails as a `Drop`.
+
+    The checks run in `DROP_REASONS` order; `seen` maps the (gem_id, summary) of the rows
+    kept so far to their lines.
+    """
+    line = record.line
+    if record.invalid_utf8:
+        return Drop(path, line, INVALID_UTF8, None, "the row is not UTF-8 text")
+    fields = record.fields
+    if len(fields) != width:
+        return Drop(
+            path,
+            line,
+            MALFORMED_ROW,
+            None,
+            f"expected {width} tab-separated fields, found {len(fields)}",
         )
-    return result
+    row = {name: decode_unicode_escapes(fields[i]) for name, i in columns.items()}
+    gem_id = normalize_gem_id(row["gem_id"])
+    if gem_id.lower() in _MISSING_IDS:
+        return Drop(path, line, MISSING_GEM_ID, "gem_id", "empty or NaN gem_id; expected an id")
+    parsed = parse_gem_id(gem_id)
+    if parsed is None:
+        return Drop(
+            path,
+            line,
+            UNPARSEABLE_GEM_ID,
+            "gem_id",
+            f"{gem_id!r} is not a SEAHORSE id (expected e.g. xlsum_english-test-12, "
+            "mlsum_de-validation-3, xsum-test-5, wiki_lingua_spanish_es-val-7)",
+        )
+    labels, bad_label = _labels(row)
+    if bad_label is not None:
+        return Drop(
+            path,
+            line,
+            UNKNOWN_LABEL,
+            bad_label,
+            f"{row[bad_label]!r} is not a rating; expected Yes, No, Unsure or empty",
+        )
+    summary = row["summary"].strip()
+    if not summary:
+        return Drop(path, line, EMPTY_SUMMARY, "summary", "empty summary")
+    if (gem_id, summary) in seen:
+        return Drop(
+            path,
+            line,
+            DUPLICATE,
+            "summary",
+            f"same gem_id and summary as line {seen[gem_id, summary]}; the first one is kept",
+        )
+    dataset, language = parsed
+    return Rating(
+        gem_id=gem_id,
+        language=language,
+        dataset=dataset,
+        system=row["model"].strip(),
+        summary=summary,
+        labels=labels,
+        path=path,
+        line=line,
+    )
+
+
+def _labels(row: dict[str, str]) -> tuple[tuple[int | None, ...], str | None]:
+    """The q1..q6 labels of a row, or the first question column that holds no rating."""
+    labels: list[int | None] = []
+    for column in constants.TSV_QUESTION_COLUMNS:
+        known, value = _label(row[column])
+        if not known:
+            return (), column
+        labels.append(value)
+    return tuple(labels), None

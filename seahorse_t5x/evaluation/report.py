@@ -536,6 +536,16 @@ def _to_json(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+@dataclasses.dataclass
+class _Section:
+    """One input's part of the report: its numbers, tables, plots and summary phrase."""
+
+    numbers: dict
+    paper_tables: list[tables.Table]
+    plots: list[str]
+    summary: str
+
+
 def write_report(
     output_dir: str | pathlib.Path,
     score_paths: Sequence[str | pathlib.Path] = (),
@@ -561,79 +571,113 @@ def write_report(
     output_dir = pathlib.Path(output_dir)
     plot_dir = output_dir / "plots"
     report: dict = {"settings": dataclasses.asdict(settings), "inputs": {}}
-    all_tables: list[tables.Table] = []
-    written_plots: list[str] = []
-    summary_parts: list[str] = []
-
+    sections: list[_Section] = []
     if score_paths:
-        frame = scorefiles.read_score_files(score_paths, settings.drop_duplicates)
-        duplicates_dropped = frame.attrs.get("duplicates_dropped", {})
-        scores = evaluate_scores(frame, settings)
-        scores["duplicates_dropped"] = duplicates_dropped
+        section = _score_section(score_paths, settings, plot_dir)
         report["inputs"]["scores"] = [str(p) for p in score_paths]
-        report["scores"] = scores
-        all_tables += score_tables(scores)
-        missing = sum(scores["missing_scores"].values())
-        summary_parts.append(
-            f"{len(scores['metrics'])} metric(s) on {', '.join(scores['benchmarks'])}: "
-            f"{scores['n_scored']} scored rows"
-            + (f", {missing} without a score dropped" if missing else "")
-            + (
-                f", {sum(duplicates_dropped.values())} duplicated rows dropped"
-                if duplicates_dropped
-                else ""
-            )
-        )
-        kept, _ = scorefiles.drop_missing_scores(normalized_scores(frame)[0])
-        items = items_with_all_labels(kept)
-        matrix, n_items = tables.label_correlations(items) if items is not None else (None, 0)
-        scores["label_correlations"] = {
-            "n_items": n_items,
-            "matrix": _matrix_json(matrix) if n_items > 1 else None,
-        }
-        if settings.plots:
-            written_plots += _score_plots(kept, scores, plot_dir)
-            if n_items > 1:
-                written_plots.append(
-                    plots.label_correlation_heatmap(
-                        matrix, n_items, plot_dir / "label_correlations_scores.png"
-                    )
-                )
-
+        report["scores"] = section.numbers
+        sections.append(section)
     if dataset_dir is not None:
-        items = read_prepared_dir(dataset_dir)
-        duplicates = read_duplicate_ratings(duplicates_path) if duplicates_path else None
+        section = _dataset_section(dataset_dir, duplicates_path, settings, plot_dir)
         report["inputs"]["dataset"] = str(dataset_dir)
-        matrix, n_items = tables.label_correlations(items)
-        report["dataset"] = {
-            "n_items": int(len(items)),
-            "n_per_split": {k: int(v) for k, v in items["split"].value_counts().items()},
-            "label_correlations": {"n_items": n_items, "matrix": _matrix_json(matrix)},
-        }
-        all_tables += dataset_tables(items, duplicates)
-        summary_parts.append(f"dataset of {len(items)} items")
-        if settings.plots:
-            if n_items > 1:
-                written_plots.append(
-                    plots.label_correlation_heatmap(
-                        matrix, n_items, plot_dir / "label_correlations.png"
-                    )
-                )
-            written_plots.append(
-                plots.yes_rate_bars(
-                    tables.yes_rates(items, "system"),
-                    plot_dir / "yes_rate_by_system.png",
-                    "Share of Yes per system",
-                )
-            )
-            written_plots.append(
-                plots.yes_rate_bars(
-                    tables.yes_rates(items, "language"),
-                    plot_dir / "yes_rate_by_language.png",
-                    "Share of Yes per language",
-                )
-            )
+        report["dataset"] = section.numbers
+        sections.append(section)
+    _write_outputs(report, sections, output_dir)
+    return report
 
+
+def _score_section(
+    score_paths: Sequence[str | pathlib.Path], settings: ReportSettings, plot_dir: pathlib.Path
+) -> _Section:
+    """Statistics, tables and plots of the score files."""
+    frame = scorefiles.read_score_files(score_paths, settings.drop_duplicates)
+    duplicates_dropped = frame.attrs.get("duplicates_dropped", {})
+    scores = evaluate_scores(frame, settings)
+    scores["duplicates_dropped"] = duplicates_dropped
+    score_table_list = score_tables(scores)
+    kept, _ = scorefiles.drop_missing_scores(normalized_scores(frame)[0])
+    items = items_with_all_labels(kept)
+    matrix, n_items = tables.label_correlations(items) if items is not None else (None, 0)
+    scores["label_correlations"] = {
+        "n_items": n_items,
+        "matrix": _matrix_json(matrix) if n_items > 1 else None,
+    }
+    written_plots: list[str] = []
+    if settings.plots:
+        written_plots += _score_plots(kept, scores, plot_dir)
+        if n_items > 1:
+            written_plots.append(
+                plots.label_correlation_heatmap(
+                    matrix, n_items, plot_dir / "label_correlations_scores.png"
+                )
+            )
+    return _Section(scores, score_table_list, written_plots, _score_summary(scores))
+
+
+def _score_summary(scores: Mapping) -> str:
+    duplicates_dropped = scores["duplicates_dropped"]
+    missing = sum(scores["missing_scores"].values())
+    return (
+        f"{len(scores['metrics'])} metric(s) on {', '.join(scores['benchmarks'])}: "
+        f"{scores['n_scored']} scored rows"
+        + (f", {missing} without a score dropped" if missing else "")
+        + (
+            f", {sum(duplicates_dropped.values())} duplicated rows dropped"
+            if duplicates_dropped
+            else ""
+        )
+    )
+
+
+def _dataset_section(
+    dataset_dir: str | pathlib.Path,
+    duplicates_path: str | pathlib.Path | None,
+    settings: ReportSettings,
+    plot_dir: pathlib.Path,
+) -> _Section:
+    """Tables 1, 3, 8 (and 4), label correlations and yes rates of a prepared dataset."""
+    items = read_prepared_dir(dataset_dir)
+    duplicates = read_duplicate_ratings(duplicates_path) if duplicates_path else None
+    matrix, n_items = tables.label_correlations(items)
+    numbers = {
+        "n_items": int(len(items)),
+        "n_per_split": {k: int(v) for k, v in items["split"].value_counts().items()},
+        "label_correlations": {"n_items": n_items, "matrix": _matrix_json(matrix)},
+    }
+    written_plots = _dataset_plots(items, matrix, n_items, plot_dir) if settings.plots else []
+    return _Section(
+        numbers, dataset_tables(items, duplicates), written_plots, f"dataset of {len(items)} items"
+    )
+
+
+def _dataset_plots(
+    items: pd.DataFrame, matrix: pd.DataFrame, n_items: int, plot_dir: pathlib.Path
+) -> list[str]:
+    written = []
+    if n_items > 1:
+        written.append(
+            plots.label_correlation_heatmap(matrix, n_items, plot_dir / "label_correlations.png")
+        )
+    written.append(
+        plots.yes_rate_bars(
+            tables.yes_rates(items, "system"),
+            plot_dir / "yes_rate_by_system.png",
+            "Share of Yes per system",
+        )
+    )
+    written.append(
+        plots.yes_rate_bars(
+            tables.yes_rates(items, "language"),
+            plot_dir / "yes_rate_by_language.png",
+            "Share of Yes per language",
+        )
+    )
+    return written
+
+
+def _write_outputs(report: dict, sections: Sequence[_Section], output_dir: pathlib.Path) -> None:
+    """Writes tables.md, tables.tex and report.json, completing `report` with what it holds."""
+    all_tables = [table for section in sections for table in section.paper_tables]
     report["tables"] = [t.to_json() for t in all_tables]
     markdown = "# seahorse-t5x report\n\n" + "\n".join(t.to_markdown() for t in all_tables)
     fileio.atomic_write_text(output_dir / "tables.md", markdown)
@@ -645,14 +689,14 @@ def write_report(
         "json": str(output_dir / "report.json"),
         "markdown": str(output_dir / "tables.md"),
         "latex": str(output_dir / "tables.tex"),
-        "plots": written_plots,
+        "plots": [path for section in sections for path in section.plots],
     }
-    report["summary"] = f"report: {'; '.join(summary_parts)} -> {output_dir}"
+    summary = "; ".join(section.summary for section in sections)
+    report["summary"] = f"report: {summary} -> {output_dir}"
     fileio.atomic_write_text(
         output_dir / "report.json",
         json.dumps(report, indent=1, ensure_ascii=False, default=_to_json, allow_nan=False),
     )
-    return report
 
 
 def _score_plots(kept: pd.DataFrame, scores: Mapping, plot_dir: pathlib.Path) -> list[str]:

@@ -1,9 +1,10 @@
 """What the train loop does after each step, one action per concern (as T5X's trainer
 runs its actions): stop on a non-finite loss, log, validate, checkpoint, call back.
 
-The loop (`trainer.Trainer.run`) only steps; after each step it hands the `TrainState` and
-the step's `StepOutcome` to its actions in order. An action may raise to stop the run; the
-validation action leaves its summary in the outcome for the checkpoint action to save.
+The loop (`trainer.Trainer.run`) only steps; after each step it hands the
+`train_step.TrainState` and the step's `StepOutcome` to its actions in order. An action may
+raise to stop the run; the validation action leaves its summary in the outcome for the
+checkpoint action to save.
 """
 
 from __future__ import annotations
@@ -17,21 +18,11 @@ from typing import Any
 import jax
 
 from seahorse_t5x import errors
-from seahorse_t5x.runner import checkpointing, input_pipeline, metric_logging
+from seahorse_t5x.runner import checkpointing, input_pipeline, metric_logging, train_step
 
 
 class TrainingDiverged(errors.UserError):
     """The loss became NaN or infinite; the run stopped before saving the bad state."""
-
-
-@dataclasses.dataclass
-class TrainState:
-    """The training state after `step` steps (`batches_consumed` input batches read)."""
-
-    step: int
-    batches_consumed: int
-    params: Any
-    opt_state: Any
 
 
 @dataclasses.dataclass
@@ -58,10 +49,10 @@ class StepOutcome:
 class Action:
     """Does nothing; subclasses override what they need."""
 
-    def start(self, state: TrainState) -> None:
+    def start(self, state: train_step.TrainState) -> None:
         """Called once before the first step of this run."""
 
-    def after_step(self, state: TrainState, outcome: StepOutcome) -> None:
+    def after_step(self, state: train_step.TrainState, outcome: StepOutcome) -> None:
         """Called after each step, `state.step` already counting it."""
 
     def close(self) -> None:
@@ -103,7 +94,9 @@ class Checkpoint(Action):
     def last_saved_dir(self) -> pathlib.Path | None:
         return None if self.last_saved is None else self.store.step_dir(self.last_saved)
 
-    def save(self, state: TrainState, extra_meta: Mapping[str, Any] | None = None) -> None:
+    def save(
+        self, state: train_step.TrainState, extra_meta: Mapping[str, Any] | None = None
+    ) -> None:
         data_state = {
             "step": state.step,
             "batches_consumed": state.batches_consumed,
@@ -113,7 +106,7 @@ class Checkpoint(Action):
         self.store.save(state.step, state.params, state.opt_state, data_state, meta)
         self.last_saved = state.step
 
-    def after_step(self, state: TrainState, outcome: StepOutcome) -> None:
+    def after_step(self, state: train_step.TrainState, outcome: StepOutcome) -> None:
         if outcome.validation is not None:
             _, summary = outcome.validation
             self.save(state, {"validation": summary})
@@ -136,7 +129,7 @@ class StopOnNonFinite(Action):
     def __init__(self, checkpoint: Checkpoint) -> None:
         self.checkpoint = checkpoint
 
-    def after_step(self, state: TrainState, outcome: StepOutcome) -> None:
+    def after_step(self, state: train_step.TrainState, outcome: StepOutcome) -> None:
         loss, update_norm = outcome.loss, outcome.update_norm
         if math.isfinite(loss) and math.isfinite(update_norm):
             return
@@ -178,10 +171,10 @@ class LogMetrics(Action):
     def real_token_share(self) -> float | None:
         return self.real_tokens / self.slots if self.slots else None
 
-    def start(self, state: TrainState) -> None:
+    def start(self, state: train_step.TrainState) -> None:
         self.progress.start(state.step)
 
-    def after_step(self, state: TrainState, outcome: StepOutcome) -> None:
+    def after_step(self, state: train_step.TrainState, outcome: StepOutcome) -> None:
         self.real_tokens += outcome.real_tokens
         self.slots += outcome.slots
         self._window.add(outcome)
@@ -239,7 +232,7 @@ class Validate(Action):
         self.train_steps = train_steps
         self.last: dict[str, dict] = {}
 
-    def after_step(self, state: TrainState, outcome: StepOutcome) -> None:
+    def after_step(self, state: train_step.TrainState, outcome: StepOutcome) -> None:
         step = state.step
         if (self.period and step % self.period == 0) or is_last(step, self.train_steps):
             outcome.validation = self.validator.run(state.params, step)
@@ -255,5 +248,5 @@ class CallBack(Action):
     def __init__(self, on_step: Callable[[int, float], None]) -> None:
         self.on_step = on_step
 
-    def after_step(self, state: TrainState, outcome: StepOutcome) -> None:
+    def after_step(self, state: train_step.TrainState, outcome: StepOutcome) -> None:
         self.on_step(state.step, outcome.loss)

@@ -9,6 +9,7 @@ measures exactly the program the trainer runs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -117,6 +118,16 @@ def state_layout(
     return StateLayout(abstract_params, params_sharding, abstract_opt_state, opt_sharding)
 
 
+@dataclasses.dataclass
+class TrainState:
+    """The training state after `step` steps (`batches_consumed` input batches read)."""
+
+    step: int
+    batches_consumed: int
+    params: Any
+    opt_state: Any
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainStep:
     """A compiled-on-first-call train step and the state layout it expects.
@@ -158,78 +169,135 @@ def make_train_step(
     if microbatches < 1:
         raise ValueError(f"microbatches must be >= 1, got {microbatches}")
     layout = state_layout(model, optimizer, mesh)
-    params_sharding = layout.params_sharding
-
-    def constrain_like_params(tree: Any) -> Any:
-        return jax.lax.with_sharding_constraint(tree, params_sharding)
-
-    def gradients(params: Any, batch: Mapping[str, jax.Array], rng: jax.Array):
-        def loss_fn(p):
-            return batch_loss(model, p, batch, z_loss, rng)
-
-        return jax.value_and_grad(loss_fn, has_aux=True)(params)
-
-    def accumulated_gradients(params: Any, batch: Mapping[str, jax.Array], rng: jax.Array):
-        # Each microbatch still spreads over the whole data axis; gradients are summed in a
-        # params-sharded accumulator. Every part's loss is scaled to the whole batch's
-        # tokens, so the sum is the gradient of the whole batch's objective.
-        tokens = jnp.maximum(batch["decoder_loss_weights"].astype(jnp.float32).sum(), 1.0)
-        split = jax.tree.map(
-            lambda x: jax.lax.with_sharding_constraint(
-                x.reshape((microbatches, x.shape[0] // microbatches) + x.shape[1:]),
-                NamedSharding(mesh, PartitionSpec(None, partitioning.DATA_AXIS)),
-            ),
-            batch,
-        )
-
-        def accumulate(carry, micro):
-            sums, grad_sum, index = carry
-
-            def loss_fn(p):
-                _, part = batch_loss(model, p, micro, z_loss, jax.random.fold_in(rng, index))
-                return (part["ce_sum"] + part["z_sum"]) / tokens, part
-
-            (_, part), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-            grad_sum = constrain_like_params(jax.tree.map(jnp.add, grad_sum, grads))
-            sums = jax.tree.map(jnp.add, sums, part)
-            return (sums, grad_sum, index + 1), None
-
-        zero = jnp.float32(0.0)
-        sums0 = {"ce_sum": zero, "z_sum": zero, "tokens": zero, "correct": zero}
-        grads0 = constrain_like_params(jax.tree.map(jnp.zeros_like, params))
-        (sums, grads, _), _ = jax.lax.scan(accumulate, (sums0, grads0, jnp.int32(0)), split)
-        sums["tokens"] = tokens
-        return ((sums["ce_sum"] + sums["z_sum"]) / tokens, sums), grads
-
-    def train_step(params, opt_state, batch, step):
-        rng = jax.random.fold_in(jax.random.PRNGKey(seed), step)
-        if microbatches == 1:
-            (objective, sums), grads = gradients(params, batch, rng)
-        else:
-            (objective, sums), grads = accumulated_gradients(params, batch, rng)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
-        metrics = {
-            "loss": objective,
-            "cross_entropy": sums["ce_sum"] / sums["tokens"],
-            "z_loss": sums["z_sum"] / sums["tokens"],
-            "accuracy": sums["correct"] / sums["tokens"],
-            "grad_norm": optax.global_norm(grads),
-            "update_norm": optax.global_norm(updates),
-        }
-        return params, opt_state, metrics
-
+    step_fn = functools.partial(
+        train_step,
+        model=model,
+        optimizer=optimizer,
+        z_loss=z_loss,
+        microbatches=microbatches,
+        mesh=mesh,
+        params_sharding=layout.params_sharding,
+        seed=seed,
+    )
     replicated = partitioning.replicated(mesh)
     fn = jax.jit(
-        train_step,
+        step_fn,
         # One sharding for every batch feature (packed or padded): rows over `data`.
         in_shardings=(
-            params_sharding,
+            layout.params_sharding,
             layout.opt_sharding,
             partitioning.batch_sharding(mesh),
             replicated,
         ),
-        out_shardings=(params_sharding, layout.opt_sharding, replicated),
+        out_shardings=(layout.params_sharding, layout.opt_sharding, replicated),
         donate_argnums=(0, 1),
     )
     return TrainStep(fn=fn, layout=layout)
+
+
+def train_step(
+    params: Any,
+    opt_state: Any,
+    batch: Mapping[str, jax.Array],
+    step: jax.Array,
+    *,
+    model: mt5.MT5,
+    optimizer: optax.GradientTransformation,
+    z_loss: float,
+    microbatches: int,
+    mesh: Mesh,
+    params_sharding: Any,
+    seed: int,
+) -> tuple[Any, Any, dict[str, jax.Array]]:
+    """One optimizer step on `batch` (`make_train_step` binds the keyword arguments)."""
+    rng = jax.random.fold_in(jax.random.PRNGKey(seed), step)
+    if microbatches == 1:
+        (objective, sums), grads = gradients(model, params, batch, z_loss, rng)
+    else:
+        (objective, sums), grads = accumulated_gradients(
+            model, params, batch, z_loss, rng, microbatches, mesh, params_sharding
+        )
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    return params, opt_state, step_metrics(objective, sums, grads, updates)
+
+
+def gradients(
+    model: mt5.MT5,
+    params: Any,
+    batch: Mapping[str, jax.Array],
+    z_loss: float,
+    rng: jax.Array,
+) -> tuple[tuple[jax.Array, dict[str, jax.Array]], Any]:
+    """`((objective, sums), grads)` of `batch_loss` on the whole batch at once."""
+
+    def loss_fn(p):
+        return batch_loss(model, p, batch, z_loss, rng)
+
+    return jax.value_and_grad(loss_fn, has_aux=True)(params)
+
+
+def accumulated_gradients(
+    model: mt5.MT5,
+    params: Any,
+    batch: Mapping[str, jax.Array],
+    z_loss: float,
+    rng: jax.Array,
+    microbatches: int,
+    mesh: Mesh,
+    params_sharding: Any,
+) -> tuple[tuple[jax.Array, dict[str, jax.Array]], Any]:
+    """`gradients`, summed over `microbatches` equal parts of `batch` in a `lax.scan`."""
+    # Each microbatch still spreads over the whole data axis; gradients are summed in a
+    # params-sharded accumulator. Every part's loss is scaled to the whole batch's
+    # tokens, so the sum is the gradient of the whole batch's objective.
+    tokens = jnp.maximum(batch["decoder_loss_weights"].astype(jnp.float32).sum(), 1.0)
+    split = split_microbatches(batch, microbatches, mesh)
+
+    def accumulate(carry, micro):
+        sums, grad_sum, index = carry
+
+        def loss_fn(p):
+            _, part = batch_loss(model, p, micro, z_loss, jax.random.fold_in(rng, index))
+            return (part["ce_sum"] + part["z_sum"]) / tokens, part
+
+        (_, part), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        grad_sum = jax.lax.with_sharding_constraint(
+            jax.tree.map(jnp.add, grad_sum, grads), params_sharding
+        )
+        sums = jax.tree.map(jnp.add, sums, part)
+        return (sums, grad_sum, index + 1), None
+
+    zero = jnp.float32(0.0)
+    sums0 = {"ce_sum": zero, "z_sum": zero, "tokens": zero, "correct": zero}
+    grads0 = jax.lax.with_sharding_constraint(jax.tree.map(jnp.zeros_like, params), params_sharding)
+    (sums, grads, _), _ = jax.lax.scan(accumulate, (sums0, grads0, jnp.int32(0)), split)
+    sums["tokens"] = tokens
+    return ((sums["ce_sum"] + sums["z_sum"]) / tokens, sums), grads
+
+
+def split_microbatches(
+    batch: Mapping[str, jax.Array], microbatches: int, mesh: Mesh
+) -> Mapping[str, jax.Array]:
+    """Each feature reshaped to `[microbatches, rows // microbatches, ...]`, rows over `data`."""
+    return jax.tree.map(
+        lambda x: jax.lax.with_sharding_constraint(
+            x.reshape((microbatches, x.shape[0] // microbatches) + x.shape[1:]),
+            NamedSharding(mesh, PartitionSpec(None, partitioning.DATA_AXIS)),
+        ),
+        batch,
+    )
+
+
+def step_metrics(
+    objective: jax.Array, sums: Mapping[str, jax.Array], grads: Any, updates: Any
+) -> dict[str, jax.Array]:
+    """The step's `TrainStep` metrics from the loss sums, gradients and updates."""
+    return {
+        "loss": objective,
+        "cross_entropy": sums["ce_sum"] / sums["tokens"],
+        "z_loss": sums["z_sum"] / sums["tokens"],
+        "accuracy": sums["correct"] / sums["tokens"],
+        "grad_norm": optax.global_norm(grads),
+        "update_norm": optax.global_norm(updates),
+    }

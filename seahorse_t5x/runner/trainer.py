@@ -234,7 +234,7 @@ class _Run:
     step: train_step.TrainStep
     store: checkpointing.CheckpointStore
     data_config: input_pipeline.DataConfig
-    state: actions_lib.TrainState
+    state: train_step.TrainState
     resumed_from: int | None
     final_loss: float | None = None
 
@@ -360,7 +360,7 @@ class Trainer:
             self._check_resumable(
                 meta, data_state, model_config, data_config, store.step_dir(at_step)
             )
-            state = actions_lib.TrainState(
+            state = train_step.TrainState(
                 at_step, int(data_state["batches_consumed"]), params, opt_state
             )
             resumed_from = at_step
@@ -375,7 +375,7 @@ class Trainer:
             else:
                 params = jax.device_put(initial_params, layout.params_sharding)
             opt_state = jax.jit(optimizer.init, out_shardings=layout.opt_sharding)(params)
-            state = actions_lib.TrainState(0, 0, params, opt_state)
+            state = train_step.TrainState(0, 0, params, opt_state)
         return _Run(model, step, store, data_config, state, resumed_from)
 
     def _actions(
