@@ -9,9 +9,10 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    # `seahorse_t5x.Scorer` without importing JAX at package import time.
-    if name == "Scorer":
-        from seahorse_t5x.inference.scorer import Scorer
+    # `seahorse_t5x.Scorer` and `seahorse_t5x.score_questions` without importing JAX at
+    # package import time.
+    if name in ("Scorer", "score_questions"):
+        from seahorse_t5x.inference import scorer
 
-        return Scorer
+        return getattr(scorer, name)
     raise AttributeError(f"module 'seahorse_t5x' has no attribute {name!r}")

@@ -1,14 +1,18 @@
 """`Scorer`: P(yes) of one metric for (article, summary) pairs, from a checkpoint or params.
 
-    scorer = Scorer("seahorse-large-q4/", vocab="mc4.250000.100extra.model")
-    p_yes = scorer.score(articles, summaries)
+    scorer = Scorer.from_pretrained("google/seahorse-large", question=4)
+    p_yes = scorer.score(articles, summaries)                  # shape (n,)
+    table = score_questions("google/seahorse-large", articles, summaries)  # shape (n, 6)
 
-Scores come back in input order as float64. The inputs are cut exactly like the SeqIO tasks
-(`inputs`); batches run through the `engine` on a device mesh.
+A checkpoint is a path (any format `model.checkpoints.load_checkpoint` reads) or a Hub name
+`ORG/NAME[@REVISION]`, fetched into the HF cache (`model.hub`). Scores come back in input
+order as float64. The inputs are cut exactly like the SeqIO tasks (`inputs`); batches run
+through the `engine` on a device mesh.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -91,8 +95,8 @@ class Scorer:
     """P(yes) of one mT5 metric for (article, summary) pairs.
 
     Args:
-      checkpoint: a checkpoint path (any format `model.checkpoints.load_checkpoint` reads)
-        or an already loaded `(MT5Config, params)` pair.
+      checkpoint: a checkpoint path (any format `model.checkpoints.load_checkpoint` reads),
+        a Hub name `ORG/NAME[@REVISION]`, or an already loaded `(MT5Config, params)` pair.
       vocab: a SentencePiece vocabulary, a `.model` path, `demo`, or None for the default
         (`vocab.resolve_vocabulary_path`, with this checkpoint).
       max_input_length: input length in tokens (EOS included). None: the length a runner
@@ -132,6 +136,10 @@ class Scorer:
                 f"dtype must be float32 or bfloat16, got {dtype!r} (float16 overflows in mT5)"
             )
         input_format.check_truncation(truncation)
+        if not isinstance(checkpoint, tuple):
+            # A Hub name is fetched (or found in the HF cache) once, here; a path stays.
+            checkpoint = checkpoints.resolve(checkpoint)
+        self.checkpoint = checkpoint
         meta = {} if isinstance(checkpoint, tuple) else checkpoints.load_meta(checkpoint)
         max_input_length = input_length_for(meta, max_input_length, checkpoint)
         self.vocab = vocab_lib.get_vocabulary(
@@ -200,3 +208,88 @@ class Scorer:
         """P(yes) = softmax over the answer logits at the first decoder step, input order."""
         encoded = self.encode(articles, summaries, question)
         return self.score_tokens(encoded.tokens, progress)
+
+    @classmethod
+    def from_pretrained(
+        cls, name_or_path: str | os.PathLike, question: int | None = None, **kwargs: Any
+    ) -> Scorer:
+        """A scorer for a released metric or a local checkpoint.
+
+            scorer = Scorer.from_pretrained("google/seahorse-large", question=4)
+
+        Args:
+          name_or_path: a checkpoint path, a Hub name (`google/seahorse-large-q4`), or a
+            family (`google/seahorse-large`, a folder of `q1`..`q6` checkpoints) with
+            `question` picking its member.
+          question: the SEAHORSE question (1..6) the metric answers: required for a family;
+            for one model it must agree with a `-qN` its name ends in.
+          **kwargs: the `Scorer` arguments (`vocab`, `max_input_length`, `batch_size`,
+            `dtype`, `param_dtype`, `mesh`, ...).
+
+        Raises:
+          UserError: a family without `question`, a question that contradicts the name, or
+            anything `Scorer` refuses.
+        """
+        if question is not None and question not in constants.QUESTIONS:
+            raise errors.UserError(f"question must be one of 1..6, got {question!r}")
+        members = checkpoints.family_members(
+            name_or_path, None if question is None else (question,)
+        )
+        if members is not None:
+            if question is None:
+                raise errors.UserError(
+                    f"{name_or_path} holds one metric per question: pass question=N (1..6), "
+                    "or use score_questions() for all six"
+                )
+            return cls(members[question], **kwargs)
+        named = checkpoints.question_of(name_or_path)
+        if question is not None and named is not None and named != question:
+            raise errors.UserError(
+                f"{name_or_path} is the metric of question {named}, not of question {question}"
+            )
+        return cls(name_or_path, **kwargs)
+
+
+def score_questions(
+    name_or_path: str | os.PathLike,
+    articles: Sequence[str],
+    summaries: Sequence[str],
+    questions: Sequence[int] | None = None,
+    **kwargs: Any,
+) -> np.ndarray:
+    """P(yes) of each question's metric of a family: one column per question.
+
+        p_yes = score_questions("google/seahorse-large", articles, summaries)  # (n, 6)
+
+    One model is in memory at a time; the compiled programs of the first are reused by the
+    others (same shapes).
+
+    Args:
+      name_or_path: a family: `google/seahorse-large` or `-xxl`, another Hub name whose
+        members end in `-q1`..`-q6`, or a folder of `q1`..`q6` checkpoints.
+      articles, summaries: the pairs.
+      questions: the questions, in column order (default: 1..6).
+      **kwargs: the `Scorer` arguments.
+
+    Returns:
+      float64 array of shape (len(articles), len(questions)).
+
+    Raises:
+      UserError: `name_or_path` is one model, a question is not 1..6, or any `Scorer` error.
+    """
+    wanted = tuple(questions) if questions is not None else constants.QUESTIONS
+    if not wanted or any(q not in constants.QUESTIONS for q in wanted):
+        raise errors.UserError(f"questions must be numbers 1..6, got {list(wanted)}")
+    members = checkpoints.family_members(name_or_path, wanted)
+    if members is None:
+        raise errors.UserError(
+            f"{name_or_path} is one model, not a family of per-question metrics: use "
+            "Scorer.from_pretrained(...).score(...)"
+        )
+    columns = []
+    for question in wanted:
+        scorer = Scorer(members[question], **kwargs)
+        columns.append(scorer.score(articles, summaries))
+        del scorer  # one model in memory at a time
+        gc.collect()
+    return np.stack(columns, axis=1)

@@ -1,6 +1,8 @@
 """Checkpoint import and export for the Flax mT5: the one entry for every format.
 
-`load_checkpoint(path)` detects the format and hands the path to its module:
+`load_checkpoint(path)` resolves a Hub name (`ORG/NAME[@REVISION]`, `hub`: fetched into the
+user's HF cache, its files checked against the Hub's hashes; a local path always wins),
+detects the format and hands the path to its module:
 - an HF directory (`hf_checkpoints`): `config.json` + `model.safetensors` (or a sharded
   `model.safetensors.index.json`, or `pytorch_model.bin` read with
   `torch.load(weights_only=True)`), as `google/mt5-*` and `google/seahorse-*` ship;
@@ -22,24 +24,29 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
+from collections.abc import Sequence
 from typing import Any
 
-from seahorse_t5x import errors
+from seahorse_t5x import constants, errors
 from seahorse_t5x.model import checkpoint_layout as layout
-from seahorse_t5x.model import configs, hf_checkpoints, orbax_checkpoints, t5x_checkpoints
+from seahorse_t5x.model import configs, hf_checkpoints, hub, orbax_checkpoints, t5x_checkpoints
 from seahorse_t5x.model.checkpoint_params import Params, Placement
 from seahorse_t5x.model.configs import MT5Config
 
 save_params = orbax_checkpoints.save_params
+# A checkpoint path or Hub name -> its local folder (`hub.resolve`).
+resolve = hub.resolve
 
 
 def detect_format(path: str | os.PathLike) -> tuple[str, pathlib.Path]:
-    """("hf" | "t5x" | "orbax", the directory to read) for a checkpoint path.
+    """("hf" | "t5x" | "orbax", the directory to read) for a checkpoint path or Hub name.
 
     Raises:
-      UserError: when the path does not exist or holds no known checkpoint.
+      UserError: when the path does not exist or holds no known checkpoint, or a Hub name
+        cannot be resolved.
     """
-    path = pathlib.Path(path)
+    path = hub.resolve(path)
     if not path.exists():
         raise errors.UserError(f"checkpoint not found: {path}")
     if path.is_dir() and (path / "config.json").is_file():
@@ -78,7 +85,7 @@ def load_checkpoint(
     """Loads any supported checkpoint as (config, float32 parameter tree of numpy arrays).
 
     Args:
-      path: HF directory, T5X `checkpoint_N` directory (or T5X MODEL_DIR), orbax step
+      path: a Hub name `ORG/NAME[@REVISION]`, HF directory, T5X `checkpoint_N` directory (or T5X MODEL_DIR), orbax step
         directory, or this project's MODEL_DIR (best marked step, else the latest; a
         damaged one is skipped with a warning for the newest intact step).
       dtype: compute dtype to set in the returned config (`float32` or `bfloat16`);
@@ -93,6 +100,7 @@ def load_checkpoint(
     """
     if dtype is not None and dtype not in configs.DTYPES:
         raise errors.UserError(f"dtype must be one of {list(configs.DTYPES)}, got {dtype!r}")
+    path = hub.resolve(path)
     kind, directory = detect_format(path)
     if kind == "hf":
         return hf_checkpoints.load_hf(directory, dtype, placement)
@@ -102,3 +110,84 @@ def load_checkpoint(
         # A MODEL_DIR: falls back past damaged steps.
         return orbax_checkpoints.load_model_dir(path, dtype, placement)
     return orbax_checkpoints.load_orbax(directory, dtype, placement)
+
+
+# --------------------------------------------------------------------------- families
+
+# The released metrics, one model per question: `google/seahorse-large-q1` ... `-q6`.
+RELEASED_FAMILIES = ("google/seahorse-large", "google/seahorse-xxl")
+_QUESTION_SUFFIX = re.compile(r"(?:^|[-_/])q([1-6])$")
+
+
+def question_of(checkpoint: str | os.PathLike) -> int | None:
+    """The SEAHORSE question a checkpoint's name ends in, else None.
+
+    >>> question_of("google/seahorse-large-q4@main"), question_of("models/q2/"), question_of("x")
+    (4, 2, None)
+    """
+    text = str(checkpoint).split("@")[0].rstrip("/")
+    match = _QUESTION_SUFFIX.search(text)
+    return int(match[1]) if match else None
+
+
+def _is_checkpoint(path: pathlib.Path) -> bool:
+    return (
+        (path / "config.json").is_file()
+        or layout.is_step_dir(path)
+        or t5x_checkpoints.find_msgpack(path) is not None
+        or bool(layout.candidate_step_dirs(path))
+    )
+
+
+def family_members(
+    checkpoint: str | os.PathLike, questions: Sequence[int] | None = None
+) -> dict[int, str] | None:
+    """Question -> checkpoint of a family of one-question metrics; None for one model.
+
+    A family is a local folder holding one checkpoint per question in subfolders named
+    `q1`..`q6` (or ending in `-q1`..`-q6`, as `hf download --local-dir` names them), or a
+    Hub name whose members add `-q1`..`-q6` (`google/seahorse-large` -> `...-large-q4`;
+    any name when `questions` is given, the released families without).
+
+    Args:
+      checkpoint: a path or Hub name.
+      questions: the questions wanted (default: all six).
+
+    Raises:
+      UserError: a local family lacks a wanted question, or holds one twice.
+    """
+    wanted = tuple(questions) if questions else constants.QUESTIONS
+    path = pathlib.Path(checkpoint)
+    if path.is_dir():
+        if _is_checkpoint(path):
+            return None
+        found: dict[int, list[pathlib.Path]] = {}
+        for child in sorted(path.iterdir()):
+            question = question_of(child.name)
+            if child.is_dir() and question is not None:
+                found.setdefault(question, []).append(child)
+        if not found:
+            return None
+        twice = {q: names for q, names in found.items() if len(names) > 1}
+        if twice:
+            q, names = sorted(twice.items())[0]
+            raise errors.UserError(
+                f"{path} holds question {q} twice ({', '.join(n.name for n in names)}): keep one"
+            )
+        missing = [q for q in wanted if q not in found]
+        if missing:
+            raise errors.UserError(
+                f"{path} holds checkpoints for questions {sorted(found)} but not "
+                f"{missing}: add q{missing[0]}/, or pass --questions "
+                f"{','.join(str(q) for q in sorted(found))}"
+            )
+        return {q: str(found[q][0]) for q in wanted}
+    if path.exists():
+        return None
+    parsed = hub.parse_name(str(checkpoint))
+    if parsed is None or question_of(parsed[0]) is not None:
+        return None
+    repo, revision = parsed
+    if questions is None and repo not in RELEASED_FAMILIES:
+        return None
+    return {q: hub.format_name(f"{repo}-q{q}", revision) for q in wanted}
