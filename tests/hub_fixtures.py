@@ -31,7 +31,9 @@ def add_to_cache(
     """Puts the files of `source` into `cache` as snapshot `commit` of `repo`; returns the
     snapshot folder."""
     files = sorted(p for p in source.iterdir() if p.is_file())
-    commit = commit or hashlib.sha1(repo.encode() + b"".join(p.read_bytes() for p in files)).hexdigest()
+    commit = (
+        commit or hashlib.sha1(repo.encode() + b"".join(p.read_bytes() for p in files)).hexdigest()
+    )
     repo_folder = cache / ("models--" + repo.replace("/", "--"))
     snapshot = repo_folder / "snapshots" / commit
     (repo_folder / "blobs").mkdir(parents=True, exist_ok=True)

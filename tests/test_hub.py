@@ -180,6 +180,9 @@ def test_local_family_folder(tmp_path, tiny_dir):
         4: str(family / "seahorse-tiny-q4"),
         1: str(family / "q1"),
     }
-    with pytest.raises(errors.UserError, match=r"not \[2, 3, 5, 6\]: add q2/, or pass --questions 1,4"):
+    with pytest.raises(
+        errors.UserError,
+        match=r"not \[2, 3, 5, 6\]: add q2/, or score questions 1,4 only \(--questions 1,4\)",
+    ):
         checkpoints.family_members(family)
     assert checkpoints.family_members(family / "q1") is None

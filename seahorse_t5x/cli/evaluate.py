@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--checkpoint",
         required=True,
         help="a MODEL_DIR of `train` (its best, else latest step), a step directory, "
-        "an HF directory or a T5X checkpoint_N directory",
+        "an HF directory, a T5X checkpoint_N directory, or a Hub name ORG/NAME[@REVISION] "
+        "(fetched into the HF cache), e.g. google/seahorse-large-q4",
     )
     parser.add_argument(
         "--tasks",
@@ -42,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metric",
         default=None,
-        help="metric name the score files' rows carry (default: the checkpoint folder's name)",
+        help="metric name the score files' rows carry (default: the checkpoint folder's "
+        "name, or a Hub model's NAME)",
     )
     flags.add_alias(parser, "--metric_name", "--metric")
     inference_flags.add_arguments(parser)
@@ -79,9 +81,11 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError(f"--batch_size must be at least 1, got {args.batch_size}")
     if args.input_length is not None:
         input_format.check_input_length(args.input_length, "--input_length")
-    checkpoint = pathlib.Path(args.checkpoint)
-    if not checkpoint.exists():
-        raise errors.UserError(f"--checkpoint {checkpoint} does not exist")
+    from seahorse_t5x.model import hub
+
+    hub_name = hub.is_name(args.checkpoint)  # a Hub name, fetched into the HF cache below
+    if not hub_name and not pathlib.Path(args.checkpoint).exists():
+        raise errors.UserError(f"--checkpoint {args.checkpoint} does not exist")
     fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
     mesh_shape = inference_flags.mesh_shape(args)
     words = inference_flags.label_words(args)
@@ -102,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
     inference_flags.enable_compilation_cache(args)
     # The one way a checkpoint is loaded for scoring, as in `score`: the vocabulary
     # (vocab.RESOLUTION_ORDER, with this checkpoint) and input length it was trained with.
+    checkpoint = hub.resolve(args.checkpoint)
     scorer = scorer_lib.Scorer(
-        str(checkpoint),
+        checkpoint,
         vocab=args.vocab,
         max_input_length=args.input_length,
         batch_size=args.batch_size,
@@ -116,7 +121,10 @@ def run(args: argparse.Namespace) -> int:
     inputs.check_room_for_summary(scorer.vocab, scorer.max_input_length, "--input_length")
     for named in {names.names_the_question(n) for n in task_names} - {None}:
         scorer_lib.warn_on_question_mismatch(scorer.meta, checkpoint, names_question=named)
-    name = args.metric or checkpoint.resolve().name
+    # A Hub model's snapshot folder is named by its commit: the default name is the model's.
+    name = args.metric or (
+        hub.parse_name(args.checkpoint)[0].split("/")[1] if hub_name else checkpoint.resolve().name
+    )
     title = f"{name} ({args.split})"
     vocab_path = scorer.vocab.sentencepiece_model_file
     # The tasks' inputs are encoded with the scorer's vocabulary too, and cut as --truncation
@@ -131,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
             max_examples=args.max_examples,
             run_info={
                 "checkpoint": str(checkpoint.resolve()),
+                **({"hub_name": args.checkpoint} if hub_name else {}),
                 "title": title,
                 "vocabulary": vocab_path,
                 "truncation": args.truncation,

@@ -6,11 +6,20 @@ mistakes caught); then rows are read in chunks, scored, and written in input ord
 when every row is written. `--resume` continues an interrupted run from the whole chunks
 already written (a chunk cut short by the interruption is scored again), so the resumed
 output equals an uninterrupted run's row for row. Memory is bounded by the chunk size.
+
+`--checkpoint` is a path or a Hub name (`google/seahorse-large-q4`, fetched into the HF
+cache). A family (`google/seahorse-large`, a folder of `q1`..`q6` checkpoints) is scored
+question by question (`--questions`, default all six), one model in memory at a time, each
+into a column file `OUTPUT.qN.scores` that `--resume` continues; the output rows then carry
+`score_q1`..`score_q6`. With `--metric` the output is a score file for `report` instead:
+one row per labelled input row and question (`label`, or `q1`..`q6`).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import glob
 import json
 import math
 import os
@@ -25,9 +34,14 @@ from seahorse_t5x.cli import flags, inference_flags
 
 HELP = "score (article, summary) pairs with an mT5 metric checkpoint (length-bucketed P(yes))"
 EXAMPLE = (
-    "seahorse-t5x score --checkpoint google-seahorse-large-q4/ --input pairs.jsonl "
+    "seahorse-t5x score --checkpoint google/seahorse-large --input pairs.jsonl "
     "--output scores.jsonl"
 )
+# Beside the output while a family or score-file run is under way: one column per question.
+COLUMN_SUFFIX = ".scores"
+# Input fields a score-file row does not repeat: the article, and the labels it holds as
+# `label`.
+_NOT_IN_SCORE_ROWS = ("article", "label", *constants.LABEL_FIELDS)
 # Bad rows listed in the error message before "and N more".
 _SHOWN_BAD_ROWS = 5
 PARTIAL_SUFFIX = ".partial"
@@ -39,7 +53,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
         required=True,
-        help="HF directory, T5X checkpoint_N directory, orbax step directory or MODEL_DIR",
+        help="HF directory, T5X checkpoint_N directory, orbax step directory or MODEL_DIR; "
+        "a Hub name ORG/NAME[@REVISION] (fetched into the HF cache); or a family of "
+        "per-question metrics: google/seahorse-large, google/seahorse-xxl, or a folder "
+        "holding q1..q6 checkpoints",
+    )
+    parser.add_argument(
+        "--questions",
+        default=None,
+        metavar="1,4",
+        help="a family's questions to score, one column each (default: all six); with one "
+        "checkpoint, the question it answers (for --metric; default: the -qN its name ends "
+        "in)",
+    )
+    parser.add_argument(
+        "--metric",
+        default=None,
+        help="write a score file for `report` instead: one row per labelled input row and "
+        "question (labels from `label` or q1..q6), carrying this metric name",
+    )
+    parser.add_argument(
+        "--benchmark",
+        default=constants.SEAHORSE_BENCHMARK,
+        help="with --metric: the benchmark the rows carry (default: seahorse)",
     )
     parser.add_argument(
         "--input",
@@ -170,21 +206,28 @@ def _run_file(output: pathlib.Path) -> pathlib.Path:
     return output.with_name(output.name + RUN_SUFFIX)
 
 
-def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str, Any]:
-    """What decides the output's rows: a resumed run must have the same."""
+def run_settings(
+    args: argparse.Namespace, input_path: pathlib.Path, checkpoint: Any = None
+) -> dict[str, Any]:
+    """What decides the output's rows: a resumed run must have the same.
+
+    `checkpoint`: the local folder the checkpoint resolved to (default: `--checkpoint`); a
+    Hub model's snapshot folder names its commit, so a resumed run uses the same revision.
+    """
     from seahorse_t5x import fileio
     from seahorse_t5x.model import checkpoints  # (reads files only; no device is touched)
 
+    checkpoint = args.checkpoint if checkpoint is None else checkpoint
     # A MODEL_DIR stands for its best (else latest) step: a resumed run must use the same.
     try:
-        _, checkpoint_dir = checkpoints.detect_format(args.checkpoint)
+        _, checkpoint_dir = checkpoints.detect_format(checkpoint)
     except errors.UserError:  # reported, after the output path is checked, by the loader
-        checkpoint_dir = args.checkpoint
+        checkpoint_dir = checkpoint
     return {
         "input": str(input_path.resolve()),
         "input_bytes": input_path.stat().st_size,
         "input_sha256": fileio.file_sha256(input_path),
-        "checkpoint": str(pathlib.Path(args.checkpoint).resolve()),
+        "checkpoint": str(pathlib.Path(checkpoint).resolve()),
         "checkpoint_step": str(pathlib.Path(checkpoint_dir).resolve()),
         "vocab": args.vocab,
         "question": args.question,
@@ -271,7 +314,14 @@ def resume_point(output: pathlib.Path, settings: dict[str, Any]) -> int:
     return kept_rows
 
 
-def _output_row(row: dict[str, Any] | None, number: int, problem: str | None, score) -> str:
+def _output_row(
+    row: dict[str, Any] | None, number: int, problem: str | None, score, slim: bool = False
+) -> str:
+    if slim:  # a column file: the score alone, one line per input row
+        value = None if problem is not None else float(score)
+        return (
+            json.dumps({"score": value if value is None or math.isfinite(value) else None}) + "\n"
+        )
     if problem is None:
         value = float(score)
         written = {**row, "score": value if math.isfinite(value) else None}
@@ -283,7 +333,7 @@ def _output_row(row: dict[str, Any] | None, number: int, problem: str | None, sc
 # --- run ---------------------------------------------------------------------------------
 
 
-def _progress_bar(total: int, initial: int, enabled: bool):
+def _progress_bar(total: int, initial: int, enabled: bool, label: str = ""):
     from tqdm import tqdm
 
     return tqdm(
@@ -292,7 +342,7 @@ def _progress_bar(total: int, initial: int, enabled: bool):
         unit="ex",
         file=sys.stderr,
         dynamic_ncols=True,
-        desc="scoring",
+        desc=f"scoring {label}".strip(),
         disable=not enabled,
     )
 
@@ -321,6 +371,119 @@ def _resume_point_on_every_host(output: pathlib.Path, settings: dict[str, Any], 
     return done
 
 
+def parse_questions(text: str | None) -> tuple[int, ...] | None:
+    """`"1,4"` -> (1, 4); None when not given.
+
+    Raises:
+      UserError: not a comma-separated list of distinct numbers 1..6.
+    """
+    if text is None:
+        return None
+    try:
+        questions = tuple(int(q) for q in text.split(",") if q.strip())
+    except ValueError:
+        questions = ()
+    if (
+        not questions
+        or any(q not in constants.QUESTIONS for q in questions)
+        or len(set(questions)) != len(questions)
+    ):
+        raise errors.UserError(f"--questions must list distinct numbers 1..6, got {text!r}")
+    return questions
+
+
+def scoring_plan(args: argparse.Namespace) -> tuple[list[tuple[int | None, str]], bool]:
+    """([(question or None, checkpoint path or name)], whether it is a family), checked
+    before anything is read or fetched.
+
+    Raises:
+      UserError: several questions for one model, or `--metric` without a known question.
+    """
+    from seahorse_t5x.model import checkpoints
+
+    questions = parse_questions(args.questions)
+    members = checkpoints.family_members(args.checkpoint, questions)
+    if members is not None:
+        return list(members.items()), True
+    if questions is not None and len(questions) > 1:
+        raise errors.UserError(
+            f"--questions lists {len(questions)} questions, but {args.checkpoint} is one "
+            "model: give a family (google/seahorse-large, or a folder of q1..q6 checkpoints)"
+        )
+    question = questions[0] if questions else checkpoints.question_of(args.checkpoint)
+    if args.metric is not None and question is None:
+        raise errors.UserError(
+            f"--metric writes score-file rows, which name their question: pass --questions N, "
+            f"the question {args.checkpoint} answers"
+        )
+    return [(question, args.checkpoint)], False
+
+
+def label_of(row: dict[str, Any], question: int, single: bool) -> Any:
+    """A row's label for `question`: `label` when one question is scored and the row has
+    it, else `qN`; None when the row has none."""
+    if single and "label" in row:
+        return row["label"]
+    return row.get(f"q{question}")
+
+
+def score_file_row(
+    row: dict[str, Any], metric: str, benchmark: str, question: int, label: Any, score: Any
+) -> dict[str, Any]:
+    """A score-file row (`evaluation/scorefiles.py`) for an input row and one question."""
+    kept = {k: v for k, v in row.items() if k not in _NOT_IN_SCORE_ROWS and k != "score"}
+    return {
+        "metric": metric,
+        "benchmark": benchmark,
+        "question": question,
+        "label": label,
+        "score": score,
+        **{k: v for k, v in kept.items() if k not in ("metric", "benchmark", "question")},
+    }
+
+
+def check_labels(
+    path: pathlib.Path, questions: list[int], metric: str, benchmark: str, skip_bad_rows: bool
+) -> dict[int, int]:
+    """Checks the labels `--metric` writes: {question: labelled rows}.
+
+    Raises:
+      UserError: a question without any labelled row; DataError: a label the score files
+        refuse (the file and line named), unless `skip_bad_rows`.
+    """
+    from seahorse_t5x.evaluation import scorefiles
+
+    single = len(questions) == 1
+    labelled = dict.fromkeys(questions, 0)
+    for number, row, problem in records(path):
+        if problem is not None:
+            continue
+        for question in questions:
+            label = label_of(row, question, single)
+            if label is None:
+                continue
+            try:
+                scorefiles.validate_row(
+                    score_file_row(row, metric, benchmark, question, label, 0.5),
+                    str(path),
+                    number,
+                    exact_labels=True,
+                )
+            except errors.DataError:
+                if skip_bad_rows:
+                    continue
+                raise
+            labelled[question] += 1
+    unlabelled = [q for q, n in labelled.items() if not n]
+    if unlabelled:
+        fields = "`label` or " if single else ""
+        raise errors.UserError(
+            f"--metric writes score-file rows, which need labels: no row of {path} carries "
+            f"{fields}`q{unlabelled[0]}` (1 or 0); leave out --metric for scores alone"
+        )
+    return labelled
+
+
 def run(args: argparse.Namespace) -> int:
     input_path = pathlib.Path(args.input)
     output_path = pathlib.Path(args.output)
@@ -334,18 +497,32 @@ def run(args: argparse.Namespace) -> int:
         from seahorse_t5x import input_format
 
         input_format.check_input_length(args.input_length, "--input_length")
+    if args.metric is not None and not args.metric.strip():
+        raise errors.UserError("--metric must name the metric, e.g. seahorse_large")
     mesh_shape = inference_flags.mesh_shape(args)
     inference_flags.label_words(args)  # a mistake here is found before the input is read
+    plan, family = scoring_plan(args)
     total, bad = check_input(input_path, args.skip_bad_rows)
-    settings = run_settings(args, input_path)
+    if args.metric is not None:
+        check_labels(
+            input_path, [q for q, _ in plan], args.metric, args.benchmark, args.skip_bad_rows
+        )
 
+    from seahorse_t5x.model import checkpoints
+
+    # Hub names are fetched (or found in the HF cache) and checked once, before any scoring.
+    plan = [(question, checkpoints.resolve(name)) for question, name in plan]
     from seahorse_t5x import partitioning  # JAX and the model: only once the input is good
 
     partitioning.maybe_initialize_distributed(
         args.coordinator_address, args.num_processes, args.process_id
     )
+    if family or args.metric is not None:
+        return _run_columns(args, input_path, output_path, plan, mesh_shape, total, bad)
     import jax
 
+    checkpoint = plan[0][1]
+    settings = run_settings(args, input_path, checkpoint)
     # Process 0 writes the one output file; every process scores its share of each batch.
     writer = jax.process_index() == 0
     partial = _partial(output_path)
@@ -359,7 +536,7 @@ def run(args: argparse.Namespace) -> int:
     written_now = False
     try:
         scored, truncated, summaries_cut, elapsed = _score_file(
-            args, input_path, partial, settings, mesh_shape, total, done, writer
+            args, input_path, output_path, settings, mesh_shape, total, done, writer, checkpoint
         )
         written_now = True
     finally:
@@ -380,12 +557,204 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score_file(args, input_path, partial, settings, mesh_shape, total, done, writer):
-    """Scores the rows after the first `done`, appending them to `partial` chunk by chunk.
+# --- questions as columns ----------------------------------------------------------------
+
+
+def column_path(output: pathlib.Path, question: int) -> pathlib.Path:
+    """`OUTPUT.q4.scores`: one question's scores, one line per input row, while a run of
+    several questions (or a score-file run) is under way."""
+    return output.with_name(f"{output.name}.q{question}{COLUMN_SUFFIX}")
+
+
+def _leftovers(output: pathlib.Path) -> list[pathlib.Path]:
+    return sorted(output.parent.glob(f"{glob.escape(output.name)}.q[1-6]{COLUMN_SUFFIX}*"))
+
+
+def _run_columns(args, input_path, output_path, plan, mesh_shape, total, bad) -> int:
+    """Scores each question into its column file (resumable one by one), then writes the
+    output from the input and the columns."""
+    import jax
+
+    writer = jax.process_index() == 0
+    if writer:
+        check_output(output_path, input_path, args.resume, args.overwrite)
+        _partial(output_path).unlink(missing_ok=True)  # the columns are this run's partials
+        left = _leftovers(output_path)
+        if left and not args.resume:
+            raise errors.UserError(
+                f"an interrupted run left {left[0]}: pass --resume to continue it, or delete "
+                f"the {len(left)} files {output_path.name}.q*{COLUMN_SUFFIX}*"
+            )
+        if args.resume and output_path.exists() and not left:
+            print(f"{output_path} is already complete; nothing to resume")
+            return 0
+    started = time.perf_counter()
+    resumed: list[str] = []
+    truncated = summaries_cut = 0
+    for question, checkpoint in plan:
+        column = column_path(output_path, question)
+        settings = {**run_settings(args, input_path, checkpoint), "column": question}
+        if args.resume and writer and column.exists() and not _partial(column).exists():
+            _check_saved_settings(column, settings)
+            resumed.append(f"q{question} already scored")
+            continue
+        if writer:
+            check_output(column, input_path, args.resume, overwrite=False)
+        done = _resume_point_on_every_host(column, settings, writer) if args.resume else 0
+        if done:
+            resumed.append(f"q{question} after {done} rows")
+        _, cut, summaries, _ = _score_file(
+            args,
+            input_path,
+            column,
+            settings,
+            mesh_shape,
+            total,
+            done,
+            writer,
+            checkpoint,
+            slim=True,
+            label=f"q{question}",
+        )
+        truncated, summaries_cut = max(truncated, cut), max(summaries_cut, summaries)
+        gc.collect()  # the model of this question is freed before the next one loads
+        if writer:
+            os.replace(_partial(column), column)  # its run record stays, for --resume
+    if not writer:
+        return 0
+    stats = _write_output(args, input_path, output_path, plan)
+    for question, _ in plan:
+        column = column_path(output_path, question)
+        column.unlink()
+        _run_file(column).unlink(missing_ok=True)
+    elapsed = time.perf_counter() - started
+    what = (
+        f"{stats['rows']} score-file rows ({args.metric}, {args.benchmark})"
+        if args.metric is not None
+        else f"{total - bad} rows"
+    )
+    note = f", {'; '.join(resumed)}" if resumed else ""
+    print(
+        f"scored {what} with {len(plan)} question(s) ({bad} bad rows, {truncated} with "
+        f"truncated articles, {summaries_cut} with truncated summaries{note}) in "
+        f"{elapsed:.1f}s -> {output_path}"
+    )
+    print(
+        "mean P(yes), share > 0.5: "
+        + "; ".join(
+            f"q{q} {stats['mean'][q]:.3f}, {stats['share'][q]:.3f}"
+            + (
+                f" ({stats['unlabelled'][q]} unlabelled rows left out)"
+                if stats["unlabelled"][q]
+                else ""
+            )
+            for q, _ in plan
+        )
+    )
+    return 0
+
+
+def _check_saved_settings(column: pathlib.Path, settings: dict[str, Any]) -> None:
+    run_file = _run_file(column)
+    try:
+        saved = json.loads(run_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = {}
+    changed = sorted(k for k in settings if saved.get(k) != settings[k])
+    if changed:
+        raise errors.UserError(
+            f"{column} was written with other settings ({', '.join(changed) or 'unknown'}); "
+            "rerun with the same ones, or delete it to score that question afresh"
+        )
+
+
+def _write_output(args, input_path, output_path, plan) -> dict[str, Any]:
+    """Joins the input rows and the question columns into the output, written atomically:
+    rows with `score_qN` (bad rows with nulls and their error), or with `--metric` the
+    score-file rows of the labelled ones. Returns the counts and per-question summaries."""
+    from seahorse_t5x import fileio
+    from seahorse_t5x.evaluation import scorefiles
+
+    questions = [q for q, _ in plan]
+    single = len(questions) == 1
+    sums = dict.fromkeys(questions, 0.0)
+    above = dict.fromkeys(questions, 0)
+    scored = dict.fromkeys(questions, 0)
+    unlabelled = dict.fromkeys(questions, 0)
+    rows = 0
+    columns = [open(column_path(output_path, q), encoding="utf-8") for q in questions]
+    try:
+        with fileio.atomic_writer(output_path, "w", encoding="utf-8") as out:
+            for (number, row, problem), *lines in zip(records(input_path), *columns, strict=True):
+                scores = [json.loads(line)["score"] for line in lines]
+                for question, score in zip(questions, scores, strict=True):
+                    if score is not None:
+                        sums[question] += score
+                        above[question] += score > 0.5
+                        scored[question] += 1
+                if args.metric is None:
+                    base = {**row} if problem is None else {**(row or {"line": number})}
+                    written = {
+                        **base,
+                        **{f"score_q{q}": v for q, v in zip(questions, scores, strict=True)},
+                    }
+                    if problem is not None:
+                        written["error"] = problem
+                    out.write(json.dumps(written, ensure_ascii=False) + "\n")
+                    rows += 1
+                    continue
+                if problem is not None:
+                    continue
+                for question, score in zip(questions, scores, strict=True):
+                    label = label_of(row, question, single)
+                    if label is None:
+                        unlabelled[question] += 1
+                        continue
+                    record = score_file_row(
+                        row, args.metric, args.benchmark, question, label, score
+                    )
+                    try:  # what `check_labels` let through under --skip_bad_rows
+                        scorefiles.validate_row(record, str(input_path), number, True)
+                    except errors.DataError:
+                        continue
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    rows += 1
+    except ValueError as e:  # a column shorter or longer than the input: not this input's
+        raise errors.UserError(
+            f"the question columns beside {output_path} do not match {input_path} ({e}); "
+            f"delete {output_path.name}.q*{COLUMN_SUFFIX}* and score again"
+        ) from None
+    finally:
+        for f in columns:
+            f.close()
+    return {
+        "rows": rows,
+        "mean": {q: sums[q] / scored[q] if scored[q] else math.nan for q in questions},
+        "share": {q: above[q] / scored[q] if scored[q] else math.nan for q in questions},
+        "unlabelled": unlabelled,
+    }
+
+
+def _score_file(
+    args,
+    input_path,
+    output,
+    settings,
+    mesh_shape,
+    total,
+    done,
+    writer,
+    checkpoint,
+    slim=False,
+    label="",
+):
+    """Scores the rows after the first `done` with `checkpoint`, appending them to
+    `OUTPUT.partial` chunk by chunk (`slim`: the score alone, for a question column).
 
     Returns:
       (rows scored, rows with truncated articles, rows with truncated summaries, seconds).
     """
+    partial = _partial(output)
     from seahorse_t5x.inference import inputs as inputs_lib
     from seahorse_t5x.inference import scorer as scorer_lib
 
@@ -393,7 +762,7 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
     mesh = inference_flags.create_mesh(mesh_shape)
     started = time.perf_counter()
     scorer = scorer_lib.Scorer(
-        args.checkpoint,
+        checkpoint,
         vocab=args.vocab,
         max_input_length=args.input_length,
         batch_size=args.batch_size,
@@ -409,11 +778,11 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
     )
     if writer:
         scorer_lib.warn_on_question_mismatch(
-            scorer.meta, args.checkpoint, names_question=args.question is not None
+            scorer.meta, checkpoint, names_question=args.question is not None
         )
-        _run_file(pathlib.Path(args.output)).write_text(json.dumps(settings, indent=2) + "\n")
+        _run_file(output).write_text(json.dumps(settings, indent=2) + "\n")
     truncated = summaries_cut = scored = 0
-    bar = _progress_bar(total, done, writer)
+    bar = _progress_bar(total, done, writer, label)
     try:
         with open(partial, "a", encoding="utf-8") as out:
             for chunk in _chunks(input_path, done, args.chunk_size):
@@ -423,7 +792,9 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
                 )
                 scores = iter(scorer.score_tokens(encoded.tokens, progress=bar.update))
                 lines = [
-                    _output_row(row, number, problem, next(scores) if problem is None else None)
+                    _output_row(
+                        row, number, problem, next(scores) if problem is None else None, slim
+                    )
                     for number, row, problem in chunk
                 ]
                 bar.update(len(chunk) - len(good))

@@ -232,15 +232,13 @@ class Scorer:
         """
         if question is not None and question not in constants.QUESTIONS:
             raise errors.UserError(f"question must be one of 1..6, got {question!r}")
-        members = checkpoints.family_members(
-            name_or_path, None if question is None else (question,)
-        )
-        if members is not None:
+        if checkpoints.is_family(name_or_path):
             if question is None:
                 raise errors.UserError(
                     f"{name_or_path} holds one metric per question: pass question=N (1..6), "
                     "or use score_questions() for all six"
                 )
+            members = checkpoints.family_members(name_or_path, (question,))
             return cls(members[question], **kwargs)
         named = checkpoints.question_of(name_or_path)
         if question is not None and named is not None and named != question:

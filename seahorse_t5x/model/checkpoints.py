@@ -176,10 +176,11 @@ def family_members(
             )
         missing = [q for q in wanted if q not in found]
         if missing:
+            held = ",".join(str(q) for q in sorted(found))
             raise errors.UserError(
                 f"{path} holds checkpoints for questions {sorted(found)} but not "
-                f"{missing}: add q{missing[0]}/, or pass --questions "
-                f"{','.join(str(q) for q in sorted(found))}"
+                f"{missing}: add q{missing[0]}/, or score questions {held} only "
+                f"(--questions {held})"
             )
         return {q: str(found[q][0]) for q in wanted}
     if path.exists():
@@ -191,3 +192,13 @@ def family_members(
     if questions is None and repo not in RELEASED_FAMILIES:
         return None
     return {q: hub.format_name(f"{repo}-q{q}", revision) for q in wanted}
+
+
+def is_family(checkpoint: str | os.PathLike) -> bool:
+    """Whether `checkpoint` is a family of per-question metrics (see `family_members`)."""
+    path = pathlib.Path(checkpoint)
+    if path.is_dir():
+        return not _is_checkpoint(path) and any(
+            child.is_dir() and question_of(child.name) is not None for child in path.iterdir()
+        )
+    return family_members(checkpoint) is not None

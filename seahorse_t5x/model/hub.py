@@ -229,7 +229,9 @@ def _sha256(path: pathlib.Path, size: int, label: str) -> str:
 def blob_hash(path: pathlib.Path, kind: str, label: str = "") -> str:
     """The hash of a blob's bytes as the Hub names it: `sha256` or `git-sha1`."""
     size = path.stat().st_size
-    return _sha256(path, size, label or path.name) if kind == "sha256" else _git_blob_sha1(path, size)
+    return (
+        _sha256(path, size, label or path.name) if kind == "sha256" else _git_blob_sha1(path, size)
+    )
 
 
 def _read_stamp(stamp: pathlib.Path) -> dict[str, list[int]]:
