@@ -62,6 +62,8 @@ def test_tigerscore_json_joins_on_article_and_summary(tmp_path, capsys):
             str(PREPARED),
             "--split",
             "test",
+            "--questions",
+            "1,2,3,4,5,6",
             "--key",
             "article,summary",
             "--output",
@@ -158,13 +160,29 @@ def test_user_mistakes_are_one_line_errors(tmp_path, capsys):
     assert "--key must be comma-separated fields" in capsys.readouterr().err
     assert cli.main([*base, "--key", "gem_id"]) == 2
     assert "--metric must name" in capsys.readouterr().err
-    assert cli.main([*base, "--metric", "t", "--benchmark", "seahorse"]) == 2
+    assert cli.main([*base, "--metric", "t", "--benchmark", "seahorse", "--questions", "4"]) == 2
     assert "--data_dir" in capsys.readouterr().err
     with pytest.raises(errors.UserError, match="scores file not found"):
         import_scores.read_external_scores(tmp_path / "absent.json", ("gem_id",))
     (tmp_path / "s.txt").write_text("x")
     with pytest.raises(errors.UserError, match="expected a .json"):
         import_scores.read_external_scores(tmp_path / "s.txt", ("gem_id",))
+
+
+def test_a_single_question_score_file_without_questions_is_refused(tmp_path, capsys):
+    out = tmp_path / "x.jsonl"
+    argv = ["import-scores", "--scores", str(TIGERSCORE), "--metric", "t", "--output", str(out)]
+    assert cli.main([*argv, "--data_dir", str(PREPARED), "--key", "article,summary"]) == 2
+    assert capsys.readouterr().err == (
+        f"seahorse-t5x import-scores: error: {TIGERSCORE} holds one score per item: name the "
+        "SEAHORSE question it answers with --questions N (e.g. --questions 4); --questions "
+        "1,2,3,4,5,6 joins the same score to all six\n"
+    )
+    assert not out.exists()
+    argv += ["--data_dir", str(PREPARED), "--key", "article,summary", "--questions", "4"]
+    assert cli.main(argv) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows and {r["question"] for r in rows} == {4}
 
 
 # --------------------------------------------------------------------------- METAL LLM scores
@@ -266,6 +284,7 @@ def test_csv_without_a_required_column_is_an_error_at_its_header(tmp_path, capsy
     path = tmp_path / "m.csv"
     path.write_text(f"gem_id,system,value\n{rows[0]['gem_id']},{rows[0]['system']},0.5\n")
     argv = ["import-scores", "--scores", str(path), "--metric", "m", "--data_dir", str(PREPARED)]
+    argv += ["--questions", "4"]
     out = tmp_path / "m.seahorse.jsonl"
     assert cli.main([*argv, "--output", str(out)]) == 2
     assert capsys.readouterr().err == (

@@ -562,3 +562,21 @@ def test_rating_set_labels_are_the_integers_0_and_1(tmp_path, label, reason):
         scorefiles.read_score_files([path])
     assert (raised.value.line, raised.value.field) == (2, "label")
     assert reason in raised.value.reason
+
+
+@pytest.mark.parametrize("columns", [{"score": 0.7}, {"score_q1": 0.7, "score_q4": 0.2}])
+def test_report_says_what_plain_score_output_lacks(tmp_path, capsys, columns):
+    path = tmp_path / "scored.jsonl"
+    row = {"gem_id": "g1", "article": "An article.", "summary": "A summary.", **columns}
+    path.write_text(json.dumps(row) + "\n")
+    code = cli.main(["report", "--scores", str(path), "--output_dir", str(tmp_path / "r")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    shown = ", ".join(columns)
+    assert (
+        f"{path} is `seahorse-t5x score` output ({shown} per row) without metric, benchmark, "
+        "question, label: score rows that carry labels (`label`, or q1..q6) with "
+        "`seahorse-t5x score ... --metric NAME --benchmark seahorse`"
+    ) in err
+    assert f"`seahorse-t5x import-scores --scores {path} --metric NAME --questions N" in err

@@ -83,7 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data_dir", help="seahorse: the `prepare` output folder")
     parser.add_argument("--split", default="test", help="seahorse: the split")
     parser.add_argument(
-        "--questions", default="1,2,3,4,5,6", help="seahorse: comma-separated questions to label"
+        "--questions",
+        default=None,
+        metavar="4",
+        help="seahorse (required): the questions the scores answer, comma-separated; each "
+        "listed question's labels are joined to the same score (1,2,3,4,5,6 for a metric "
+        "of overall quality)",
     )
     parser.add_argument(
         "--benchmark_path",
@@ -95,8 +100,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _questions(text: str) -> tuple[int, ...]:
+def _questions(text: str | None, benchmark: str, scores: str) -> tuple[int, ...]:
     from seahorse_t5x import constants, errors
+
+    if text is None:
+        if benchmark != constants.SEAHORSE_BENCHMARK:
+            return constants.QUESTIONS  # unused: the other benchmarks carry their dimensions
+        raise errors.UserError(
+            f"{scores} holds one score per item: name the SEAHORSE question it answers with "
+            "--questions N (e.g. --questions 4); --questions 1,2,3,4,5,6 joins the same score "
+            "to all six"
+        )
 
     try:
         questions = tuple(int(q) for q in text.split(",") if q.strip())
@@ -167,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         args.benchmark,
         data_dir=args.data_dir,
         split=args.split,
-        questions=_questions(args.questions),
+        questions=_questions(args.questions, args.benchmark, args.scores),
         path=args.benchmark_path,
         xlsum_articles=args.xlsum_articles,
     )

@@ -231,6 +231,28 @@ def _to_json(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+def check_not_plain_scores(row: object, path: str | pathlib.Path) -> None:
+    """Refuses, in one line, the plain output of `seahorse-t5x score` (a row per input with
+    `score` or `score_q1`..`score_q6` but no metric, benchmark, question or label).
+
+    Raises:
+      UserError: naming what the file lacks and the command that writes a score file.
+    """
+    if not isinstance(row, Mapping) or "metric" in row or "summary" not in row:
+        return
+    columns = [k for k in row if k == "score" or k.startswith("score_q")]
+    if not columns:
+        return
+    lacks = [field for field in REQUIRED_FIELDS if field not in row and field != "score"]
+    raise errors.UserError(
+        f"{path} is `seahorse-t5x score` output ({', '.join(columns)} per row) without "
+        f"{', '.join(lacks)}: score rows that carry labels (`label`, or q1..q6) with "
+        "`seahorse-t5x score ... --metric NAME --benchmark seahorse`, or join these scores "
+        f"to a split's labels with `seahorse-t5x import-scores --scores {path} --metric NAME "
+        "--questions N --data_dir DIR --output FILE`"
+    )
+
+
 def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
     """Reads one score file (see `read_score_files`)."""
     path = pathlib.Path(path)
@@ -238,6 +260,8 @@ def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
         raise errors.UserError(f"score file not found: {path}")
     records = []
     for number, row in fileio.iter_json_objects(path):
+        if number == 1:
+            check_not_plain_scores(row, path)
         record = validate_row(row, str(path), number, exact_labels=True)
         record[SOURCE_FIELD] = str(path)
         record[LINE_FIELD] = number
