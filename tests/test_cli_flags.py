@@ -19,7 +19,7 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
     ),
     "metric name": (
         "--metric",
-        {"evaluate", "import-scores", "t5x-scores"},
+        {"score", "evaluate", "import-scores", "t5x-scores"},
         {"--metric_name", "--name", "--metric_id"},
     ),
     "prepared data folder": (
