@@ -31,6 +31,9 @@ INSTALL_REQUIRES = [
     "tqdm==4.70.1",
     # Reads every safetensors checkpoint (its parser validates header, dtypes and offsets).
     "safetensors==0.8.0",
+    # Hub names (`--checkpoint google/seahorse-large-q4`) fetched into the user's HF cache;
+    # the version transformers (the `hf` extra) installs with it.
+    "huggingface_hub==2.4.0",
 ]
 # Reading HF checkpoints (.bin) and the PyTorch reference path. torch is pinned to the CPU
 # build: an unpinned torch pulls a multi-GB CUDA build.
