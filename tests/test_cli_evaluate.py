@@ -172,3 +172,24 @@ def test_without_the_vocab_flag_the_environment_is_used(setup, tmp_path, monkeyp
     assert _evaluate(setup, tmp_path / "out") == 2
     err = capsys.readouterr().err
     assert err.startswith("seahorse-t5x evaluate: error: ") and str(missing) in err
+
+
+def test_a_hub_name_from_the_cache_scores_as_its_folder(setup, tmp_path, monkeypatch):
+    from hub_fixtures import add_to_cache
+
+    from seahorse_t5x.model import checkpoints, hf_checkpoints
+
+    monkeypatch.setenv(constants.ENV_VOCAB, "demo")
+    config, params = checkpoints.load_checkpoint(setup[0])
+    hf_checkpoints.save_hf(tmp_path / "hf", config, params)
+    add_to_cache(tmp_path / "hf_cache", "tiny-org/cli-eval-q4", tmp_path / "hf")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf_cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    by_folder, by_name = tmp_path / "by_folder", tmp_path / "by_name"
+    assert _evaluate(setup, by_folder) == 0
+    assert _evaluate(("tiny-org/cli-eval-q4", setup[1]), by_name) == 0
+    np.testing.assert_allclose(_scores(by_name), _scores(by_folder), atol=1e-6)
+    rows = (by_name / "scores" / f"{TASK}.jsonl").read_text().splitlines()
+    assert {json.loads(line)["metric"] for line in rows} == {"cli-eval-q4"}
+    run = json.loads((by_name / "metrics.json").read_text())["run"]
+    assert run["hub_name"] == "tiny-org/cli-eval-q4"

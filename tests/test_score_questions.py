@@ -5,6 +5,7 @@ reads; and the Python API (`Scorer.from_pretrained`, `score_questions`)."""
 from __future__ import annotations
 
 import json
+import pathlib
 import shutil
 
 import numpy as np
@@ -256,3 +257,25 @@ def test_python_api(family, single_runs):
         seahorse_t5x.Scorer.from_pretrained(family / "seahorse-tiny-q4", question=1)
     with pytest.raises(errors.UserError, match="is one model"):
         seahorse_t5x.score_questions(family / "q1", ARTICLES, SUMMARIES)
+
+
+def test_plain_scores_through_import_scores_equal_the_metric_score_file(family, tmp_path):
+    prepared = pathlib.Path(__file__).parent / "testdata" / "import_scores" / "prepared"
+    split = prepared / "test.jsonl"
+    plain, direct = tmp_path / "plain.jsonl", tmp_path / "direct.jsonl"
+    assert _score(family, split, plain, "--questions", "1,4") == 0
+    assert _score(family, split, direct, "--questions", "1,4", "--metric", "tiny") == 0
+    imported = tmp_path / "imported.jsonl"
+    argv = ["import-scores", "--scores", str(plain), "--score_field", "score_q4"]
+    argv += ["--metric", "tiny", "--questions", "4", "--data_dir", str(prepared)]
+    assert cli.main([*argv, "--output", str(imported)]) == 0
+    by_import = scorefiles.read_score_file(imported)
+    by_score = scorefiles.read_score_file(direct)
+    by_score = by_score[by_score.question == "4"]
+    columns = ["gem_id", "system", "label", "score"]
+    # Every labelled q4 item is in both, with the same label and score.
+    key = ["gem_id", "system"]
+    merged = by_score[columns].merge(by_import[columns], on=key, suffixes=("", "_imported"))
+    assert len(merged) == len(by_score) == len(by_import) > 0
+    np.testing.assert_array_equal(merged.label, merged.label_imported)
+    np.testing.assert_allclose(merged.score, merged.score_imported, rtol=0, atol=1e-12)
