@@ -186,3 +186,20 @@ def test_local_family_folder(tmp_path, tiny_dir):
     ):
         checkpoints.family_members(family)
     assert checkpoints.family_members(family / "q1") is None
+
+
+def test_without_a_network_the_cached_snapshot_is_used(hf_cache, monkeypatch):
+    import httpx2
+    import huggingface_hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+
+    def no_network(*args, **kwargs):
+        raise httpx2.ConnectError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", no_network)
+    monkeypatch.setattr(huggingface_hub.HfApi, "repo_info", no_network)
+    assert hub.resolve(REPO) == hf_cache[1]
+    with pytest.raises(errors.UserError) as raised:
+        hub.resolve("tiny-org/not-cached")
+    assert "(the Hub could not be reached and nothing is cached)" in str(raised.value)

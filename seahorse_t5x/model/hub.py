@@ -121,10 +121,26 @@ def resolve(checkpoint: str | os.PathLike) -> pathlib.Path:
 
 
 def _weight_patterns(repo: str, revision: str | None) -> list[str]:
-    """The files to fetch: safetensors weights when the model has them, else PyTorch's."""
-    from huggingface_hub import HfApi
+    """The files to fetch: safetensors weights when the model has them, else PyTorch's.
 
-    files = [s.rfilename for s in HfApi().model_info(repo, revision=revision).siblings or []]
+    When the Hub cannot be reached, every weight file is allowed: the download then finds
+    what the cache holds, as `snapshot_download` does without a network.
+    """
+    from huggingface_hub import HfApi
+    from huggingface_hub import errors as hub_errors
+
+    try:
+        info = HfApi().model_info(repo, revision=revision)
+    except (
+        hub_errors.RepositoryNotFoundError,
+        hub_errors.RevisionNotFoundError,
+        hub_errors.GatedRepoError,
+    ):
+        raise
+    except Exception as e:  # noqa: BLE001 - httpx connection errors, HTTP 5xx, timeouts
+        log.info("cannot list the files of %s on the Hub (%s); trying the cache", repo, e)
+        return list(CHECKPOINT_FILES + TORCH_FILES)
+    files = [sibling.rfilename for sibling in info.siblings or []]
     if any(f.endswith(".safetensors") for f in files):
         return list(CHECKPOINT_FILES)
     return list(CHECKPOINT_FILES + TORCH_FILES)
@@ -180,7 +196,7 @@ def download(repo: str, revision: str | None = None) -> pathlib.Path:
                 "`hf auth login`): check the spelling, e.g. google/seahorse-large-q4"
             )
         ) from None
-    except (hub_errors.HfHubHTTPError, OSError) as e:
+    except Exception as e:  # noqa: BLE001 - HTTP errors, httpx connection errors, OSError
         reason = " ".join(str(e).split())[:200] or type(e).__name__
         raise errors.UserError(
             f"could not fetch {name} from the Hub ({reason}); retry, or set {ENV_OFFLINE}=1 "
