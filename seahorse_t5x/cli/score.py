@@ -244,8 +244,10 @@ def run_settings(
     }
 
 
-def check_output(output: pathlib.Path, input_path: pathlib.Path, resume: bool, overwrite: bool):
-    """Catches output-path mistakes before any scoring.
+def check_output_names(
+    output: pathlib.Path, input_path: pathlib.Path, resume: bool, overwrite: bool
+) -> None:
+    """The output-path mistakes found without writing anything (so before a download).
 
     Raises:
       UserError: naming the path and what is wrong with it.
@@ -255,7 +257,6 @@ def check_output(output: pathlib.Path, input_path: pathlib.Path, resume: bool, o
     if output.resolve() == input_path.resolve():
         raise errors.UserError("--output must differ from --input")
     fileio.check_output_path(output, "file", "--output")
-    parent = output.parent
     partial = _partial(output)
     if output.exists() and not overwrite and not resume:
         raise errors.UserError(f"--output {output} exists; pass --overwrite to replace it")
@@ -263,6 +264,17 @@ def check_output(output: pathlib.Path, input_path: pathlib.Path, resume: bool, o
         raise errors.UserError(
             f"an interrupted run left {partial}: pass --resume to continue it, or delete it"
         )
+
+
+def check_output(output: pathlib.Path, input_path: pathlib.Path, resume: bool, overwrite: bool):
+    """Catches output-path mistakes before any scoring.
+
+    Raises:
+      UserError: naming the path and what is wrong with it.
+    """
+    check_output_names(output, input_path, resume, overwrite)
+    parent = output.parent
+    partial = _partial(output)
     try:
         parent.mkdir(parents=True, exist_ok=True)
         with open(partial, "ab"):
@@ -510,6 +522,8 @@ def run(args: argparse.Namespace) -> int:
 
     from seahorse_t5x.model import checkpoints
 
+    # Output-path mistakes first: a Hub model may take long to fetch.
+    check_output_names(output_path, input_path, args.resume, args.overwrite)
     # Hub names are fetched (or found in the HF cache) and checked once, before any scoring.
     plan = [(question, checkpoints.resolve(name)) for question, name in plan]
     from seahorse_t5x import partitioning  # JAX and the model: only once the input is good
