@@ -154,3 +154,17 @@ def test_plan_cli_scoring_batch_in_bfloat16_on_a_model_split_mesh():
     assert out["optimizer_bytes"] == 0 and out["alias_bytes"] == 0
     assert out["batch_bytes"] == 4 * 32 * 4 // 2  # int32 tokens split over data=2
     assert out["temp_bytes"] > 0
+
+
+def test_plan_cli_scoring_batch_with_int8_weights():
+    from seahorse_t5x.inference import engine
+    from seahorse_t5x.model import configs
+
+    args = ["plan", "--model", "tiny", "--mesh", "data=2,model=2", "--batch_size", "4"]
+    args += ["--input_length", "32", "--num_layers", "1", "--scoring", "--format", "json"]
+    int8 = _plan_json([*args, "--param_dtype", "int8"])
+    bf16 = _plan_json([*args, "--param_dtype", "bfloat16"])
+    one_layer = configs.get_config("tiny").replace(num_encoder_layers=1, num_decoder_layers=1)
+    expected = engine.bytes_per_device(one_layer, {"data": 2, "model": 2}, "int8")
+    assert int8["params_bytes"] == expected < bf16["params_bytes"]
+    assert int8["argument_bytes"] == expected + int8["batch_bytes"]

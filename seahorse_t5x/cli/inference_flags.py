@@ -11,6 +11,8 @@ from seahorse_t5x import constants, input_format
 
 ENV_COMPILATION_CACHE = "SEAHORSE_COMPILATION_CACHE"
 COMPUTE_DTYPES = ("float32", "bfloat16")
+# `--param_dtype`: int8 is weight-only (per-output-channel scales; `inference/quantize.py`).
+PARAM_DTYPES = (*COMPUTE_DTYPES, "int8")
 # `--dtype` and `--param_dtype` default to these in every command that has them (`plan` too).
 DEFAULT_DTYPE = "float32"
 DEFAULT_PARAM_DTYPE = "float32"
@@ -55,9 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--param_dtype",
-        choices=COMPUTE_DTYPES,
+        choices=PARAM_DTYPES,
         default=DEFAULT_PARAM_DTYPE,
-        help="dtype the weights are kept in on the devices (bfloat16 halves their memory)",
+        help="dtype the weights are kept in on the devices (bfloat16 halves their memory; "
+        "int8: weight-only int8 projections with per-channel scales, the feed-forward "
+        "output projections and the rest in bfloat16)",
     )
     parser.add_argument(
         "--mesh",

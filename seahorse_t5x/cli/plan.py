@@ -101,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--param_dtype",
-        choices=inference_flags.COMPUTE_DTYPES,
+        choices=inference_flags.PARAM_DTYPES,
         default=inference_flags.DEFAULT_PARAM_DTYPE,
         help="with --scoring: dtype the weights are kept in on the devices (a train step keeps "
         "them in float32)",

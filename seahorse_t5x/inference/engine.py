@@ -43,7 +43,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from seahorse_t5x import constants, errors, input_format, partitioning
-from seahorse_t5x.inference import executables
+from seahorse_t5x.inference import executables, quantize
 from seahorse_t5x.model import mt5
 from seahorse_t5x.model.configs import MT5Config
 
@@ -64,7 +64,7 @@ LADDERS = ("1.4", "1.2", "2")
 DEFAULT_LADDER = "1.2"
 # Row cap for short buckets: past it, CPU/accelerator throughput no longer grows.
 MAX_ROWS_PER_BATCH = 256
-PARAM_DTYPES = ("float32", "bfloat16")
+PARAM_DTYPES = ("float32", "bfloat16", quantize.INT8)
 
 
 def bucket_lengths(max_input_length: int, ladder: str = DEFAULT_LADDER) -> tuple[int, ...]:
@@ -145,16 +145,17 @@ def label_logits(
     """Logits [b, 2] (float32) of the two answer tokens at the first decoder step."""
     model = mt5.MT5(config, scan_layers=mt5.is_scanned(params))
     variables = {"params": params}
-    encoded = model.apply(variables, tokens, method=mt5.MT5.encode)
-    start = jnp.full((tokens.shape[0], 1), constants.DECODER_START_ID, jnp.int32)
-    hidden = model.apply(
-        variables, encoded, tokens, start, return_hidden=True, method=mt5.MT5.decode
-    )
+    with quantize.dequantizing():  # int8 weights: their outputs scaled back (else a no-op)
+        encoded = model.apply(variables, tokens, method=mt5.MT5.encode)
+        start = jnp.full((tokens.shape[0], 1), constants.DECODER_START_ID, jnp.int32)
+        hidden = model.apply(
+            variables, encoded, tokens, start, return_hidden=True, method=mt5.MT5.decode
+        )
     dtype = jnp.dtype(config.dtype)
     # Only the answer columns of the output projection: [embed, 2].
     columns = jnp.asarray(label_ids, jnp.int32)
-    kernel = jnp.take(params["decoder"]["logits_dense"]["kernel"], columns, axis=1)
-    return jnp.dot(hidden[:, 0].astype(dtype), kernel.astype(dtype)).astype(jnp.float32)
+    kernel = quantize.answer_kernel(params, columns, dtype)
+    return jnp.dot(hidden[:, 0].astype(dtype), kernel).astype(jnp.float32)
 
 
 def packed_label_logits(
@@ -174,22 +175,23 @@ def packed_label_logits(
     """
     model = mt5.MT5(config, scan_layers=mt5.is_scanned(params))
     variables = {"params": params}
-    encoded = model.apply(variables, tokens, segment_ids, method=mt5.MT5.encode)
-    start = jnp.full(decoder_segment_ids.shape, constants.DECODER_START_ID, jnp.int32)
-    hidden = model.apply(
-        variables,
-        encoded,
-        tokens,
-        start,
-        segment_ids,
-        decoder_segment_ids,
-        return_hidden=True,
-        method=mt5.MT5.decode,
-    )
+    with quantize.dequantizing():
+        encoded = model.apply(variables, tokens, segment_ids, method=mt5.MT5.encode)
+        start = jnp.full(decoder_segment_ids.shape, constants.DECODER_START_ID, jnp.int32)
+        hidden = model.apply(
+            variables,
+            encoded,
+            tokens,
+            start,
+            segment_ids,
+            decoder_segment_ids,
+            return_hidden=True,
+            method=mt5.MT5.decode,
+        )
     dtype = jnp.dtype(config.dtype)
     columns = jnp.asarray(label_ids, jnp.int32)
-    kernel = jnp.take(params["decoder"]["logits_dense"]["kernel"], columns, axis=1)
-    return jnp.einsum("rse,ec->rsc", hidden.astype(dtype), kernel.astype(dtype)).astype(jnp.float32)
+    kernel = quantize.answer_kernel(params, columns, dtype)
+    return jnp.einsum("rse,ec->rsc", hidden.astype(dtype), kernel).astype(jnp.float32)
 
 
 @functools.cache
@@ -309,14 +311,44 @@ class Placer:
                 f"param_dtype must be one of {PARAM_DTYPES}, got {param_dtype!r} "
                 "(float16 overflows in mT5)"
             )
-        self.dtype = jnp.dtype(param_dtype)
+        self.int8 = param_dtype == quantize.INT8
+        # With int8 projections, the other parameters are kept in bfloat16.
+        self.dtype = jnp.dtype(quantize.UNQUANTIZED_DTYPE if self.int8 else param_dtype)
         # Flat names of both layouts (`encoder/layers_0/...` and `encoder/layers/layer/...`).
         self.shardings = {
             **_flat_shardings(config, mesh, scan_layers=False),
             **_flat_shardings(config, mesh, scan_layers=True),
         }
+        if self.int8:
+            for name, sharding in list(self.shardings.items()):
+                if quantize.is_quantized(name):
+                    spec = quantize.scale_spec(sharding.spec, len(sharding.spec))
+                    scales = jax.sharding.NamedSharding(sharding.mesh, spec)
+                    self.shardings[quantize.scale_name(name)] = scales
+        # The scales of the int8 kernels placed so far, by flat name (`.../kernel_scale`):
+        # `stack_layers` adds them to the tree.
+        self.scales: dict[str, jax.Array] = {}
+
+    def _place_int8(self, name: str, array: Any) -> jax.Array:
+        if isinstance(array, jax.Array):
+            array = np.asarray(array)
+        scales = quantize.channel_scales(array)
+        if not np.isfinite(scales).all():
+            raise errors.UserError(
+                f"{name} holds NaN or infinite values; refusing non-finite weights"
+            )
+        self.scales[quantize.scale_name(name)] = jax.device_put(
+            scales, self.shardings[quantize.scale_name(name)]
+        )
+
+        def shard(index: tuple[slice, ...]) -> np.ndarray:
+            return quantize.quantize_block(array[index], scales[index[:-2] + index[-1:]])
+
+        return jax.make_array_from_callback(tuple(array.shape), self.shardings[name], shard)
 
     def __call__(self, name: str, array: Any) -> jax.Array:
+        if self.int8 and quantize.is_quantized(name):
+            return self._place_int8(name, array)
         sharding = self.shardings[name]
         if isinstance(array, jax.Array):
             return jax.device_put(array.astype(self.dtype), sharding)
@@ -324,6 +356,30 @@ class Placer:
         return jax.make_array_from_callback(
             tuple(array.shape), sharding, lambda index: np.asarray(array[index], dtype=dtype)
         )
+
+    def abstract_params(self, config: MT5Config) -> Any:
+        """The scanned-layout tree this placer makes, as sharded `jax.ShapeDtypeStruct`s
+        (for `plan --scoring`): int8 kernels with their scales where it quantizes."""
+        shapes = flax.traverse_util.flatten_dict(
+            mt5.unbox(mt5.abstract_params(config, scan_layers=True)), sep="/"
+        )
+        tree = {}
+        for name, leaf in shapes.items():
+            if self.int8 and quantize.is_quantized(name):
+                scales = quantize.scale_name(name)
+                tree[name] = jax.ShapeDtypeStruct(
+                    leaf.shape, jnp.int8, sharding=self.shardings[name]
+                )
+                tree[scales] = jax.ShapeDtypeStruct(
+                    leaf.shape[:-2] + leaf.shape[-1:],
+                    jnp.float32,
+                    sharding=self.shardings[scales],
+                )
+            else:
+                tree[name] = jax.ShapeDtypeStruct(
+                    leaf.shape, self.dtype, sharding=self.shardings[name]
+                )
+        return flax.traverse_util.unflatten_dict(tree, sep="/")
 
     def place_tree(self, params: Any) -> Any:
         """The whole (unboxed or boxed) tree placed, in either layout: for parameters already
@@ -340,7 +396,8 @@ class Placer:
         kind's per-layer arrays are deleted once stacked, so device memory peaks at the
         parameters plus one kind, not twice the parameters.
         """
-        flat = flax.traverse_util.flatten_dict(params, sep="/")
+        flat = {**flax.traverse_util.flatten_dict(params, sep="/"), **self.scales}
+        self.scales = {}
         stacked: dict[str, Any] = {}
         groups: dict[str, dict[int, jax.Array]] = {}
         for name, value in flat.items():
@@ -373,15 +430,17 @@ def bytes_per_device(config: MT5Config, mesh_shape: Mapping[str, int], param_dty
     specs = flax.traverse_util.flatten_dict(mt5.logical_axes(boxed), sep="/")
     shapes = flax.traverse_util.flatten_dict(mt5.unbox(boxed), sep="/")
     rules = dict(partitioning.LOGICAL_AXIS_RULES)
-    itemsize = jnp.dtype(param_dtype).itemsize
     total = 0
     for name, leaf in shapes.items():
-        elements = 1
+        local = []
         for dim, axis in zip(leaf.shape, tuple(specs[name]), strict=True):
             mesh_axis = rules.get(axis)
             size = mesh_shape.get(mesh_axis, 1) if mesh_axis else 1
-            elements *= dim // size if dim % size == 0 else dim
-        total += elements * itemsize
+            local.append(dim // size if dim % size == 0 else dim)
+        if param_dtype == quantize.INT8:
+            total += quantize.parameter_bytes(name, tuple(local))
+        else:
+            total += int(np.prod(local)) * jnp.dtype(param_dtype).itemsize
     return total
 
 

@@ -63,7 +63,8 @@ class PlanRequest:
         random masks from memory).
       scoring: plan one scoring batch of `score` / `evaluate` instead (the inference
         engine's label logits: encoder, one decoder step, no optimizer, no dropout).
-      param_dtype: dtype the weights are kept in when scoring (`float32` or `bfloat16`).
+      param_dtype: dtype the weights are kept in when scoring (`float32`, `bfloat16`, or
+        `int8`: int8 projections with per-channel scales, `mlp/wo` and the rest bfloat16).
     """
 
     model: str
@@ -276,7 +277,6 @@ def _compile_scoring(request: PlanRequest, num_layers: int | None) -> tuple[Any,
 
     from seahorse_t5x import partitioning
     from seahorse_t5x.inference import engine
-    from seahorse_t5x.model import mt5
 
     config = _model_config(request, num_layers).replace(dropout_rate=0.0)
     mesh = partitioning.create_mesh(
@@ -285,16 +285,8 @@ def _compile_scoring(request: PlanRequest, num_layers: int | None) -> tuple[Any,
     )
     runner = engine.Engine(config, (0, 1), mesh, request.input_length, 1)
     placer = runner.placer(request.param_dtype)
-    # The scanned layout `score` runs (`Placer.stack_layers`).
-    shapes = mt5.unbox(mt5.abstract_params(config, scan_layers=True))
-    params = jax.tree_util.tree_map_with_path(
-        lambda path, leaf: jax.ShapeDtypeStruct(
-            leaf.shape,
-            placer.dtype,
-            sharding=placer.shardings["/".join(str(k.key) for k in path)],
-        ),
-        shapes,
-    )
+    # The scanned layout `score` runs (`Placer.stack_layers`), int8 kernels with their scales.
+    params = placer.abstract_params(config)
     batch = jax.ShapeDtypeStruct(
         (request.batch_size, request.input_length),
         jnp.int32,
