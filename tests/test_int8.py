@@ -157,3 +157,28 @@ def test_is_quantized():
     assert quantize.is_quantized("decoder/layers_1/encoder_decoder_attention/out/kernel")
     assert not quantize.is_quantized("decoder/layers_1/mlp/wo/kernel")
     assert not quantize.is_quantized("token_embedder/embedding")
+
+
+def test_a_kernel_int8_would_mostly_zero_is_refused(model_dir, tmp_path):
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    shutil.copy(model_dir / "config.json", tmp_path / "config.json")
+    state = load_file(str(model_dir / "model.safetensors"))
+    key = "decoder.block.1.layer.2.DenseReluDense.wi_1.weight"  # HF [out, in]
+    state[key][:, 0] = 1000.0 * np.abs(state[key]).max()  # one outlier per output column
+    save_file(state, str(tmp_path / "model.safetensors"))
+    with pytest.raises(errors.UserError) as raised:
+        _scorer(tmp_path, "int8")
+    message = str(raised.value)
+    assert message.startswith("decoder/layers_1/mlp/wi_1/kernel: int8 would round ")
+    assert message.endswith("score this model with --param_dtype bfloat16")
+    # The model as saved passes: few of its weights round to zero.
+    meter = quantize.ZeroedMeter()
+    kernel = load_file(str(model_dir / "model.safetensors"))[key].T
+    meter.quantize(kernel, quantize.channel_scales(kernel))
+    assert 0 < meter.zeroed_share < quantize.MAX_ZEROED_SHARE
+    # Counted independently: |w| < scale / 2 rounds to zero.
+    scale = np.abs(kernel).max(axis=0) / 127
+    assert meter.zeroed == int((np.abs(kernel) < scale / 2).sum())

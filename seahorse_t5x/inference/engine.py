@@ -341,10 +341,19 @@ class Placer:
             scales, self.shardings[quantize.scale_name(name)]
         )
 
-        def shard(index: tuple[slice, ...]) -> np.ndarray:
-            return quantize.quantize_block(array[index], scales[index[:-2] + index[-1:]])
+        meter = quantize.ZeroedMeter()
 
-        return jax.make_array_from_callback(tuple(array.shape), self.shardings[name], shard)
+        def shard(index: tuple[slice, ...]) -> np.ndarray:
+            return meter.quantize(array[index], scales[index[:-2] + index[-1:]])
+
+        placed = jax.make_array_from_callback(tuple(array.shape), self.shardings[name], shard)
+        if meter.zeroed_share > quantize.MAX_ZEROED_SHARE:
+            raise errors.UserError(
+                f"{name}: int8 would round {meter.zeroed_share:.0%} of its nonzero weights to "
+                f"zero (more than {quantize.MAX_ZEROED_SHARE:.0%}: outliers set its scales); "
+                "score this model with --param_dtype bfloat16"
+            )
+        return placed
 
     def __call__(self, name: str, array: Any) -> jax.Array:
         if self.int8 and quantize.is_quantized(name):

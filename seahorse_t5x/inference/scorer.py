@@ -106,7 +106,8 @@ class Scorer:
       dtype: compute dtype, `float32` or `bfloat16` (float16 overflows in mT5).
       truncation: `keep_summary` (default: cut the article, keep the summary) or `right`.
       mesh: the device mesh (default: every local device on `data`).
-      param_dtype: dtype the weights are kept in on the devices (`bfloat16` halves them).
+      param_dtype: dtype the weights are kept in on the devices (`bfloat16` halves them;
+        `int8`: weight-only int8 projections with per-channel scales, `inference/quantize.py`).
       label_ids: token ids of the (yes, no) answers (default: those of `1` and `0`).
       label_words: the (yes, no) answer words instead of ids: each word's first piece in the
         vocabulary (e.g. `("Yes", "No")` for Flan-T5 or mT0).
