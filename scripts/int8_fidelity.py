@@ -69,6 +69,7 @@ def main() -> None:
             )
             for dtype in ("float32", "int8")
         }
+        report["input_length"] = scorers["float32"].max_input_length
         for question in (int(q) for q in args.questions.split(",")):
             labelled = [r for r in rows if r.get(f"q{question}") is not None]
             articles = [r["article"] for r in labelled]
