@@ -81,7 +81,11 @@ def test_baselines_score_files_are_byte_identical_to_before(tmp_path, monkeypatc
     given = {"mface": "mface.csv", "true": "true", "metal": "metal.json"}
     if spelling == "old":
         flags = ["--mface", "--true_dir", "--metal"]
-        args = [x for flag, path in zip(flags, given.values()) for x in (flag, str(DATA / path))]
+        args = [
+            x
+            for flag, path in zip(flags, given.values(), strict=True)
+            for x in (flag, str(DATA / path))
+        ]
     else:
         args = []
         for name, path in given.items():
