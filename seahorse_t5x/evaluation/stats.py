@@ -1088,3 +1088,68 @@ def paired_balanced_accuracy_bootstrap(
         other_side = min(int(np.count_nonzero(finite <= 0)), int(np.count_nonzero(finite >= 0)))
         result["p_value"] = _two_sided_p(2 * other_side, finite.size)
     return result
+
+
+def partial_bootstrap_ci(
+    labels: Sequence[float],
+    scores: Sequence[float],
+    groups: Sequence[object],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, dict]:
+    """Percentile bootstrap CIs of `partial_correlation`, resampling items (the residuals
+    are refitted on each resample).
+
+    Returns:
+      `{"pearson": {...}, "spearman": {...}}` as `bootstrap_ci`'s entries.
+    """
+    _check_resampling(n_resamples, confidence)
+    y, s = _as_arrays(labels, scores)
+    g = np.array([slice_key(x) for x in groups], dtype=object)
+    point = partial_correlation(y, s, g)
+    result = {}
+    draws: dict[str, list[float]] = {"pearson": [], "spearman": []}
+    if point["pearson"] is not None:
+        for row in unit_resamples(y.size, n_resamples, seed):
+            value = partial_correlation(y[row], s[row], g[row])
+            for kind in draws:
+                draws[kind].append(np.nan if value[kind] is None else value[kind])
+    for kind in ("pearson", "spearman"):
+        entry = {"estimate": point[kind], "confidence": confidence, "n_resamples": n_resamples}
+        if point[kind] is None:
+            entry.update(low=None, high=None, n_valid=0, reason=point["reasons"][kind])
+        else:
+            entry.update(_interval(np.asarray(draws[kind]), n_resamples, confidence))
+        result[kind] = entry
+    return result
+
+
+def balanced_accuracy_draws(
+    labels: Sequence[float],
+    scores: Sequence[float],
+    threshold: float,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> np.ndarray:
+    """Balanced accuracy at `threshold` on each of `n_resamples` item resamples (NaN where
+    a resample holds one class); the same seed draws the same items, so two metrics' draws
+    on the same items are paired."""
+    _check_resampling(n_resamples)
+    y, s = _as_arrays(labels, scores)
+    return _resampled_accuracy(y, s, threshold, n_resamples, seed)
+
+
+def interval(draws: np.ndarray, n_resamples: int, confidence: float = 0.95) -> dict:
+    """Percentile interval of bootstrap `draws` (NaN draws left out and counted):
+    `{"low", "high", "n_valid", "reason"}`."""
+    return _interval(np.asarray(draws, dtype=np.float64), n_resamples, confidence)
+
+
+def paired_p_value(delta: np.ndarray) -> float | None:
+    """Two-sided p of a paired bootstrap's differences, as `paired_bootstrap` gives it."""
+    finite = np.asarray(delta)[np.isfinite(delta)]
+    if finite.size == 0:
+        return None
+    other_side = min(int(np.count_nonzero(finite <= 0)), int(np.count_nonzero(finite >= 0)))
+    return _two_sided_p(2 * other_side, finite.size)

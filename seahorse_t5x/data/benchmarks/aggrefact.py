@@ -107,6 +107,7 @@ def read_aggrefact(path: str | os.PathLike) -> list[common.ReadResult]:
 
 
 BENCHMARK = registry.Benchmark(
+    key_aliases={"gem_id": ("id",), "system": ("model_name",), "article": ("doc",)},
     row_fields=("split", "origin"),
     name="aggrefact",
     title="AggreFact",

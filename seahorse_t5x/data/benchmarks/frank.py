@@ -124,6 +124,7 @@ def read_frank(directory: str | os.PathLike) -> list[common.ReadResult]:
 
 
 BENCHMARK = registry.Benchmark(
+    key_aliases={"gem_id": ("hash",), "system": ("model_name",)},
     row_fields=("split",),
     name="frank",
     title="FRANK",

@@ -148,6 +148,7 @@ def read_llm_aggrefact(path: str | os.PathLike) -> list[common.ReadResult]:
 
 
 BENCHMARK = registry.Benchmark(
+    key_aliases={"article": ("doc",), "summary": ("claim",)},
     row_fields=("split",),
     name="llm_aggrefact",
     title="LLM-AggreFact",

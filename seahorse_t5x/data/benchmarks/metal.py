@@ -373,7 +373,7 @@ BENCHMARK = registry.Benchmark(
     read=read_all,
     dimensions=tuple(METAL_METRICS),
     label_kind=registry.LABEL_GRADED,
-    key=("gem_id",),
+    key=("gem_id", "system"),
     protocol=registry.Protocol(
         registry.PAPER,
         ("pearson", "spearman", "kendall"),

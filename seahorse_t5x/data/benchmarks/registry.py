@@ -79,6 +79,8 @@ class Benchmark:
       mixture: the task or mixture `evaluate --benchmark` runs (None: `{name}_all_score`).
       options: the reader's keyword options that flags may give (`articles`, ...).
       row_fields: item fields its score rows carry beyond the slice fields (`split`, ...).
+      key_aliases: the names its key fields have in the released files, which external
+        metrics' outputs keep (FRANK's `hash` for `gem_id`, `model_name` for `system`).
     """
 
     name: str
@@ -98,6 +100,7 @@ class Benchmark:
     mixture: str | None = None
     options: tuple[str, ...] = ()
     row_fields: tuple[str, ...] = ()
+    key_aliases: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     def path(self, path: str | os.PathLike | None = None) -> str:
         """Its path: argument, then gin (`benchmark_paths.<name>`), then `env`."""

@@ -152,6 +152,7 @@ def read_summeval(
 
 
 BENCHMARK = registry.Benchmark(
+    key_aliases={"gem_id": ("id",), "system": ("model_id",), "summary": ("decoded",)},
     row_fields=("split",),
     name="summeval",
     title="SummEval",

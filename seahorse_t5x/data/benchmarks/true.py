@@ -132,7 +132,7 @@ BENCHMARK = registry.Benchmark(
     read=read_all,
     dimensions=(str(TRUE_QUESTION),),
     label_kind=registry.LABEL_BINARY,
-    key=("gem_id",),
+    key=("gem_id", "system"),
     protocol=registry.Protocol(
         registry.PAPER,
         ("roc_auc",),
