@@ -12,7 +12,9 @@ from seahorse_t5x.cli import flags, inference_flags
 HELP = "Score SeqIO score tasks with a checkpoint: score files, metrics.json, Markdown table."
 EXAMPLE = (
     "seahorse-t5x evaluate --checkpoint runs/q4 --tasks seahorse_q4_score "
-    "--split test --output_dir runs/q4/eval"
+    "--split test --output_dir runs/q4/eval\n"
+    "  seahorse-t5x evaluate --checkpoint runs/q4 --benchmark frank "
+    "--benchmark_path frank/data --split test --output_dir runs/q4/frank"
 )
 
 
@@ -25,10 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tasks",
-        required=True,
         help="comma-separated score tasks or mixtures, e.g. seahorse_q4_score or "
-        "seahorse_all_score",
+        "seahorse_all_score (needed unless --benchmark is given)",
     )
+    flags.add_benchmark(parser, articles=False)
     flags.add_module(parser)
     parser.add_argument("--split", default="test", help="dataset split")
     parser.add_argument("--output_dir", required=True, help="where the results go")
@@ -71,6 +73,21 @@ def _tasks_truncate(mode: str) -> Iterator[None]:
         yield
 
 
+def _benchmark_tasks(name: str, path: str | None) -> str:
+    """The score tasks (a mixture) of a registered benchmark, its path bound in gin (as
+    `benchmark_paths.NAME = PATH` would), so the tasks read it."""
+    import gin
+
+    from seahorse_t5x.data.benchmarks import registry
+
+    declared = registry.get(name)
+    if path is not None:
+        with gin.unlock_config():
+            gin.bind_parameter(f"seahorse_t5x.data.benchmarks.benchmark_paths.{name}", path)
+    declared.path(path)  # a missing path is said now, before the model loads
+    return declared.task_mixture
+
+
 def run(args: argparse.Namespace) -> int:
     from seahorse_t5x import errors, fileio, input_format
     from seahorse_t5x import task_names as names
@@ -94,7 +111,14 @@ def run(args: argparse.Namespace) -> int:
 
     # The user's tasks are registered before any task name is resolved (or the model loaded).
     user_modules.import_modules(args.module)
-    task_names = score_tasks.expand_task_names(args.tasks.split(","))
+    requested = args.tasks.split(",") if args.tasks else []
+    if args.benchmark:
+        requested.append(_benchmark_tasks(args.benchmark, args.benchmark_path))
+    elif args.benchmark_path:
+        raise errors.UserError("--benchmark_path needs --benchmark NAME")
+    if not requested:
+        raise errors.UserError("give --tasks (e.g. seahorse_q4_score) and/or --benchmark NAME")
+    task_names = score_tasks.expand_task_names(requested)
     if words is None and all(n.startswith("ice_") for n in task_names):
         from seahorse_t5x import ice
 

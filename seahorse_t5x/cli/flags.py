@@ -156,7 +156,9 @@ def add_distributed(parser: argparse.ArgumentParser, work: str) -> None:
     )
 
 
-def add_benchmark(parser: argparse.ArgumentParser, repeatable: bool = False) -> None:
+def add_benchmark(
+    parser: argparse.ArgumentParser, repeatable: bool = False, articles: bool = True
+) -> None:
     """`--benchmark NAME` and `--benchmark_path PATH`: a registered benchmark
     (`seahorse_t5x.data.benchmarks.registry`) and its file or folder (default: its
     environment variable, docs/benchmarks.md); `--articles PATH` for a benchmark whose file
@@ -172,20 +174,20 @@ def add_benchmark(parser: argparse.ArgumentParser, repeatable: bool = False) -> 
         "model_annotations.aligned.paired.jsonl or FRANK's data/ folder (default: its "
         f"environment variable, e.g. $SEAHORSE_SUMMEVAL_PATH){several}",
     )
-    parser.add_argument(
-        "--articles",
-        metavar="PATH",
-        help="summeval: CNN/DM articles (JSON Lines of id and text) for the unpaired "
-        "model_annotations.aligned.jsonl",
-    )
-    if repeatable:
+    if articles:
         parser.add_argument(
-            "--benchmark",
-            action="append",
-            metavar="NAME",
-            help="a registered benchmark to score: summeval, frank, llm_aggrefact, "
-            "aggrefact, mface, true, metal (repeatable)",
+            "--articles",
+            metavar="PATH",
+            help="summeval: CNN/DM articles (JSON Lines of id and text) for the unpaired "
+            "model_annotations.aligned.jsonl",
         )
+    parser.add_argument(
+        "--benchmark",
+        action=action,
+        metavar="NAME",
+        help="a registered benchmark: summeval, frank, llm_aggrefact, aggrefact, mface, "
+        f"true, metal{several}",
+    )
 
 
 def requested_benchmarks(args: argparse.Namespace) -> list[tuple[str, str | None, str]]:

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 # Metadata carried from the task's examples into the score file.
 PASSTHROUGH_FIELDS = ("gem_id", "language", "dataset", "system")
+# Carried too where a benchmark's tasks have them (`data.benchmarks.registry` row_fields),
+# and not empty: the split and AggreFact's origin, which its protocol reads.
+OPTIONAL_FIELDS = ("split", "origin")
 
 
 @dataclasses.dataclass
@@ -88,7 +91,9 @@ def load_task_examples(
             )
         tokens.append(np.asarray(ex["inputs"], dtype=np.int32))
         labels.append(float(ex["label"]))
-        metadata.append({k: _text(ex[k]) for k in PASSTHROUGH_FIELDS if k in ex})
+        meta = {k: _text(ex[k]) for k in PASSTHROUGH_FIELDS if k in ex}
+        meta.update({k: _text(ex[k]) for k in OPTIONAL_FIELDS if k in ex and _text(ex[k])})
+        metadata.append(meta)
         if question is None and "question" in ex:
             question = int(ex["question"])
     return TaskExamples(task_name, question, tokens, np.asarray(labels), metadata)
