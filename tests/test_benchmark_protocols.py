@@ -295,3 +295,29 @@ def test_aggrefact_val_tuned_thresholds_equal_aggrefacts_rule(reported):
         expected = balanced_accuracy_score(test_labels, [int(s > threshold) for s in test_scores])
         assert abs(sota["balanced_accuracy"] - expected) < TOL
     assert [s["benchmark"] for s in entry["sota"]] == ["AggreFact-CNN-SOTA", "AggreFact-XSum-SOTA"]
+
+
+def test_report_benchmark_flag_keeps_one_benchmark_and_counts_its_coverage(reported, tmp_path):
+    _, _, _, report_dir = reported
+    code = cli.main(
+        [
+            "report",
+            "--scores",
+            str(report_dir.parent / "scores"),
+            "--output_dir",
+            str(tmp_path / "frank"),
+            "--bootstrap",
+            "0",
+            "--benchmark",
+            "frank",
+            "--benchmark_path",
+            str(DATA / "frank"),
+        ]
+    )
+    assert code == 0
+    report = json.loads((tmp_path / "frank" / "report.json").read_text())
+    assert list(report["scores"]["protocols"]) == ["frank"]
+    coverage = report["scores"]["protocols"]["frank"]["coverage"]
+    assert coverage["items"] == {"factuality": 18} and coverage["dropped"] == 2
+    assert coverage["scored"] == {"metric_a": {"factuality": 17}, "metric_b": {"factuality": 17}}
+    assert "metric_a scored 17 of 18 items" in (tmp_path / "frank" / "tables.md").read_text()

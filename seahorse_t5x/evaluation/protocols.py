@@ -446,6 +446,28 @@ def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settin
     return section
 
 
+def coverage(frame: pd.DataFrame, name: str, path: str | None) -> dict:
+    """The benchmark's items as its reader keeps them from `path`, and how many each
+    metric's rows score per dimension (a metric scored on part of a benchmark is not
+    comparable with published numbers)."""
+    results = registry.get(name).read_all(path)
+    kept: dict[str, int] = {}
+    for result in results:
+        for example in result.examples:
+            kept[str(example["question"])] = kept.get(str(example["question"]), 0) + 1
+    rows = frame[frame["benchmark"] == name]
+    scored = {
+        metric: {str(q): int(n) for q, n in part.groupby("question").size().items()}
+        for metric, part in rows.groupby("metric", sort=False)
+    }
+    return {
+        "items": kept,
+        "dropped": sum(len(r.dropped) for r in results),
+        "drop_counts": [r.drop_counts() for r in results],
+        "scored": scored,
+    }
+
+
 def _value(entry: Mapping | None, key: str = "balanced_accuracy") -> str:
     return tables.format_value(None if entry is None else entry.get(key), 3)
 
@@ -463,6 +485,13 @@ def section_tables(name: str, section: Mapping) -> list[tables.Table]:
     title = section["title"]
     out: list[tables.Table] = []
     caption = section["protocol"]["description"] + "; 95% bootstrap intervals in brackets."
+    if "coverage" in section:
+        items = section["coverage"]["items"]
+        scored = [
+            f"{metric} scored {sum(counts.values())} of {sum(items.values())} items"
+            for metric, counts in section["coverage"]["scored"].items()
+        ]
+        caption += " " + "; ".join(scored) + "."
     if kind == registry.SUMMARY_SYSTEM:
         kinds = section["protocol"]["statistics"]
         rows = []

@@ -49,6 +49,10 @@ class ReportSettings:
     baseline: str | None = None
     plots: bool = True
     drop_duplicates: bool = False
+    # Only these benchmarks' rows (empty: all); with a path, the benchmark's reader runs
+    # too and its section says how many of its items each metric scored.
+    benchmarks: tuple[str, ...] = ()
+    benchmark_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------ statistics
@@ -263,6 +267,14 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
     Raises:
       errors.UserError: a `--by` field no score row has, or a baseline that is not a metric.
     """
+    if settings.benchmarks:
+        absent = [b for b in settings.benchmarks if b not in set(frame["benchmark"])]
+        if absent:
+            raise errors.UserError(
+                f"--benchmark {absent[0]}: no score row of it in the score files (benchmarks "
+                f"there: {', '.join(sorted(set(frame['benchmark'])))})"
+            )
+        frame = frame[frame["benchmark"].isin(settings.benchmarks)]
     n_rows, n_scored = int(len(frame)), int(frame["score"].notna().sum())
     frame, merged = normalized_scores(frame)
     metrics = list(dict.fromkeys(frame["metric"]))
@@ -279,6 +291,9 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         name: protocols.evaluate_protocol(all_kept, protocols.protocol_of(name), settings)
         for name in own
     }
+    for name, path in settings.benchmark_paths.items():
+        if name in sections:
+            sections[name]["coverage"] = protocols.coverage(all_kept, name, path)
     kept = all_kept[~all_kept["benchmark"].isin(own)]
     results = []
     for (benchmark, metric, question), rows in _groups(kept):
