@@ -128,3 +128,18 @@ def test_benchmark_path_count_must_match(tmp_path, capsys):
     )
     assert code != 0
     assert "--benchmark_path given 1 times for 2 --benchmark" in capsys.readouterr().err
+
+
+def test_gin_binds_any_registered_benchmarks_path():
+    import gin
+
+    from seahorse_t5x.data.benchmarks import common
+
+    with gin.unlock_config():
+        gin.bind_parameter("seahorse_t5x.data.benchmarks.benchmark_paths.frank", "/data/frank")
+    try:
+        assert common.benchmark_paths()["frank"] == "/data/frank"
+        assert registry.get("frank").path() == "/data/frank"
+        assert registry.get("frank").path("/elsewhere") == "/elsewhere"  # the argument wins
+    finally:
+        gin.clear_config()
