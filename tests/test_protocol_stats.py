@@ -209,3 +209,16 @@ def test_balanced_accuracy_bootstrap_matches_resampled_sklearn():
         draws.append(balanced_accuracy_score(labels[index], (scores[index] > 0.5).astype(int)))
     low, high = np.percentile(draws, [2.5, 97.5])
     assert abs(ci["low"] - low) < TOL and abs(ci["high"] - high) < TOL
+
+
+def test_williams_on_identical_metrics_says_there_is_nothing_to_test():
+    result = stats.williams_test(0.5, 0.5, 1.0, 50)
+    assert result["t"] is None and "perfectly correlated" in result["reason"]
+
+
+def test_partial_correlation_of_flat_systems_is_undefined_not_float_noise():
+    # Every system's human scores are flat: the residuals are zeros plus float noise.
+    systems = ["a", "a", "a", "b", "b", "b"]
+    human = [0.1 + 0.2, 0.3, 0.3, 1 / 3, 1 / 3, 1 / 3]
+    result = stats.partial_correlation(human, [0.1, 0.5, 0.9, 0.2, 0.4, 0.8], systems)
+    assert result["pearson"] is None and "flat" in result["reasons"]["pearson"]

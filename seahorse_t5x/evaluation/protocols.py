@@ -53,6 +53,11 @@ def paired_rows(rows: pd.DataFrame, metric_a: str, metric_b: str) -> tuple[pd.Da
     on = [
         f for f in _PAIR_FIELDS if f in rows.columns and a[f].notna().all() and b[f].notna().all()
     ]
+    if "gem_id" not in on:
+        # No item ids: pair by position, as the report pairs other benchmarks' rows.
+        a = a.assign(_position=np.arange(len(a)))
+        b = b.assign(_position=np.arange(len(b)))
+        on = [*on, "_position"]
     joined = a.merge(b[[*on, "label", "score"]], on=on, suffixes=("", "_b"), how="inner")
     same = joined["label"] == joined["label_b"]
     info = {
@@ -320,7 +325,7 @@ def _accuracy_significance(rows, question, metrics, sections, settings, kind) ->
         base = {"question": question, "metric_a": metric_a, "metric_b": metric_b, **info}
         if kind == registry.FIXED_THRESHOLD:
             test = joined[[v != "validation" for v in _column(joined, "split")]]
-            deltas = []
+            deltas, per_dataset = [], []
             for dataset in _ordered_datasets(
                 _column(test, "dataset"), llm_aggrefact.LLM_AGGREFACT_DATASETS
             ):
@@ -334,7 +339,7 @@ def _accuracy_significance(rows, question, metrics, sections, settings, kind) ->
                     settings.n_resamples,
                     settings.seed,
                 )
-                out.append({**base, "dataset": dataset, **result})
+                per_dataset.append({**base, "dataset": dataset, **result})
                 y = part["label"].to_numpy(np.float64)
                 deltas.append(
                     stats.balanced_accuracy_draws(
@@ -354,18 +359,13 @@ def _accuracy_significance(rows, question, metrics, sections, settings, kind) ->
                 )
             if deltas:
                 mean_delta = np.mean(np.stack(deltas), axis=0)
-                estimates = [
-                    e["difference"]
-                    for e in out
-                    if e.get("dataset") and e["metric_a"] == metric_a and e["metric_b"] == metric_b
-                ]
+                differences = [e["difference"] for e in per_dataset]
                 entry = {**base, "dataset": "mean", "statistic": "balanced_accuracy"}
-                entry["difference"] = None if None in estimates else float(np.mean(estimates))
+                entry["difference"] = None if None in differences else float(np.mean(differences))
                 entry.update(stats.interval(mean_delta, settings.n_resamples))
-                entry["p_value"] = (
-                    stats.paired_p_value(mean_delta) if entry["low"] is not None else None
-                )
-                out.append(entry)
+                found = entry["low"] is not None
+                entry["p_value"] = stats.paired_p_value(mean_delta) if found else None
+                out += [*per_dataset, entry]
         else:
             thresholds = {
                 name: {s["benchmark"]: s["threshold"] for s in sections[name]["sota"]}
@@ -399,6 +399,10 @@ def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settin
     """All numbers of one benchmark's section (what report.json holds under
     `scores.protocols[benchmark]`)."""
     rows_all = frame[frame["benchmark"] == benchmark.name]
+    # Rows of files without the protocol's fields (`split`, `origin`) read them as unknown.
+    rows_all = rows_all.assign(
+        **{f: _column(rows_all, f) for f in ("split", "origin") if f not in rows_all.columns}
+    )
     kind = benchmark.protocol.kind
     section = {
         "title": benchmark.title,

@@ -700,6 +700,11 @@ def partial_correlation(
     problem = input_problem(y, s)
     if problem is None:
         ry, rs = residuals(y, groups), residuals(s, groups)
+        for name, raw, fitted in (("human", y, ry), ("metric", s, rs)):
+            # Residuals of float noise only (every system's scores flat) are no variation.
+            if np.max(np.abs(fitted)) <= 1e-12 * max(1.0, float(np.max(np.abs(raw)))):
+                problem = f"{name} residuals are constant: every system's scores are flat"
+    if problem is None:
         values = {
             "pearson": correlation("pearson", rs, ry),
             "spearman": correlation("pearson", tie_aware_ranks(rs), tie_aware_ranks(ry)),
@@ -728,8 +733,12 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> dict:
     if n <= 3:
         return {"t": None, "p_value": None, "df": n - 3, "swapped": swapped, "reason": "n <= 3"}
     k = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
-    denominator = math.sqrt(2 * k * (n - 1) / (n - 3) + ((r12 + r13) ** 2 / 4) * (1 - r23) ** 3)
-    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23)) / denominator
+    variance = 2 * k * (n - 1) / (n - 3) + ((r12 + r13) ** 2 / 4) * (1 - r23) ** 3
+    if variance <= 1e-15:
+        # The two metrics agree perfectly (r23 = 1): nothing to test.
+        reason = "the two metrics are perfectly correlated (r23 = 1): no test"
+        return {"t": None, "p_value": None, "df": n - 3, "swapped": swapped, "reason": reason}
+    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23)) / math.sqrt(variance)
     p = float(1 - scipy_stats.t.cdf(t, df=n - 3))
     return {"t": float(t), "p_value": p, "df": n - 3, "swapped": swapped, "reason": None}
 
