@@ -321,3 +321,27 @@ def test_report_benchmark_flag_keeps_one_benchmark_and_counts_its_coverage(repor
     assert coverage["items"] == {"factuality": 18} and coverage["dropped"] == 2
     assert coverage["scored"] == {"metric_a": {"factuality": 17}, "metric_b": {"factuality": 17}}
     assert "metric_a scored 17 of 18 items" in (tmp_path / "frank" / "tables.md").read_text()
+
+
+def test_aggrefact_rows_without_split_and_origin_are_reported_as_such(reported, tmp_path):
+    _, _, _, report_dir = reported
+    scores = tmp_path / "scores"
+    scores.mkdir()
+    for metric in METRICS:
+        lines = (
+            (report_dir.parent / "scores" / f"{metric}.aggrefact.jsonl").read_text().splitlines()
+        )
+        rows = [json.loads(line) for line in lines]
+        for row in rows:
+            del row["split"], row["origin"]
+        (scores / f"{metric}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = cli.main(
+        ["report", "--scores", str(scores), "--output_dir", str(tmp_path / "r"), "--bootstrap", "0"]
+    )
+    assert code == 0
+    section = json.loads((tmp_path / "r" / "report.json").read_text())["scores"]["protocols"][
+        "aggrefact"
+    ]
+    assert section["missing_fields"] == ["split", "origin"]
+    assert all(r["datasets"] == [] and r["sota"] == [] for r in section["results"])
+    assert "no score row carries split, origin" in (tmp_path / "r" / "tables.md").read_text()

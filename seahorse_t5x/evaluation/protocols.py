@@ -399,7 +399,10 @@ def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settin
     """All numbers of one benchmark's section (what report.json holds under
     `scores.protocols[benchmark]`)."""
     rows_all = frame[frame["benchmark"] == benchmark.name]
-    # Rows of files without the protocol's fields (`split`, `origin`) read them as unknown.
+    # Rows of files without the protocol's fields (`split`, `origin`) read them as unknown
+    # (all test); AggreFact's protocol cannot run without them, and its section says so.
+    needed = benchmark.row_fields if benchmark.protocol.kind == registry.TUNED_THRESHOLD else ()
+    missing = [f for f in needed if f not in rows_all.columns or rows_all[f].isna().all()]
     rows_all = rows_all.assign(
         **{f: _column(rows_all, f) for f in ("split", "origin") if f not in rows_all.columns}
     )
@@ -416,6 +419,13 @@ def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settin
         "results": [],
         "significance": [],
     }
+    if missing:
+        section["missing_fields"] = missing
+        section["note"] = (
+            f"no score row carries {', '.join(missing)}, which {benchmark.title}'s protocol "
+            "reads: score files written by baselines, evaluate or import-scores with "
+            f"--benchmark {benchmark.name} carry them"
+        )
     questions = sorted(set(rows_all["question"]), key=tables.question_sort_key)
     for question in questions:
         rows = rows_all[rows_all["question"] == question]
@@ -489,6 +499,8 @@ def section_tables(name: str, section: Mapping) -> list[tables.Table]:
     title = section["title"]
     out: list[tables.Table] = []
     caption = section["protocol"]["description"] + "; 95% bootstrap intervals in brackets."
+    if "note" in section:
+        caption += f" Note: {section['note']}."
     if "coverage" in section:
         items = section["coverage"]["items"]
         scored = [
