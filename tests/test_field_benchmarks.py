@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from seahorse_t5x import errors
+from seahorse_t5x import cli, errors
 from seahorse_t5x.data.benchmarks import registry
 
 DATA = pathlib.Path(__file__).parent / "testdata" / "benchmarks"
@@ -101,3 +101,51 @@ def test_aggrefact_missing_column_is_a_data_error(tmp_path):
         errors.DataError, match="missing columns \\['model_name', 'label', 'cut'\\]"
     ):
         registry.get("aggrefact").read_all(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "write", "message"),
+    [
+        (
+            "aggrefact",
+            lambda d: (d / "aggre_fact_final.csv").write_bytes(b"dataset,origin\n\xff\xfe\n"),
+            "not UTF-8 text",
+        ),
+        (
+            "llm_aggrefact",
+            lambda d: (d / "test-00000-of-00001.parquet").write_bytes(b"not parquet"),
+            "not a readable Parquet file",
+        ),
+        (
+            "frank",
+            lambda d: (d / "human_annotations.json").write_text("{}"),
+            "FRANK benchmark data not found",
+        ),
+        (
+            "summeval",
+            lambda d: (d / "notes.txt").write_text(""),
+            "holds neither model_annotations.aligned.paired.jsonl",
+        ),
+    ],
+)
+def test_bad_release_files_are_one_line_errors(tmp_path, capsys, name, write, message):
+    folder = tmp_path / name
+    folder.mkdir()
+    write(folder)
+    code = cli.main(
+        [
+            "baselines",
+            "--output_dir",
+            str(tmp_path / "out"),
+            "--vocab",
+            "demo",
+            "--benchmark",
+            name,
+            "--benchmark_path",
+            str(folder),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
