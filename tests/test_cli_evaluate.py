@@ -23,7 +23,7 @@ ROWS = [
     {"premise": "the cat sat on the mat " * 40, "hypothesis": "A dog ran.", "label": 1},
     {"premise": "A cat sat.", "hypothesis": "A cat.", "label": 0},
 ]
-_MODULE_SOURCE = f'''"""A user's score task in the intermediate schema of seahorse_t5x.preprocessors."""
+_MODULE_SOURCE = f'''"""A user's score task in the intermediate schema of seahorse_t5x.tasks.preprocessors."""
 import seqio
 import tensorflow as tf
 

@@ -168,7 +168,7 @@ def test_finetune_gin_selects_checkpoints_by_validation_metric():
     # Training rows are packed first-fit-decreasing (SeqIO's packer, reordered windows).
     converter = b[("", "t5x.models.EncoderDecoderModel", "feature_converter_cls")]
     assert converter == ("@", "packing.FirstFitPackingConverter", False)
-    assert "seahorse_t5x.packing" in resolved.imports
+    assert "seahorse_t5x.tasks.packing" in resolved.imports
 
 
 @pytest.mark.parametrize("size", t5x.SIZES)

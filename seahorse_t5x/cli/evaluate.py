@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # The gin scope in which `--truncation` is bound for the tasks `evaluate` reads.
 _TRUNCATION_SCOPE = "seahorse_t5x_evaluate"
-_TRUNCATION_BINDING = "seahorse_t5x.preprocessors.configured_truncation.mode"
+_TRUNCATION_BINDING = "seahorse_t5x.tasks.preprocessors.configured_truncation.mode"
 
 
 @contextlib.contextmanager
@@ -63,7 +63,7 @@ def _tasks_truncate(mode: str) -> Iterator[None]:
     """
     import gin
 
-    from seahorse_t5x import preprocessors  # noqa: F401  (defines the configurable)
+    from seahorse_t5x.tasks import preprocessors  # noqa: F401  (defines the configurable)
 
     with gin.unlock_config():
         gin.bind_parameter(f"{_TRUNCATION_SCOPE}/{_TRUNCATION_BINDING}", mode)
@@ -96,9 +96,9 @@ def run(args: argparse.Namespace) -> int:
     user_modules.import_modules(args.module)
     task_names = score_tasks.expand_task_names(args.tasks.split(","))
     if words is None and all(n.startswith("ice_") for n in task_names):
-        from seahorse_t5x import ice
+        from seahorse_t5x import ice_format
 
-        words = ice.ice_settings().answer_words  # what the ICE tasks' prompts ask for
+        words = ice_format.ice_settings().answer_words  # what the ICE tasks' prompts ask for
     inference_flags.enable_compilation_cache(args)
     # The one way a checkpoint is loaded for scoring, as in `score`: the vocabulary
     # (vocab.RESOLUTION_ORDER, with this checkpoint) and input length it was trained with.

@@ -4,7 +4,7 @@ per task beside the majority baseline, and the files `evaluate` writes.
 The scores come from the one inference path (`seahorse_t5x.inference.scorer.Scorer`, as
 `score`): one decoder step from the start id 0, softmax over the logits of the two answer
 tokens, length-bucketed batches on the device mesh. The tasks tokenize and cut their own
-inputs (`seahorse_t5x.preprocessors`, with the vocabulary and truncation gin or the caller
+inputs (`seahorse_t5x.tasks.preprocessors`, with the vocabulary and truncation gin or the caller
 chose); the trainer's validation reads them with `load_task_examples` too.
 """
 

@@ -57,7 +57,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from seahorse_t5x import constants, errors, fileio, ice, input_format, task_names
+from seahorse_t5x import constants, errors, fileio, ice_format, input_format, task_names
 from seahorse_t5x.data import ratings, splits
 from seahorse_t5x.evaluation import scorefiles
 
@@ -71,7 +71,7 @@ def _hypothesis_tail(row: dict) -> str:
 
 def _ice_tail(row: dict) -> str:
     """The end of an ICE task's prompt: the rated summary and the answer cue."""
-    return ice.demonstration_rest(row["summary"], None)
+    return ice_format.demonstration_rest(row["summary"], None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,14 +140,14 @@ def score_task(task: str) -> ScoreTask:
             _hypothesis_tail,
         )
     parsed_ice = task_names.parse_ice_task(task)
-    if parsed_ice is not None and parsed_ice.mode in ice.SAMPLING_MODES:
+    if parsed_ice is not None and parsed_ice.mode in ice_format.SAMPLING_MODES:
         # The answer word is the ICE task's own (not the score tasks' "1"): any target is taken.
         return ScoreTask(
             task,
             constants.SEAHORSE_BENCHMARK,
             parsed_ice.question,
             parsed_ice.language,
-            ice.QUERY_SPLITS,
+            ice_format.QUERY_SPLITS,
             _ice_tail,
             target=None,
         )

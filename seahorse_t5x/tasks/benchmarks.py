@@ -33,11 +33,10 @@ import seqio
 import tensorflow as tf
 from absl import logging
 
-from seahorse_t5x import preprocessors
 from seahorse_t5x import task_names as names
 from seahorse_t5x.data import benchmarks
 from seahorse_t5x.evaluation import seqio_metrics, stats
-from seahorse_t5x.tasks import registry
+from seahorse_t5x.tasks import postprocessors, registry
 
 MFACE_SPLITS: tuple[str, ...] = ("train", "validation", "test", "all")
 TEST_ONLY: tuple[str, ...] = ("test",)
@@ -255,7 +254,7 @@ def _register() -> None:
             names.true_task(dataset),
             functools.partial(true_dataset, dataset=dataset),
             TEST_ONLY,
-            preprocessors.score_postprocessor,
+            postprocessors.score_postprocessor,
             seqio_metrics.score_metrics,
         )
     for metric in benchmarks.METAL_METRICS:
@@ -264,7 +263,7 @@ def _register() -> None:
                 names.metal_task(metric, language),
                 functools.partial(metal_dataset, metric=metric, language=language),
                 TEST_ONLY,
-                preprocessors.score_postprocessor,
+                postprocessors.score_postprocessor,
                 graded_score_metrics,
             )
     # Evaluation-only mixtures: T5X evaluates each sub-task on its own.

@@ -55,7 +55,7 @@ class IceSettings:
     answer_words: tuple[str, str] = DEFAULT_ANSWER_WORDS
 
 
-@gin.configurable(module="seahorse_t5x.ice")
+@gin.configurable(module="seahorse_t5x.ice_format")
 def ice_settings(
     seed: int = 0,
     yes_fraction: float = 0.5,
