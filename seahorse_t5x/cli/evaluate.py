@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError(f"--checkpoint {checkpoint} does not exist")
     fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
     mesh_shape = inference_flags.mesh_shape(args)
+    inference_flags.check_windows(args)
     words = inference_flags.label_words(args)
 
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
@@ -129,11 +130,25 @@ def run(args: argparse.Namespace) -> int:
             args.output_dir,
             metric_name=name,
             max_examples=args.max_examples,
+            window_settings=(
+                score_tasks.WindowSettings(args.window_overlap, args.window_aggregate)
+                if args.long_inputs == "windows"
+                else None
+            ),
             run_info={
                 "checkpoint": str(checkpoint.resolve()),
                 "title": title,
                 "vocabulary": vocab_path,
                 "truncation": args.truncation,
+                "long_inputs": args.long_inputs,
+                **(
+                    {
+                        "window_overlap": args.window_overlap,
+                        "window_aggregate": args.window_aggregate,
+                    }
+                    if args.long_inputs == "windows"
+                    else {}
+                ),
                 "dtype": args.dtype,
                 "param_dtype": args.param_dtype,
             },
