@@ -77,6 +77,13 @@ def ice_settings(
     return IceSettings(seed=int(seed), yes_fraction=float(yes_fraction), answer_words=words)
 
 
+def answer_words() -> tuple[str, str]:
+    """The ICE tasks' answer words (yes, no), as `ice_settings` gives them: what the ICE
+    experiment gins hand to `t5x_models.label_scoring_model`, so T5X scores the words the
+    prompts ask for."""
+    return ice_settings().answer_words
+
+
 # ----------------------------------------------------------------------------- sampling
 
 

@@ -44,6 +44,12 @@ def _project_configurables() -> dict[str, tuple[str, ...]]:
         "seahorse_t5x.tasks.seahorse.data_dir": _function_parameters(
             t5x.ROOT / "seahorse_t5x" / "tasks" / "seahorse.py", "data_dir"
         ),
+        "seahorse_t5x.t5x_models.label_scoring_model": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "t5x_models.py", "label_scoring_model"
+        ),
+        "seahorse_t5x.ice_format.answer_words": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "ice.py", "answer_words"
+        ),
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 
 import gin
 import numpy as np
@@ -350,7 +351,8 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
     from seahorse_t5x.evaluation import scorefiles, t5x_infer
 
     examples = _examples("ice_q4_k2_uniform", 2048)
-    # What t5x/infer.py writes in score mode: the pretokenized features and log P(target).
+    # What t5x/infer.py writes in score mode with the ICE gins' LabelScoringModel: the
+    # pretokenized features, log P(yes word) and, as aux value, log P(no word).
     records = [
         {
             "inputs": {
@@ -358,6 +360,7 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
                 "targets_pretokenized": ex["targets_pretokenized"].decode(),
             },
             "score": -0.25 * (i + 1),
+            "aux": {"log_p_no": math.log1p(-math.exp(-0.25 * (i + 1)))},
         }
         for i, ex in enumerate(examples)
     ]
@@ -369,7 +372,8 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
     assert cli.main(args) == 0
     frame = scorefiles.read_score_file(out)
     assert frame["label"].tolist() == [float(ex["label"]) for ex in examples]
-    assert frame["score"].tolist() == [-0.25, -0.5, -0.75, -1.0]
+    # P(yes word) = exp(log P(yes word)), as `evaluate` scores the ICE task.
+    assert frame["score"].tolist() == pytest.approx(np.exp([-0.25, -0.5, -0.75, -1.0]))
     assert frame["system"].tolist() == [ex["system"].decode() for ex in examples]
     assert set(frame["question"]) == {"4"}
 

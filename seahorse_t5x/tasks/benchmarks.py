@@ -154,17 +154,19 @@ def _floats(result: dict, statistics: Sequence[str]) -> dict[str, float]:
 
 
 def graded_score_metrics(targets: Sequence[object], scores: Sequence[float]) -> dict[str, float]:
-    """Score metric for graded labels (METAL): Pearson, Spearman and Kendall against the mean."""
+    """Score metric for graded labels (METAL): Pearson, Spearman and Kendall of exp(score)
+    (P(yes), `seqio_metrics.probabilities`) against the mean."""
     labels = [_label_of(t, "label") for t in targets]
-    result = stats.graded_metrics(labels, np.asarray(scores, np.float64).reshape(-1))
+    result = stats.graded_metrics(labels, seqio_metrics.probabilities(scores))
     out = _floats(result, stats.GRADED_STATISTICS)
     out["n"] = float(result["n"])
     return out
 
 
 def mface_score_metrics(targets: Sequence[object], scores: Sequence[float]) -> dict[str, float]:
-    """Score metric for mFACE: Pearson against the raters' mean, ROC-AUC against their vote."""
-    s = np.asarray(scores, np.float64).reshape(-1)
+    """Score metric for mFACE: Pearson of exp(score) (P(yes), `seqio_metrics.probabilities`)
+    against the raters' mean, ROC-AUC against their vote."""
+    s = seqio_metrics.probabilities(scores)
     graded = stats.graded_metrics([_label_of(t, "label") for t in targets], s)
     binary = stats.binary_metrics([_label_of(t, "label_binary") for t in targets], s)
     out = _floats(graded, ("pearson", "spearman"))
