@@ -48,7 +48,7 @@ def _project_configurables() -> dict[str, tuple[str, ...]]:
             t5x.ROOT / "seahorse_t5x" / "t5x_models.py", "label_scoring_model"
         ),
         "seahorse_t5x.ice_format.answer_words": _function_parameters(
-            t5x.ROOT / "seahorse_t5x" / "ice.py", "answer_words"
+            t5x.ROOT / "seahorse_t5x" / "ice_format.py", "answer_words"
         ),
     }
 

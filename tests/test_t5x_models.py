@@ -160,7 +160,7 @@ def test_ice_answer_words_are_the_ice_settings_words(monkeypatch):
     # What the ICE experiment gins hand to label_scoring_model: the words the prompts ask for.
     from seahorse_t5x import ice_format
 
-    monkeypatch.delenv(ice.ENV_ANSWER_WORDS, raising=False)
+    monkeypatch.delenv(ice_format.ENV_ANSWER_WORDS, raising=False)
     assert ice_format.answer_words() == ("Yes", "No")
-    monkeypatch.setenv(ice.ENV_ANSWER_WORDS, "Ja,Nein")
+    monkeypatch.setenv(ice_format.ENV_ANSWER_WORDS, "Ja,Nein")
     assert ice_format.answer_words() == ("Ja", "Nein")
