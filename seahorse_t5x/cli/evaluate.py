@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # The gin scope in which `--truncation` is bound for the tasks `evaluate` reads.
 _TRUNCATION_SCOPE = "seahorse_t5x_evaluate"
-_TRUNCATION_BINDING = "seahorse_t5x.preprocessors.configured_truncation.mode"
+_TRUNCATION_BINDING = "seahorse_t5x.tasks.preprocessors.configured_truncation.mode"
 
 
 @contextlib.contextmanager
@@ -65,7 +65,7 @@ def _tasks_truncate(mode: str) -> Iterator[None]:
     """
     import gin
 
-    from seahorse_t5x import preprocessors  # noqa: F401  (defines the configurable)
+    from seahorse_t5x.tasks import preprocessors  # noqa: F401  (defines the configurable)
 
     with gin.unlock_config():
         gin.bind_parameter(f"{_TRUNCATION_SCOPE}/{_TRUNCATION_BINDING}", mode)
@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError(f"--checkpoint {checkpoint} does not exist")
     fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
     mesh_shape = inference_flags.mesh_shape(args)
+    inference_flags.check_windows(args)
     words = inference_flags.label_words(args)
 
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
@@ -120,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError("give --tasks (e.g. seahorse_q4_score) and/or --benchmark NAME")
     task_names = score_tasks.expand_task_names(requested)
     if words is None and all(n.startswith("ice_") for n in task_names):
-        from seahorse_t5x import ice
+        from seahorse_t5x import ice_format
 
-        words = ice.ice_settings().answer_words  # what the ICE tasks' prompts ask for
+        words = ice_format.ice_settings().answer_words  # what the ICE tasks' prompts ask for
     inference_flags.enable_compilation_cache(args)
     # The one way a checkpoint is loaded for scoring, as in `score`: the vocabulary
     # (vocab.RESOLUTION_ORDER, with this checkpoint) and input length it was trained with.
@@ -153,11 +154,25 @@ def run(args: argparse.Namespace) -> int:
             args.output_dir,
             metric_name=name,
             max_examples=args.max_examples,
+            window_settings=(
+                score_tasks.WindowSettings(args.window_overlap, args.window_aggregate)
+                if args.long_inputs == "windows"
+                else None
+            ),
             run_info={
                 "checkpoint": str(checkpoint.resolve()),
                 "title": title,
                 "vocabulary": vocab_path,
                 "truncation": args.truncation,
+                "long_inputs": args.long_inputs,
+                **(
+                    {
+                        "window_overlap": args.window_overlap,
+                        "window_aggregate": args.window_aggregate,
+                    }
+                    if args.long_inputs == "windows"
+                    else {}
+                ),
                 "dtype": args.dtype,
                 "param_dtype": args.param_dtype,
             },

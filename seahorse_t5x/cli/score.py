@@ -194,6 +194,9 @@ def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str
         "dtype": args.dtype,
         "param_dtype": args.param_dtype,
         "truncation": args.truncation,
+        "long_inputs": args.long_inputs,
+        "window_overlap": args.window_overlap,
+        "window_aggregate": args.window_aggregate,
         "chunk_size": args.chunk_size,
         "packing": args.packing,
         "label_words": args.label_words,
@@ -271,10 +274,14 @@ def resume_point(output: pathlib.Path, settings: dict[str, Any]) -> int:
     return kept_rows
 
 
-def _output_row(row: dict[str, Any] | None, number: int, problem: str | None, score) -> str:
+def _output_row(
+    row: dict[str, Any] | None, number: int, problem: str | None, score, windows=None
+) -> str:
     if problem is None:
         value = float(score)
         written = {**row, "score": value if math.isfinite(value) else None}
+        if windows is not None:
+            written["windows"] = int(windows)
     else:
         written = {**(row or {"line": number}), "score": None, "error": problem}
     return json.dumps(written, ensure_ascii=False) + "\n"
@@ -335,6 +342,7 @@ def run(args: argparse.Namespace) -> int:
 
         input_format.check_input_length(args.input_length, "--input_length")
     mesh_shape = inference_flags.mesh_shape(args)
+    inference_flags.check_windows(args)
     inference_flags.label_words(args)  # a mistake here is found before the input is read
     total, bad = check_input(input_path, args.skip_bad_rows)
     settings = run_settings(args, input_path)
@@ -358,7 +366,7 @@ def run(args: argparse.Namespace) -> int:
     done = _resume_point_on_every_host(output_path, settings, writer) if args.resume else 0
     written_now = False
     try:
-        scored, truncated, summaries_cut, elapsed = _score_file(
+        scored, truncated, summaries_cut, windowed, elapsed = _score_file(
             args, input_path, partial, settings, mesh_shape, total, done, writer
         )
         written_now = True
@@ -372,8 +380,12 @@ def run(args: argparse.Namespace) -> int:
         _run_file(output_path).unlink(missing_ok=True)
     rate = scored / elapsed if elapsed > 0 else float("inf")
     resumed = f", resumed after {done} rows" if done else ""
+    if args.long_inputs == "windows":
+        articles = f"{windowed} with articles in several windows"
+    else:
+        articles = f"{truncated} with truncated articles"
     print(
-        f"scored {scored} rows ({bad} bad, {truncated} with truncated articles, "
+        f"scored {scored} rows ({bad} bad, {articles}, "
         f"{summaries_cut} with truncated summaries{resumed}) in {elapsed:.1f}s "
         f"({rate:.1f} ex/s) -> {output_path}"
     )
@@ -384,10 +396,12 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
     """Scores the rows after the first `done`, appending them to `partial` chunk by chunk.
 
     Returns:
-      (rows scored, rows with truncated articles, rows with truncated summaries, seconds).
+      (rows scored, rows with truncated articles, rows with truncated summaries, rows whose
+      article took several windows, seconds).
     """
     from seahorse_t5x.inference import inputs as inputs_lib
     from seahorse_t5x.inference import scorer as scorer_lib
+    from seahorse_t5x.inference import windows as windows_lib
 
     inference_flags.enable_compilation_cache(args)
     mesh = inference_flags.create_mesh(mesh_shape)
@@ -412,18 +426,39 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
             scorer.meta, args.checkpoint, names_question=args.question is not None
         )
         _run_file(pathlib.Path(args.output)).write_text(json.dumps(settings, indent=2) + "\n")
-    truncated = summaries_cut = scored = 0
+    truncated = summaries_cut = scored = longer = 0
     bar = _progress_bar(total, done, writer)
     try:
         with open(partial, "a", encoding="utf-8") as out:
             for chunk in _chunks(input_path, done, args.chunk_size):
                 good = [row for _, row, problem in chunk if problem is None]
-                encoded = scorer.encode(
-                    [r["article"] for r in good], [r["summary"] for r in good], args.question
-                )
-                scores = iter(scorer.score_tokens(encoded.tokens, progress=bar.update))
+                articles = [r["article"] for r in good]
+                summaries = [r["summary"] for r in good]
+                if args.long_inputs == windows_lib.LONG_INPUTS_WINDOWS:
+                    scores, encoded = scorer.score_windows(
+                        articles,
+                        summaries,
+                        args.question,
+                        args.window_overlap,
+                        args.window_aggregate,
+                    )
+                    counts = iter(encoded.windows)
+                    longer += int((encoded.windows > 1).sum())
+                    bar.update(len(good))
+                else:
+                    encoded = scorer.encode(articles, summaries, args.question)
+                    scores = scorer.score_tokens(encoded.tokens, progress=bar.update)
+                    counts = None
+                    truncated += int((encoded.article_tokens_dropped > 0).sum())
+                scores = iter(scores)
                 lines = [
-                    _output_row(row, number, problem, next(scores) if problem is None else None)
+                    _output_row(
+                        row,
+                        number,
+                        problem,
+                        next(scores) if problem is None else None,
+                        next(counts) if problem is None and counts is not None else None,
+                    )
                     for number, row, problem in chunk
                 ]
                 bar.update(len(chunk) - len(good))
@@ -431,11 +466,10 @@ def _score_file(args, input_path, partial, settings, mesh_shape, total, done, wr
                     out.write("".join(lines))
                     out.flush()
                     os.fsync(out.fileno())
-                truncated += int((encoded.article_tokens_dropped > 0).sum())
                 summaries_cut += int(encoded.summary_truncated.sum())
                 scored += len(good)
     except OSError as e:
         raise errors.UserError(f"cannot write {partial}: {e.strerror or e}") from None
     finally:
         bar.close()
-    return scored, truncated, summaries_cut, time.perf_counter() - started
+    return scored, truncated, summaries_cut, longer, time.perf_counter() - started

@@ -39,12 +39,11 @@ import seqio
 import tensorflow as tf
 from absl import logging
 
-from seahorse_t5x import preprocessors
 from seahorse_t5x import task_names as names
 from seahorse_t5x.data import benchmarks
 from seahorse_t5x.data.benchmarks import registry as benchmark_registry
 from seahorse_t5x.evaluation import seqio_metrics, stats
-from seahorse_t5x.tasks import registry
+from seahorse_t5x.tasks import postprocessors, registry
 
 MFACE_SPLITS: tuple[str, ...] = ("train", "validation", "test", "all")
 TEST_ONLY: tuple[str, ...] = ("test",)
@@ -221,17 +220,19 @@ def _floats(result: dict, statistics: Sequence[str]) -> dict[str, float]:
 
 
 def graded_score_metrics(targets: Sequence[object], scores: Sequence[float]) -> dict[str, float]:
-    """Score metric for graded labels (METAL): Pearson, Spearman and Kendall against the mean."""
+    """Score metric for graded labels (METAL): Pearson, Spearman and Kendall of exp(score)
+    (P(yes), `seqio_metrics.probabilities`) against the mean."""
     labels = [_label_of(t, "label") for t in targets]
-    result = stats.graded_metrics(labels, np.asarray(scores, np.float64).reshape(-1))
+    result = stats.graded_metrics(labels, seqio_metrics.probabilities(scores))
     out = _floats(result, stats.GRADED_STATISTICS)
     out["n"] = float(result["n"])
     return out
 
 
 def mface_score_metrics(targets: Sequence[object], scores: Sequence[float]) -> dict[str, float]:
-    """Score metric for mFACE: Pearson against the raters' mean, ROC-AUC against their vote."""
-    s = np.asarray(scores, np.float64).reshape(-1)
+    """Score metric for mFACE: Pearson of exp(score) (P(yes), `seqio_metrics.probabilities`)
+    against the raters' mean, ROC-AUC against their vote."""
+    s = seqio_metrics.probabilities(scores)
     graded = stats.graded_metrics([_label_of(t, "label") for t in targets], s)
     binary = stats.binary_metrics([_label_of(t, "label_binary") for t in targets], s)
     out = _floats(graded, ("pearson", "spearman"))
@@ -322,7 +323,7 @@ def _register() -> None:
             names.true_task(dataset),
             functools.partial(true_dataset, dataset=dataset),
             TEST_ONLY,
-            preprocessors.score_postprocessor,
+            postprocessors.score_postprocessor,
             seqio_metrics.score_metrics,
         )
     for metric in benchmarks.METAL_METRICS:
@@ -331,7 +332,7 @@ def _register() -> None:
                 names.metal_task(metric, language),
                 functools.partial(metal_dataset, metric=metric, language=language),
                 TEST_ONLY,
-                preprocessors.score_postprocessor,
+                postprocessors.score_postprocessor,
                 graded_score_metrics,
             )
     # Evaluation-only mixtures: T5X evaluates each sub-task on its own.
@@ -352,7 +353,7 @@ def _register() -> None:
                         dataset=None if suffix is None else declared.datasets[suffix],
                     ),
                     declared.splits,
-                    preprocessors.score_postprocessor,
+                    postprocessors.score_postprocessor,
                     graded_score_metrics if graded else seqio_metrics.score_metrics,
                 )
         whole = [names.benchmark_score_task(declared.name, d) for d in declared.dimensions]
