@@ -17,7 +17,8 @@ GOLDEN = ROOT / DATA / "golden"
 
 
 def test_every_benchmark_module_is_registered_with_a_consistent_declaration():
-    assert registry.names() == [
+    # A new module declaring BENCHMARK joins these without any other edit.
+    assert set(registry.names()) >= {
         "aggrefact",
         "frank",
         "llm_aggrefact",
@@ -25,7 +26,8 @@ def test_every_benchmark_module_is_registered_with_a_consistent_declaration():
         "mface",
         "summeval",
         "true",
-    ]
+    }
+    assert registry.names() == sorted(registry.names())
     for name in registry.names():
         benchmark = registry.get(name)
         assert benchmark.name == name
