@@ -321,10 +321,14 @@ def check_rating_names(
       UserError: naming the value that is wrong and what was expected.
     """
     _check_identifier(name, "rating set name")
-    if name in RESERVED_RATING_SET_NAMES:
+    # Every registered benchmark's name is taken too (a module added to data/benchmarks/).
+    from seahorse_t5x.data.benchmarks import registry
+
+    reserved = RESERVED_RATING_SET_NAMES | set(registry.names())
+    if name in reserved:
         raise errors.UserError(
             f"rating set name {name!r} is the project's own; choose another "
-            f"(reserved: {', '.join(sorted(RESERVED_RATING_SET_NAMES))})"
+            f"(reserved: {', '.join(sorted(reserved))})"
         )
     if isinstance(questions, str) or not isinstance(questions, Iterable):
         raise errors.UserError(
