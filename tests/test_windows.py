@@ -5,6 +5,7 @@ only windows reach."""
 from __future__ import annotations
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -218,3 +219,32 @@ def test_score_cli_windows_writes_counts_and_resume_checks_the_mode(
         == 2
     )
     assert "--long_inputs windows keeps every summary whole" in capsys.readouterr().err
+
+
+@pytest.fixture
+def long_inputs_report():
+    from scripts_testing import loaded_script
+
+    yield from loaded_script("long_inputs_report")
+
+
+def test_long_inputs_report_counts_items_over_the_length(long_inputs_report, demo_vocab, capsys):
+    """The over-length count equals the items whose whole input text, tokenized at once, is
+    longer than the input; every item gets at least one window, a cut one at least two."""
+    path = pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "aggrefact"
+    pairs, dropped = long_inputs_report.pairs_of("aggrefact", path / "aggre_fact_final.csv")
+    assert dropped == 2 and pairs
+    for length in (64, 256):
+        report = long_inputs_report.length_report(demo_vocab, pairs, length, overlap=1)
+        whole = [len(demo_vocab.encode(input_format.input_text(p, h))) + 1 for p, h in pairs]
+        assert report["items"] == len(pairs)
+        assert report["over_length"] == sum(n > length for n in whole)
+        assert report["windows"] >= len(pairs) + report["over_length"]
+    code = long_inputs_report.main(
+        ["--vocab", "demo", "--input_length", "64", "--benchmark", f"aggrefact={path}"]
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert out.out.splitlines()[2].startswith(f"| aggrefact | {len(pairs)} | ")
+    assert long_inputs_report.main(["--vocab", "demo", "--benchmark", "aggrefact"]) == 2
+    assert "--benchmark takes NAME=PATH" in capsys.readouterr().err
