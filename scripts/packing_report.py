@@ -126,7 +126,7 @@ def pack(dataset, lengths: dict[str, int], first_fit: bool = False) -> PackingSt
     what lands in the rows."""
     import seqio
 
-    from seahorse_t5x import packing
+    from seahorse_t5x.tasks import packing
 
     converter_cls = packing.FirstFitPackingConverter if first_fit else seqio.EncDecFeatureConverter
     packed = converter_cls(pack=True)(dataset, lengths)

@@ -15,7 +15,7 @@ What does not fit is cut one of two ways (`TRUNCATION_MODES`):
   right          from the end of the joined parts, as the SEAHORSE paper did
 
 `plan_cut` is the arithmetic of both on the parts' lengths. The SeqIO preprocessors
-(`seahorse_t5x.preprocessors`, TensorFlow) and the scoring inputs
+(`seahorse_t5x.tasks.preprocessors`, TensorFlow) and the scoring inputs
 (`seahorse_t5x.inference.inputs`, numpy) apply it to their token ids; a test holds the two
 equal. This module imports neither.
 """

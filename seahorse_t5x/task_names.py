@@ -8,6 +8,7 @@ read:
   seahorse_all_q{n}[_score]           the multi-question input
   ice_q{n}_k{K}_{mode}[.{lang}]       in-context evaluator prompts (K demonstrations)
   mface_{dimension}[_5lang], true_{dataset}, metal_{metric}[.{lang}]   outside benchmarks
+  {benchmark}_{dimension}_score[.{dataset}]   other registered benchmarks (SummEval, ...)
   {set}_{question}[_score][.{lang}]   a user's rating set (`tasks.register_rating_tasks`)
   {set}_all_{question}[_score]        its multi-question input; {set}_all[_score]: mixtures
 
@@ -45,6 +46,10 @@ RESERVED_RATING_SET_NAMES: frozenset[str] = frozenset(
         ICE_PREFIX,
         "xnli",
         "nli",
+        "summeval",
+        "frank",
+        "aggrefact",
+        "llm_aggrefact",
     }
 )
 # Fields of a rating row that are not questions (data/ratings.py reads them).
@@ -141,6 +146,12 @@ def metal_task(metric: str, language: str | None = None) -> str:
     return _with_language(f"metal_{metric}", language)
 
 
+def benchmark_score_task(benchmark: str, dimension: str, dataset: str | None = None) -> str:
+    """A registered benchmark's score task: `benchmark_score_task("frank", "factuality",
+    "bbc")` -> `frank_factuality_score.bbc`."""
+    return _with_language(f"{benchmark}_{dimension}{SCORE_SUFFIX}", dataset)
+
+
 def parse_benchmark_task(name: str) -> tuple[str, str | int] | None:
     """(benchmark, question) of an mFACE, TRUE or METAL task name (any language suffix),
     else None: the question is mFACE's dimension, TRUE's SEAHORSE question (4), METAL's
@@ -163,6 +174,12 @@ def parse_benchmark_task(name: str) -> tuple[str, str | int] | None:
     for metric in benchmarks.METAL_METRICS:
         if base == metal_task(metric):
             return benchmarks.METAL_BENCHMARK, metric
+    from seahorse_t5x.data.benchmarks import registry
+
+    for benchmark in registry.names():
+        for dimension in registry.get(benchmark).dimensions:
+            if base == benchmark_score_task(benchmark, dimension):
+                return benchmark, dimension
     return None
 
 
@@ -304,10 +321,14 @@ def check_rating_names(
       UserError: naming the value that is wrong and what was expected.
     """
     _check_identifier(name, "rating set name")
-    if name in RESERVED_RATING_SET_NAMES:
+    # Every registered benchmark's name is taken too (a module added to data/benchmarks/).
+    from seahorse_t5x.data.benchmarks import registry
+
+    reserved = RESERVED_RATING_SET_NAMES | set(registry.names())
+    if name in reserved:
         raise errors.UserError(
             f"rating set name {name!r} is the project's own; choose another "
-            f"(reserved: {', '.join(sorted(RESERVED_RATING_SET_NAMES))})"
+            f"(reserved: {', '.join(sorted(reserved))})"
         )
     if isinstance(questions, str) or not isinstance(questions, Iterable):
         raise errors.UserError(

@@ -110,6 +110,18 @@ T5X_CONFIGURABLES: dict[str, tuple[str, ...]] = {
         "state_transformation_fns",
         "checkpoint_manager_cls",
     ),
+    "t5x.utils.RestoreCheckpointConfig": (
+        "path",
+        "mode",
+        "assignment_map",
+        "strict",
+        "fallback_to_scratch",
+        "dtype",
+        "restore_dataset",
+        "checkpointer_cls",
+        "state_transformation_fns",
+        "checkpoint_manager_cls",
+    ),
     "t5x.utils.create_learning_rate_scheduler": (
         "factors",
         "base_learning_rate",

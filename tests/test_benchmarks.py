@@ -3,6 +3,7 @@
 import json
 import pathlib
 
+import numpy as np
 import pytest
 
 from seahorse_t5x import errors
@@ -317,7 +318,8 @@ def test_mface_metric_matches_scipy_and_sklearn():
     scores = [-0.1, -2.0, -0.7, -3.0, -0.5, -1.2]
     targets = [{"label": y, "label_binary": b} for y, b in zip(labels, binary, strict=True)]
     result = benchmark_tasks.mface_score_metrics(targets, scores)
-    assert result["pearson"] == pytest.approx(scipy_stats.pearsonr(labels, scores)[0])
+    # Scores are log P(yes); Pearson is of P(yes) = exp(score), ranks are the same.
+    assert result["pearson"] == pytest.approx(scipy_stats.pearsonr(labels, np.exp(scores))[0])
     assert result["roc_auc"] == pytest.approx(roc_auc_score(binary, scores))
     assert result["n"] == 6
     graded = benchmark_tasks.graded_score_metrics(labels, scores)
@@ -359,7 +361,8 @@ def test_seqio_evaluator_scores_mface_with_both_labels(task_env):
     metrics_future, _ = evaluator.evaluate(compute_metrics=True, score_fn=score_fn)
     got = metrics_future.result()["mface_informativeness_5lang"]
     means = [2 / 3, 0.0, 1.0, 0.0, 1.0]
-    assert got["pearson"] == pytest.approx(scipy_stats.pearsonr(means, scores)[0])
+    # Pearson of P(yes) = exp(log P(yes)), as `evaluate` computes it.
+    assert got["pearson"] == pytest.approx(scipy_stats.pearsonr(means, np.exp(scores))[0])
     # Votes 1, 0, 1, 0, 1: every Yes outscores every No.
     assert got["roc_auc"] == pytest.approx(1.0)
     assert got["n"] == 5.0

@@ -23,7 +23,7 @@ ROWS = [
     {"premise": "the cat sat on the mat " * 40, "hypothesis": "A dog ran.", "label": 1},
     {"premise": "A cat sat.", "hypothesis": "A cat.", "label": 0},
 ]
-_MODULE_SOURCE = f'''"""A user's score task in the intermediate schema of seahorse_t5x.preprocessors."""
+_MODULE_SOURCE = f'''"""A user's score task in the intermediate schema of seahorse_t5x.tasks.preprocessors."""
 import seqio
 import tensorflow as tf
 
@@ -172,6 +172,43 @@ def test_without_the_vocab_flag_the_environment_is_used(setup, tmp_path, monkeyp
     assert _evaluate(setup, tmp_path / "out") == 2
     err = capsys.readouterr().err
     assert err.startswith("seahorse-t5x evaluate: error: ") and str(missing) in err
+
+
+def test_long_inputs_windows_scores_every_part_of_the_article(
+    setup, seen_inputs, tmp_path, monkeypatch, capsys
+):
+    from seahorse_t5x.inference import scorer as scorer_lib
+    from seahorse_t5x.inference import windows
+
+    monkeypatch.setenv(constants.ENV_VOCAB, "demo")
+    out = tmp_path / "windows"
+    assert _evaluate(setup, out, "--long_inputs", "windows", "--window_overlap", "0") == 0, (
+        capsys.readouterr().err
+    )
+    spm = seqio.SentencePieceVocabulary(vocab.demo_vocab_path())
+    (seen,) = seen_inputs
+    article = spm.encode(ROWS[0]["premise"])
+    marker = spm.encode(input_format.PREMISE_MARKER)
+    summary = spm.encode(f"{input_format.HYPOTHESIS_MARKER} {ROWS[0]['hypothesis']}")
+    room = INPUT_LENGTH - 1 - len(marker) - len(summary)
+    # The long row (one sentence, no end punctuation) in room-sized pieces, each beside the
+    # whole summary; then the short row as it always is.
+    pieces = [article[i : i + room] for i in range(0, len(article), room)]
+    expected = [marker + p + summary + [spm.eos_id] for p in pieces]
+    expected.append(_expected_inputs(input_format.TRUNCATION_KEEP_SUMMARY)[1])
+    assert seen == expected and len(pieces) > 5
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["tasks"][TASK]["windowed"] == 1
+    assert metrics["run"]["long_inputs"] == "windows" and metrics["run"]["window_overlap"] == 0
+    scorer = scorer_lib.Scorer(
+        str(setup[0]), vocab="demo", max_input_length=INPUT_LENGTH, batch_size=2
+    )
+    want, encoded_rows = scorer.score_windows(
+        [r["premise"] for r in ROWS], [r["hypothesis"] for r in ROWS], overlap=0
+    )
+    assert encoded_rows.windows.tolist() == [len(pieces), 1]
+    np.testing.assert_allclose(_scores(out), want, atol=1e-6)
+    assert windows.LONG_INPUTS_WINDOWS in metrics["run"].values()
 
 
 def test_a_hub_name_from_the_cache_scores_as_its_folder(setup, tmp_path, monkeypatch):

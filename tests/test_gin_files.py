@@ -40,9 +40,15 @@ def _project_configurables() -> dict[str, tuple[str, ...]]:
             t5x.ROOT / "seahorse_t5x" / "vocab.py", "demo_vocab_path"
         ),
         # Referenced, not configured: a feature converter class T5X instantiates.
-        "seahorse_t5x.packing.FirstFitPackingConverter": (),
+        "seahorse_t5x.tasks.packing.FirstFitPackingConverter": (),
         "seahorse_t5x.tasks.seahorse.data_dir": _function_parameters(
             t5x.ROOT / "seahorse_t5x" / "tasks" / "seahorse.py", "data_dir"
+        ),
+        "seahorse_t5x.t5x_models.label_scoring_model": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "t5x_models.py", "label_scoring_model"
+        ),
+        "seahorse_t5x.ice_format.answer_words": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "ice_format.py", "answer_words"
         ),
     }
 

@@ -168,7 +168,7 @@ def test_finetune_gin_selects_checkpoints_by_validation_metric():
     # Training rows are packed first-fit-decreasing (SeqIO's packer, reordered windows).
     converter = b[("", "t5x.models.EncoderDecoderModel", "feature_converter_cls")]
     assert converter == ("@", "packing.FirstFitPackingConverter", False)
-    assert "seahorse_t5x.packing" in resolved.imports
+    assert "seahorse_t5x.tasks.packing" in resolved.imports
 
 
 @pytest.mark.parametrize("size", t5x.SIZES)
@@ -222,6 +222,33 @@ def test_eval_and_infer_gins_score_at_training_lengths(name, t5x_gin, user_macro
     if name == "infer_score":
         mode = resolved.bindings[("", "__main__.infer", "mode")]
         assert mode == "score" and mode in t5x.T5X_INFER_MODES
+    # The model is LabelScoringModel over the model gin's EncoderDecoderModel, in float32
+    # weights (T5X's infer.gin restores bfloat16) and activations (mT5's gins: bfloat16).
+    _assert_label_scoring(resolved, score_aux=name == "infer_score")
+    assert resolved.bindings[("", "t5x.utils.RestoreCheckpointConfig", "dtype")] == "float32"
+    assert resolved.bindings[("", "t5x.examples.t5.network.T5Config", "dtype")] == "float32"
+
+
+def _assert_label_scoring(resolved: t5x.Resolved, score_aux: bool) -> None:
+    assert resolved.macros["MODEL"] == ("@", "t5x_models.label_scoring_model", True)
+    function = "seahorse_t5x.t5x_models.label_scoring_model"
+    assert resolved.bindings[("", function, "model")] == ("@", "models.EncoderDecoderModel", True)
+    assert resolved.bindings.get(("", function, "score_aux"), False) is score_aux
+    assert "seahorse_t5x/gin/runs/label_scoring.gin" in resolved.includes
+
+
+def test_finetune_gin_validates_with_label_scoring_model_and_packs_first_fit():
+    # Validation scores are log P(yes); the packing converter is still bound on the
+    # EncoderDecoderModel the label-scoring model is made from.
+    resolved = t5x.resolve(t5x.GIN_DIR / "models" / "mt5_small.gin")
+    t5x.resolve(t5x.GIN_DIR / "runs" / "finetune.gin", resolved)
+    _assert_label_scoring(resolved, score_aux=False)
+    converter = resolved.bindings[("", "t5x.models.EncoderDecoderModel", "feature_converter_cls")]
+    assert converter == ("@", "packing.FirstFitPackingConverter", False)
+    # The model gin comes first, so its MODEL is the one replaced.
+    assert resolved.includes.index("t5x/examples/t5/mt5/small.gin") < resolved.includes.index(
+        "seahorse_t5x/gin/runs/label_scoring.gin"
+    )
 
 
 def test_smoke_gins_run_the_q4_experiment_with_a_tiny_network_on_the_demo_vocabulary():

@@ -84,6 +84,15 @@ def test_ice_gin_runs_t5x_infer_in_score_mode(path):
     mode = resolved.bindings[("", "__main__.infer", "mode")]
     assert mode == "score" and mode in t5x.T5X_INFER_MODES
     assert "seahorse_t5x.tasks" in resolved.imports
+    # LabelScoringModel scores the ICE tasks' own answer words, as `evaluate` does.
+    assert resolved.macros["MODEL"] == ("@", "t5x_models.label_scoring_model", True)
+    function = "seahorse_t5x.t5x_models.label_scoring_model"
+    assert resolved.bindings[("", function, "answer_words")] == (
+        "@",
+        "ice_format.answer_words",
+        True,
+    )
+    assert resolved.bindings[("", function, "score_aux")] is True
 
 
 @pytest.mark.parametrize("path", ICE_GINS, ids=lambda p: p.stem)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 
 import gin
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 import seqio
 
 import seahorse_t5x.tasks  # noqa: F401  (registers the tasks)
-from seahorse_t5x import constants, errors, ice, vocab
+from seahorse_t5x import constants, errors, ice_format, vocab
 from seahorse_t5x.evaluation import score_tasks
 from seahorse_t5x.task_names import question_of_task
 from seahorse_t5x.tasks import ice as ice_tasks
@@ -81,7 +82,7 @@ def data_dir(tmp_path_factory):
 def environment(data_dir, monkeypatch):
     monkeypatch.setenv(constants.ENV_DATA_DIR, str(data_dir))
     monkeypatch.setenv(constants.ENV_VOCAB, vocab.demo_vocab_path())
-    monkeypatch.delenv(ice.ENV_ANSWER_WORDS, raising=False)
+    monkeypatch.delenv(ice_format.ENV_ANSWER_WORDS, raising=False)
     gin.clear_config()
     yield
     gin.clear_config()
@@ -96,21 +97,21 @@ def _train_labels(data_dir) -> dict[str, int]:
 
 
 def test_stratified_counts_are_exact():
-    assert ice.stratified_counts(4, 0.5) == (2, 2)
-    assert ice.stratified_counts(2, 0.5) == (1, 1)
-    assert ice.stratified_counts(3, 0.5) == (2, 1)
-    assert ice.stratified_counts(4, 0.25) == (1, 3)
-    assert ice.stratified_counts(4, 0.0) == (0, 4)
-    assert ice.stratified_counts(4, 1.0) == (4, 0)
+    assert ice_format.stratified_counts(4, 0.5) == (2, 2)
+    assert ice_format.stratified_counts(2, 0.5) == (1, 1)
+    assert ice_format.stratified_counts(3, 0.5) == (2, 1)
+    assert ice_format.stratified_counts(4, 0.25) == (1, 3)
+    assert ice_format.stratified_counts(4, 0.0) == (0, 4)
+    assert ice_format.stratified_counts(4, 1.0) == (4, 0)
 
 
 @pytest.mark.parametrize(("shots", "fraction"), [(4, 0.5), (4, 0.25), (3, 0.5), (2, 1.0)])
 def test_stratified_draws_hold_the_asked_ratio_for_every_seed(shots, fraction):
     pool = [{"gem_id": f"g{i}", "label": int(i % 3 == 0)} for i in range(30)]
-    want_yes, want_no = ice.stratified_counts(shots, fraction)
+    want_yes, want_no = ice_format.stratified_counts(shots, fraction)
     for seed in range(50):
-        drawn = ice.sample_demonstrations(
-            pool, shots, ice.STRATIFIED, np.random.default_rng(seed), fraction
+        drawn = ice_format.sample_demonstrations(
+            pool, shots, ice_format.STRATIFIED, np.random.default_rng(seed), fraction
         )
         labels = collections.Counter(d["label"] for d in drawn)
         assert (labels[1], labels[0]) == (want_yes, want_no)
@@ -121,33 +122,40 @@ def test_draws_are_deterministic_per_seed_and_exclude_the_rated_article():
     pool = [{"gem_id": f"g{i % 6}", "label": i % 2, "n": i} for i in range(12)]
 
     def draw(seed):
-        rng = np.random.default_rng(ice.item_seed(seed, "task", "g1", "t5_base"))
-        return [d["n"] for d in ice.sample_demonstrations(pool, 4, ice.UNIFORM, rng, 0.5, "g1")]
+        rng = np.random.default_rng(ice_format.item_seed(seed, "task", "g1", "t5_base"))
+        return [
+            d["n"]
+            for d in ice_format.sample_demonstrations(pool, 4, ice_format.UNIFORM, rng, 0.5, "g1")
+        ]
 
     assert draw(0) == draw(0)
     assert draw(7) == draw(7)
     assert any(draw(0) != draw(s) for s in range(1, 6))
     for seed in range(20):
         assert all(pool[n]["gem_id"] != "g1" for n in draw(seed))
-    assert ice.item_seed(0, "a", "b") == ice.item_seed(0, "a", "b") != ice.item_seed(1, "a", "b")
+    assert (
+        ice_format.item_seed(0, "a", "b")
+        == ice_format.item_seed(0, "a", "b")
+        != ice_format.item_seed(1, "a", "b")
+    )
 
 
 def test_a_pool_too_small_is_a_user_error():
     pool = [{"gem_id": "a", "label": 1}, {"gem_id": "b", "label": 1}, {"gem_id": "c", "label": 0}]
     rng = np.random.default_rng(0)
     with pytest.raises(errors.UserError, match="needs 2 demonstrations rated No"):
-        ice.sample_demonstrations(pool, 4, ice.STRATIFIED, rng)
+        ice_format.sample_demonstrations(pool, 4, ice_format.STRATIFIED, rng)
     with pytest.raises(errors.UserError, match="needs 4 demonstrations"):
-        ice.sample_demonstrations(pool, 4, ice.UNIFORM, rng)
+        ice_format.sample_demonstrations(pool, 4, ice_format.UNIFORM, rng)
     with pytest.raises(errors.UserError, match="sampling must be one of"):
-        ice.sample_demonstrations(pool, 1, "random", rng)
+        ice_format.sample_demonstrations(pool, 1, "random", rng)
 
 
 # --------------------------------------------------------------------------- fitting
 
 
 def _fit(budget, demo_articles=((10,) * 6, (11,) * 2), article=(20,) * 5):
-    return ice.fit_ice_tokens(
+    return ice_format.fit_ice_tokens(
         instruction=[1000, 1001],
         article_marker=[7],
         demo_articles=[list(a) for a in demo_articles],
@@ -214,8 +222,8 @@ def test_registry_names():
 
 def test_rows_draw_same_language_demonstrations_deterministically(data_dir):
     labels = _train_labels(data_dir)
-    first = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice.STRATIFIED)
-    again = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice.STRATIFIED)
+    first = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice_format.STRATIFIED)
+    again = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice_format.STRATIFIED)
     assert [r["demo_gem_ids"] for r in first] == [r["demo_gem_ids"] for r in again]
     assert [r["gem_id"] for r in first] == [
         "xlsum_en-test-1",
@@ -232,26 +240,28 @@ def test_rows_draw_same_language_demonstrations_deterministically(data_dir):
             assert rest.endswith("Answer: Yes" if label else "Answer: No")
     # One language's task draws exactly what the all-language task draws for its items.
     german = ice_tasks.ice_rows(
-        "test", question=QUESTION, shots=4, mode=ice.STRATIFIED, language="de"
+        "test", question=QUESTION, shots=4, mode=ice_format.STRATIFIED, language="de"
     )
     assert [r["demo_gem_ids"] for r in german] == [first[2]["demo_gem_ids"]]
     # Another seed, other draws.
-    gin.bind_parameter("seahorse_t5x.ice.ice_settings.seed", 3)
-    other = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice.STRATIFIED)
+    gin.bind_parameter("seahorse_t5x.ice_format.ice_settings.seed", 3)
+    other = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice_format.STRATIFIED)
     assert [r["demo_gem_ids"] for r in other] != [r["demo_gem_ids"] for r in first]
 
 
 def test_the_rated_article_is_never_its_own_demonstration(data_dir):
     for seed in range(10):
-        gin.bind_parameter("seahorse_t5x.ice.ice_settings.seed", seed)
-        (row,) = ice_tasks.ice_rows("validation", question=QUESTION, shots=4, mode=ice.UNIFORM)
+        gin.bind_parameter("seahorse_t5x.ice_format.ice_settings.seed", seed)
+        (row,) = ice_tasks.ice_rows(
+            "validation", question=QUESTION, shots=4, mode=ice_format.UNIFORM
+        )
         assert row["gem_id"] not in row["demo_gem_ids"]
 
 
 def test_stratified_draw_beyond_the_pool_names_task_and_language():
-    gin.bind_parameter("seahorse_t5x.ice.ice_settings.yes_fraction", 1.0)
+    gin.bind_parameter("seahorse_t5x.ice_format.ice_settings.yes_fraction", 1.0)
     with pytest.raises(errors.UserError, match=r"ice_q4_k4_stratified, language de: .* 4 .*Yes"):
-        ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice.STRATIFIED)
+        ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice_format.STRATIFIED)
 
 
 def _examples(name, length, split="test"):
@@ -264,7 +274,7 @@ def _examples(name, length, split="test"):
 
 @pytest.mark.parametrize("length", [2048, 160, 64])
 def test_task_inputs_fit_and_end_with_the_whole_rated_summary(length, demo_vocabulary):
-    rows = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice.UNIFORM)
+    rows = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice_format.UNIFORM)
     examples = _examples("ice_q4_k4_uniform", length)
     assert len(examples) == len(rows) == 4
     for ex, row in zip(examples, rows, strict=True):
@@ -289,7 +299,9 @@ def test_task_inputs_fit_and_end_with_the_whole_rated_summary(length, demo_vocab
         if dropped == 0 and ex["demonstrations_dropped"] == 0:
             assert inputs[:-1] == full  # nothing cut: the whole prompt's tokens
             head = ex["inputs_pretokenized"].decode()[:100]
-            assert head.startswith(f"{ice.QUESTION_TEXTS[QUESTION]} Answer Yes or No. Article")
+            assert head.startswith(
+                f"{ice_format.QUESTION_TEXTS[QUESTION]} Answer Yes or No. Article"
+            )
         if length == 2048:
             assert (dropped == 0) == (row["gem_id"] != "xlsum_en-test-3")
     # The 700-word article of the last item is cut at 2048 only after the demonstrations..
@@ -303,7 +315,7 @@ def test_task_inputs_fit_and_end_with_the_whole_rated_summary(length, demo_vocab
 
 
 def test_answer_words_come_from_the_environment(monkeypatch, demo_vocabulary):
-    monkeypatch.setenv(ice.ENV_ANSWER_WORDS, "Ja,Nein")
+    monkeypatch.setenv(ice_format.ENV_ANSWER_WORDS, "Ja,Nein")
     (ex,) = _examples("ice_q4_k2_stratified.de", 1024)
     assert ex["targets"].tolist() == demo_vocabulary.encode("Ja") + [EOS]
     text = ex["inputs_pretokenized"].decode()
@@ -327,11 +339,11 @@ def test_evaluate_reads_ice_tasks_as_score_tasks():
 
 def test_bad_settings_are_user_errors():
     with pytest.raises(errors.UserError, match="yes_fraction"):
-        ice.ice_settings(yes_fraction=1.5)
+        ice_format.ice_settings(yes_fraction=1.5)
     with pytest.raises(errors.UserError, match="two comma-separated words"):
-        ice.ice_settings(answer_words="Yes")
+        ice_format.ice_settings(answer_words="Yes")
     with pytest.raises(errors.UserError, match="the same"):
-        ice.ice_settings(answer_words=("Yes", "Yes"))
+        ice_format.ice_settings(answer_words=("Yes", "Yes"))
 
 
 def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path):
@@ -339,7 +351,8 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
     from seahorse_t5x.evaluation import scorefiles, t5x_infer
 
     examples = _examples("ice_q4_k2_uniform", 2048)
-    # What t5x/infer.py writes in score mode: the pretokenized features and log P(target).
+    # What t5x/infer.py writes in score mode with the ICE gins' LabelScoringModel: the
+    # pretokenized features, log P(yes word) and, as aux value, log P(no word).
     records = [
         {
             "inputs": {
@@ -347,6 +360,7 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
                 "targets_pretokenized": ex["targets_pretokenized"].decode(),
             },
             "score": -0.25 * (i + 1),
+            "aux": {"log_p_no": math.log1p(-math.exp(-0.25 * (i + 1)))},
         }
         for i, ex in enumerate(examples)
     ]
@@ -358,7 +372,8 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
     assert cli.main(args) == 0
     frame = scorefiles.read_score_file(out)
     assert frame["label"].tolist() == [float(ex["label"]) for ex in examples]
-    assert frame["score"].tolist() == [-0.25, -0.5, -0.75, -1.0]
+    # P(yes word) = exp(log P(yes word)), as `evaluate` scores the ICE task.
+    assert frame["score"].tolist() == pytest.approx(np.exp([-0.25, -0.5, -0.75, -1.0]))
     assert frame["system"].tolist() == [ex["system"].decode() for ex in examples]
     assert set(frame["question"]) == {"4"}
 
@@ -380,7 +395,7 @@ def test_preprocessors_on_tiny_datasets(demo_vocabulary):
     seqio.test_utils.assert_dataset(
         ice_tasks.yes_word_targets(labels), [{"label": 0, "targets_pretokenized": b"Yes"}]
     )
-    marker = demo_vocabulary.encode(ice.ARTICLE_MARKER)
+    marker = demo_vocabulary.encode(ice_format.ARTICLE_MARKER)
     parts = tf.data.Dataset.from_tensors(
         {
             "instruction_tokens": tf.constant([1000], tf.int32),

@@ -411,7 +411,13 @@ def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_
     _, counts = t5x_infer.convert(
         [str(infer)], "ice_q4_k2_uniform", str(PREPARED), "test", "ice", join_by_position=True
     )
-    assert counts == {"examples": len(rows), "non_finite_scores": 0, "unchecked": len(rows)}
+    # No aux.log_p_no: T5X's own model's log P(target), kept as the score.
+    assert counts == {
+        "examples": len(rows),
+        "non_finite_scores": 0,
+        "unchecked": len(rows),
+        "log_p_target": len(rows),
+    }
 
 
 def test_flags_that_would_change_nothing_are_errors(tmp_path, capsys):

@@ -27,7 +27,7 @@ def _clean_gin():
 
 def test_the_gin_folder_is_the_package_s():
     assert gin_config.package_gin_dir() == GIN_DIR
-    assert len(SOURCE_GINS) == 83
+    assert len(SOURCE_GINS) == 84
     assert {"local/train.gin", "local/small_from_scratch.gin", "smoke/train.gin"} <= set(
         SOURCE_GINS
     )
@@ -48,7 +48,8 @@ def test_gin_path_includes_shows_where_each_include_resolves(capsys):
         "    t5x/examples/t5/mt5/xxl.gin -> T5X's (t5x not installed)",
         f"  seahorse_t5x/gin/runs/finetune.gin -> {GIN_DIR}/runs/finetune.gin",
         "    t5x/configs/runs/finetune.gin -> T5X's (t5x not installed)",
-        "5 gin files",
+        f"    seahorse_t5x/gin/runs/label_scoring.gin -> {GIN_DIR}/runs/label_scoring.gin",
+        "6 gin files",
     ]
 
 

@@ -1,4 +1,4 @@
-"""seahorse_t5x.packing: SeqIO's packer fed in first-fit-decreasing order packs the same
+"""seahorse_t5x.tasks.packing: SeqIO's packer fed in first-fit-decreasing order packs the same
 examples, token for token, into the rows a first-fit-decreasing count predicts."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import packing
+from seahorse_t5x.tasks import packing
 
 
 def _dataset(input_lengths, target_lengths):

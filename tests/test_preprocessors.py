@@ -9,7 +9,8 @@ import tasks_testing
 import tensorflow as tf
 from seqio import test_utils
 
-from seahorse_t5x import constants, errors, input_format, preprocessors
+from seahorse_t5x import constants, errors, input_format
+from seahorse_t5x.tasks import postprocessors, preprocessors
 
 EOS = 1
 
@@ -287,7 +288,7 @@ def test_score_mode_has_constant_target_and_carries_the_label(vocabulary, output
     assert [int(ex["label"]) for ex in out] == [0, 1]
     assert [ex["gem_id"] for ex in out] == [b"xsum-test-1"] * 2
     # What T5X does with the constant target in score mode: the gold label comes back.
-    assert [preprocessors.score_postprocessor("1", example=ex, is_target=True) for ex in out] == [
+    assert [postprocessors.score_postprocessor("1", example=ex, is_target=True) for ex in out] == [
         0,
         1,
     ]
@@ -296,7 +297,7 @@ def test_score_mode_has_constant_target_and_carries_the_label(vocabulary, output
 def test_score_mode_keeps_graded_float_labels(output_features):
     rows = [_raw("A.", "B.", label=0.25), _raw("C.", "D.", label=0.75)]
     out = _examples(_task(rows, output_features, score_mode=True), 64)
-    targets = [preprocessors.score_postprocessor("1", example=ex, is_target=True) for ex in out]
+    targets = [postprocessors.score_postprocessor("1", example=ex, is_target=True) for ex in out]
     assert targets == [0.25, 0.75]
     assert all(isinstance(t, float) for t in targets)
 
@@ -326,7 +327,7 @@ def test_truncation_counts_over_a_dataset():
 
 
 def test_predict_postprocessor_parses_labels():
-    assert [preprocessors.predict_postprocessor(t) for t in ("1", b"0", " 1 ", "yes", "")] == [
+    assert [postprocessors.predict_postprocessor(t) for t in ("1", b"0", " 1 ", "yes", "")] == [
         1,
         0,
         1,
@@ -336,6 +337,6 @@ def test_predict_postprocessor_parses_labels():
 
 
 def test_score_postprocessor_passes_scores_and_needs_a_label():
-    assert preprocessors.score_postprocessor(-0.5, example={}, is_target=False) == -0.5
+    assert postprocessors.score_postprocessor(-0.5, example={}, is_target=False) == -0.5
     with pytest.raises(ValueError, match="label"):
-        preprocessors.score_postprocessor("1", example={"inputs": [1]}, is_target=True)
+        postprocessors.score_postprocessor("1", example={"inputs": [1]}, is_target=True)

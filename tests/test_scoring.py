@@ -133,7 +133,8 @@ def test_inputs_equal_the_seqio_preprocessors(demo_vocab, truncation, question):
     import seqio
     import tensorflow as tf
 
-    from seahorse_t5x import constants, preprocessors
+    from seahorse_t5x import constants
+    from seahorse_t5x.tasks import preprocessors
 
     features = {
         "inputs": seqio.Feature(demo_vocab, add_eos=True),

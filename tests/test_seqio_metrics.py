@@ -32,7 +32,9 @@ def test_parameter_names_are_what_seqio_reads():
     ],
 )
 def test_score_metrics_equal_stats_for_every_target_form(targets):
-    expected = stats.binary_metrics(LABELS, SCORES)
+    # Scores are log P(yes): the metrics are those of P(yes) = exp(score).
+    expected = stats.binary_metrics(LABELS, np.exp(SCORES))
+    assert expected["pearson"] != pytest.approx(stats.binary_metrics(LABELS, SCORES)["pearson"])
     got = seqio_metrics.score_metrics(targets, list(SCORES))
     assert got == {
         "pearson": expected["pearson"],
@@ -111,7 +113,7 @@ def test_seqio_evaluator_in_score_mode_reports_stats_numbers():
 
     metrics_future, _ = evaluator.evaluate(compute_metrics=True, score_fn=score_fn)
     got = metrics_future.result()[name]
-    expected = stats.binary_metrics(LABELS, SCORES)
+    expected = stats.binary_metrics(LABELS, np.exp(SCORES))
     assert got["pearson"] == pytest.approx(expected["pearson"], abs=1e-12)
     assert got["roc_auc"] == pytest.approx(expected["roc_auc"], abs=1e-12)
     assert got["n"] == 10.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 
 import numpy as np
@@ -48,25 +49,30 @@ def _write_split(folder, split="test"):
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def _infer_record(article, summary, score):
-    # Exactly what t5x/infer.py's write_inferences_to_file writes in score mode.
-    return {
+def _infer_record(article, summary, score, two_way=True):
+    # Exactly what t5x/infer.py's write_inferences_to_file writes in score mode: with
+    # LabelScoringModel (runs/infer_score.gin) the aux value log P(no) follows the score.
+    record = {
         "inputs": {
             "inputs_pretokenized": f"premise: {article} hypothesis: {summary}",
             "targets_pretokenized": "1",
         },
         "score": score,
     }
+    if two_way:
+        record["aux"] = {"log_p_no": math.log1p(-math.exp(score))}
+    return record
 
 
 def _labelled(language=None):
     return [r for r in ROWS if r[6] is not None and language in (None, r[1])]
 
 
-def _write_infer(path, rows):
+def _write_infer(path, rows, two_way=True):
     with open(path, "w", encoding="utf-8") as f:
         for gem_id, _, _, _, article, summary, _ in rows:
-            f.write(json.dumps(_infer_record(article, summary, SCORES[gem_id])) + "\n")
+            record = _infer_record(article, summary, SCORES[gem_id], two_way)
+            f.write(json.dumps(record) + "\n")
 
 
 @pytest.fixture
@@ -79,7 +85,7 @@ def test_single_file_joins_labels_and_slices_by_position(tmp_path, data_dir):
     infer = tmp_path / "seahorse_q4_score-score.jsonl-00000-of-00001"
     _write_infer(infer, _labelled())
     rows, counts = t5x_infer.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
-    assert counts == {"examples": 4, "non_finite_scores": 0, "unchecked": 0}
+    assert counts == {"examples": 4, "non_finite_scores": 0, "unchecked": 0, "log_p_target": 0}
     assert [r["gem_id"] for r in rows] == [
         "xsum-test-1",
         "mlsum_de-test-2",
@@ -87,14 +93,63 @@ def test_single_file_joins_labels_and_slices_by_position(tmp_path, data_dir):
         "xsum-test-5",
     ]
     assert [r["label"] for r in rows] == [1, 0, 1, 0]
-    assert [r["score"] for r in rows] == [-0.1, -2.3, -0.05, -3.0]
+    # The score is P(yes) = exp(log P(yes)); log P(yes) is kept beside it.
+    log_p = [-0.1, -2.3, -0.05, -3.0]
+    assert [r["log_p_yes"] for r in rows] == log_p
+    assert [r["score"] for r in rows] == pytest.approx(np.exp(log_p), rel=1e-15)
+    assert [r["score"] for r in rows] == pytest.approx(
+        [0.904837, 0.100259, 0.951229, 0.049787], abs=1e-6
+    )
+    assert {r["score_kind"] for r in rows} == {"p_yes"}
     assert rows[1]["language"] == "de" and rows[1]["dataset"] == "mlsum"
     assert rows[1]["system"] == "mt5_xxl" and rows[0]["question"] == 4
-    assert all(r["benchmark"] == "seahorse" and r["log_p_yes"] == r["score"] for r in rows)
-    # exp() is monotone: ROC-AUC on log P equals ROC-AUC on P.
+    assert all(r["benchmark"] == "seahorse" for r in rows)
     labels = [r["label"] for r in rows]
-    scores = np.array([r["score"] for r in rows])
-    assert roc_auc_score(labels, scores) == roc_auc_score(labels, np.exp(scores)) == 1.0
+    assert roc_auc_score(labels, [r["score"] for r in rows]) == 1.0
+
+
+def test_output_of_t5x_own_model_keeps_its_log_p_target_with_a_warning(tmp_path, data_dir):
+    # Before LabelScoringModel (or with a model gin of one's own): no aux.log_p_no, the score
+    # is log P('1' EOS) over the whole vocabulary, written as it is.
+    infer = tmp_path / "old.jsonl"
+    _write_infer(infer, _labelled(), two_way=False)
+    rows, counts = t5x_infer.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
+    assert counts == {"examples": 4, "non_finite_scores": 0, "unchecked": 0, "log_p_target": 4}
+    assert [r["score"] for r in rows] == [-0.1, -2.3, -0.05, -3.0]
+    assert all(r["log_p_yes"] == r["score"] for r in rows)
+    assert {r["score_kind"] for r in rows} == {"log_p_target"}
+    (warning,) = t5x_infer.join_warnings(counts)
+    assert warning.startswith("the 4 scores carry no aux.log_p_no: they are T5X's log P(target)")
+
+
+def test_mixed_or_inconsistent_two_way_records_are_refused(tmp_path, data_dir):
+    labelled = _labelled()
+    mixed = tmp_path / "mixed.jsonl"
+    _write_infer(mixed, labelled)
+    lines = mixed.read_text().splitlines()
+    old = json.loads(lines[2])
+    del old["aux"]
+    lines[2] = json.dumps(old)
+    mixed.write_text("\n".join(lines) + "\n")
+    with pytest.raises(errors.DataError) as e:
+        t5x_infer.convert([str(mixed)], "seahorse_q4_score", data_dir, "test", "m")
+    assert (e.value.line, e.value.field) == (3, "aux.log_p_no")
+    assert e.value.reason.startswith("missing, unlike the first record")
+    # log P(no) that is not the rest of the two-way softmax: not LabelScoringModel's scores.
+    bad = tmp_path / "bad.jsonl"
+    _write_infer(bad, labelled)
+    lines = bad.read_text().splitlines()
+    record = json.loads(lines[1])
+    record["aux"]["log_p_no"] = -0.5
+    lines[1] = json.dumps(record)
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(errors.DataError, match=r"bad.jsonl:2 field 'aux.log_p_no'.* = 0\.70679"):
+        t5x_infer.convert([str(bad)], "seahorse_q4_score", data_dir, "test", "m")
+    record["aux"] = {"log_p_no": "-0.5"}
+    lines[1] = json.dumps(record)
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(errors.DataError, match="expected a number, got '-0.5'"):
+        t5x_infer.convert([str(bad)], "seahorse_q4_score", data_dir, "test", "m")
 
 
 def test_shards_are_interleaved_back_into_dataset_order(tmp_path, data_dir):
@@ -177,13 +232,47 @@ def test_real_t5x_infer_output(tmp_path):
     )
     prepared = [json.loads(line) for line in (folder / "prepared" / "validation.jsonl").open()]
     labelled = [r for r in prepared if r["q4"] is not None]
-    assert counts == {"examples": 11, "non_finite_scores": 0, "unchecked": 0}
+    assert counts == {"examples": 11, "non_finite_scores": 0, "unchecked": 0, "log_p_target": 11}
     assert [r["gem_id"] for r in rows] == [r["gem_id"] for r in labelled]
     assert [r["system"] for r in rows] == [r["system"] for r in labelled]
     assert [r["label"] for r in rows] == [0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 0]
     raw = [json.loads(line)["score"] for line in infer.open()]
     assert [r["score"] for r in rows] == raw
     assert rows[0]["score"] == pytest.approx(-12.895427703857422)
+    assert {r["score_kind"] for r in rows} == {"log_p_target"}
+
+
+def test_real_t5x_infer_output_of_label_scoring_model_is_the_p_yes_of_score(tmp_path):
+    """`python -m t5x.infer` with gin/runs/infer_score.gin (LabelScoringModel, float32) on
+    `checkpoint_40` of the smoke model (docs/tpu.md: smoke/train.gin on the demo data), test
+    split: its first 22 lines, the 23 prepared test rows they came from (row 22 has no Q4
+    label), and `seahorse-t5x score --vocab demo --input_length 512` on the same checkpoint
+    and the 22 labelled rows."""
+    folder = TESTDATA / "t5x_infer_label_scoring"
+    infer = folder / "seahorse_q4_score-score.jsonl-00000-of-00001"
+    rows, counts = t5x_infer.convert(
+        [str(infer)], "seahorse_q4_score", str(folder / "prepared"), "test", "smoke_t5x"
+    )
+    assert counts == {"examples": 22, "non_finite_scores": 0, "unchecked": 0, "log_p_target": 0}
+    prepared = [json.loads(line) for line in (folder / "prepared" / "test.jsonl").open()]
+    labelled = [r for r in prepared if r["q4"] is not None]
+    assert len(prepared) == 23 and len(labelled) == 22
+    assert [(r["gem_id"], r["system"]) for r in rows] == [
+        (r["gem_id"], r["system"]) for r in labelled
+    ]
+    assert [r["label"] for r in rows] == [r["q4"] for r in labelled]
+    records = [json.loads(line) for line in infer.open()]
+    log_p_yes = np.array([r["score"] for r in records])
+    log_p_no = np.array([r["aux"]["log_p_no"] for r in records])
+    np.testing.assert_allclose(np.exp(log_p_yes) + np.exp(log_p_no), 1.0, atol=1e-6)
+    assert [r["score"] for r in rows] == pytest.approx(np.exp(log_p_yes), rel=1e-15)
+    # The same P(yes) as `score` (float32 on both sides).
+    scored = [json.loads(line) for line in (folder / "score_output.jsonl").open()]
+    assert [(r["gem_id"], r["system"]) for r in scored] == [
+        (r["gem_id"], r["system"]) for r in rows
+    ]
+    delta = np.abs(np.array([r["score"] for r in rows]) - [r["score"] for r in scored])
+    assert delta.max() < 1e-5
 
 
 def test_output_without_inputs_is_not_joined_blindly(tmp_path, data_dir):
@@ -205,10 +294,10 @@ def test_output_without_inputs_is_not_joined_blindly(tmp_path, data_dir):
 
 
 def test_import_scores_t5x_infer_notes_it_is_deprecated_and_writes_the_same_bytes(tmp_path, capsys):
-    folder = TESTDATA / "t5x_infer"
+    folder = TESTDATA / "t5x_infer_label_scoring"
     infer = str(folder / "seahorse_q4_score-score.jsonl-00000-of-00001")
     common = ["--task", "seahorse_q4_score", "--data_dir", str(folder / "prepared")]
-    common += ["--split", "validation", "--metric", "tiny"]
+    common += ["--split", "test", "--metric", "tiny"]
     new, old = tmp_path / "new.jsonl", tmp_path / "old.jsonl"
     assert cli_main(["t5x-scores", "--infer_output", infer, *common, "--output", str(new)]) == 0
     assert capsys.readouterr().err == ""
@@ -217,9 +306,9 @@ def test_import_scores_t5x_infer_notes_it_is_deprecated_and_writes_the_same_byte
     assert captured.err == (
         "seahorse-t5x import-scores: note: --t5x_infer is deprecated; use seahorse-t5x t5x-scores\n"
     )
-    assert captured.out == f"wrote 11 scores for seahorse_q4_score (validation) to {old}\n"
+    assert captured.out == f"wrote 22 scores for seahorse_q4_score (test) to {old}\n"
     assert old.read_bytes() == new.read_bytes()
-    assert len(new.read_text().splitlines()) == 11
+    assert len(new.read_text().splitlines()) == 22
 
 
 # --------------------------------------------------------------------------- a rating set
@@ -301,6 +390,7 @@ def _t5x_records(task: str, scores: list[float]) -> list[dict]:
                 "targets_pretokenized": ex["targets_pretokenized"].decode(),
             },
             "score": score,
+            "aux": {"log_p_no": math.log1p(-math.exp(score))},
         }
         for ex, score in zip(examples, scores, strict=True)
     ]
@@ -319,15 +409,22 @@ def test_a_rating_tasks_output_is_joined_to_the_sets_rows(tone, tmp_path):
     }
     infer = _write_records(tmp_path / "tone_polite_score-score.jsonl-00000-of-00001", records)
     rows, counts = t5x_infer.convert([infer], "tone_polite_score", None, "test", "tone_t5x")
-    assert counts == {"examples": 4, "non_finite_scores": 0, "unchecked": 0, "dropped_rows": 2}
+    assert counts == {
+        "examples": 4,
+        "non_finite_scores": 0,
+        "unchecked": 0,
+        "log_p_target": 0,
+        "dropped_rows": 2,
+    }
     common = {"metric": "tone_t5x", "benchmark": "tone", "question": "polite"}
     tail = {"task": "tone_polite_score", "split": "test"}
     assert rows == [
         {
             **common,
             "label": 1,
-            "score": -0.1,
+            "score": math.exp(-0.1),
             "log_p_yes": -0.1,
+            "score_kind": "p_yes",
             "label_kind": "binary",
             "gem_id": "t-1",
             "language": "en",
@@ -337,8 +434,9 @@ def test_a_rating_tasks_output_is_joined_to_the_sets_rows(tone, tmp_path):
         {
             **common,
             "label": 0,
-            "score": -2.0,
+            "score": math.exp(-2.0),
             "log_p_yes": -2.0,
+            "score_kind": "p_yes",
             "label_kind": "binary",
             "gem_id": "test:2",
             "language": "de",
@@ -348,8 +446,9 @@ def test_a_rating_tasks_output_is_joined_to_the_sets_rows(tone, tmp_path):
         {
             **common,
             "label": 1,
-            "score": -0.3,
+            "score": math.exp(-0.3),
             "log_p_yes": -0.3,
+            "score_kind": "p_yes",
             "label_kind": "binary",
             "gem_id": "7",
             **tail,
@@ -357,8 +456,9 @@ def test_a_rating_tasks_output_is_joined_to_the_sets_rows(tone, tmp_path):
         {
             **common,
             "label": 0,
-            "score": -1.5,
+            "score": math.exp(-1.5),
             "log_p_yes": -1.5,
+            "score_kind": "p_yes",
             "label_kind": "binary",
             "gem_id": "test:7",
             "language": "en",
@@ -437,7 +537,11 @@ def test_t5x_scores_module_registers_the_rating_set_first(tmp_path, capsys, monk
     infer.write_text(
         "".join(
             json.dumps(
-                {"inputs": {"inputs_pretokenized": f"premise: a hypothesis: {s}"}, "score": -1.0}
+                {
+                    "inputs": {"inputs_pretokenized": f"premise: a hypothesis: {s}"},
+                    "score": -1.0,
+                    "aux": {"log_p_no": math.log1p(-math.exp(-1.0))},
+                }
             )
             + "\n"
             for s in ("Thanks for waiting!", "Geh weg.", '"Please," she said.', "Sure, thanks.")

@@ -294,7 +294,7 @@ def test_gin_switches_registered_tasks_to_the_papers_right_truncation(vocabulary
     length = len(vocabulary.encode(row["summary"])) + 4  # shorter than the joined input
     task = seqio.get_mixture_or_task("seahorse_q4")
     try:
-        gin.parse_config("seahorse_t5x.preprocessors.configured_truncation.mode = 'right'")
+        gin.parse_config("seahorse_t5x.tasks.preprocessors.configured_truncation.mode = 'right'")
         ds = task.get_dataset({"inputs": length, "targets": 4}, split="train", shuffle=False)
         ex = next(ds.as_numpy_iterator())
     finally:

@@ -7,7 +7,9 @@ import collections
 import pathlib
 
 from seahorse_t5x import constants, errors, fileio, vocab
+from seahorse_t5x.cli import flags
 from seahorse_t5x.data import benchmarks, splits
+from seahorse_t5x.data.benchmarks import registry
 from seahorse_t5x.evaluation import baselines, rouge, scorefiles, stats
 
 HELP = "Write score files for the model-free baselines (majority class, ROUGE-L)."
@@ -19,7 +21,9 @@ EXAMPLE = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data_dir", required=True, help="folder of joined split files (`prepare` output)"
+        "--data_dir",
+        help="folder of joined split files (`prepare` output): score SEAHORSE (needed "
+        "unless --benchmark is given)",
     )
     parser.add_argument("--split", default="test", help="split to score (default: test)")
     parser.add_argument(
@@ -39,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=",".join(baselines.BASELINES),
         help="comma-separated subset of: " + ", ".join(baselines.BASELINES),
     )
+    flags.add_benchmark(parser, repeatable=True)
     parser.add_argument("--mface", default=None, help="mFACE CSV: also score mFACE")
     parser.add_argument(
         "--mface_languages",
@@ -55,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# Benchmark name -> the flag that gives its file.
+# Benchmark name -> the older flag that gives its file (`--benchmark NAME` does too).
 _BENCHMARK_FLAGS: dict[str, str] = {"mface": "mface", "true": "true_dir", "metal": "metal"}
 
 
@@ -112,49 +117,30 @@ def _write(path: pathlib.Path, rows: list[dict], metric: str, written: list[str]
     written.append(str(path))
 
 
-def _benchmark_sets(args: argparse.Namespace) -> list[tuple[str, benchmarks.ReadResult]]:
-    """(benchmark name, read result) for each benchmark given by a path flag."""
-    try:
-        return _read_benchmark_sets(args)
-    except UnicodeDecodeError as e:
-        # The benchmark readers open their files as UTF-8; name the flags that gave them.
-        given = [
-            f"--{n} {getattr(args, n)}" for n in ("mface", "true_dir", "metal") if getattr(args, n)
-        ]
-        raise errors.UserError(
-            f"{', '.join(given)}: a file is not UTF-8 text ({e.reason} at byte {e.start}); "
-            "expected UTF-8 CSV/JSON"
-        ) from None
-
-
-def _read_benchmark_sets(args: argparse.Namespace) -> list[tuple[str, benchmarks.ReadResult]]:
-    sets: list[tuple[str, benchmarks.ReadResult]] = []
-    if args.mface:
-        languages = benchmarks.MFACE_5LANG if args.mface_languages == "5lang" else None
-        for dimension in benchmarks.MFACE_DIMENSIONS:
-            sets.append(("mface", benchmarks.read_mface(args.mface, dimension, languages)))
-    if args.true_dir:
-        present = [
-            d for d in benchmarks.TRUE_DATASETS if benchmarks.true_file(d, args.true_dir).is_file()
-        ]
-        if not present:
-            names = ", ".join(f for f, _ in benchmarks.TRUE_DATASETS.values())
+def _benchmark_sets(
+    args: argparse.Namespace,
+) -> list[tuple[str, benchmarks.ReadResult, str]]:
+    """(benchmark name, read result, the flags that named it) for each benchmark given, by
+    its older flag (`--mface`, `--true_dir`, `--metal`) or by `--benchmark NAME`."""
+    requested = [
+        (name, getattr(args, flag), f"--{flag} {getattr(args, flag)}")
+        for name, flag in _BENCHMARK_FLAGS.items()
+        if getattr(args, flag)
+    ]
+    requested += flags.requested_benchmarks(args)
+    sets: list[tuple[str, benchmarks.ReadResult, str]] = []
+    for name, path, given in dict((r[0], r) for r in requested).values():
+        benchmark = registry.get(name)
+        options = flags.benchmark_options(args, benchmark)
+        try:
+            results = benchmark.read_all(path, **options)
+        except UnicodeDecodeError as e:
             raise errors.UserError(
-                f"--true_dir {args.true_dir} holds none of TRUE's CSVs ({names}). Get them "
-                f"from {benchmarks.TRUE_SOURCE}."
-            )
-        for dataset in benchmarks.TRUE_DATASETS:
-            if benchmarks.true_file(dataset, args.true_dir).is_file():
-                sets.append(("true", benchmarks.read_true(dataset, args.true_dir)))
-            else:
-                print(
-                    f"TRUE {dataset}: {benchmarks.true_file(dataset, args.true_dir)} absent, skipped"
-                )
-    if args.metal:
-        articles = benchmarks.read_xlsum_articles(args.xlsum_articles)
-        for metric in benchmarks.METAL_METRICS:
-            sets.append(("metal", benchmarks.read_metal(args.metal, metric, articles)))
-    for _, result in sets:
+                f"{given}: a file is not UTF-8 text ({e.reason} at byte {e.start}); "
+                "expected UTF-8 CSV/JSON"
+            ) from None
+        sets.extend((name, result, given) for result in results)
+    for _, result, _ in sets:
         if result.dropped:
             print(result.summary())
     return sets
@@ -162,33 +148,42 @@ def _read_benchmark_sets(args: argparse.Namespace) -> list[tuple[str, benchmarks
 
 def run(args: argparse.Namespace) -> int:
     chosen = _chosen_baselines(args.baselines)
-    fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
-    data_dir = pathlib.Path(args.data_dir)
-    test_path = splits.split_path(data_dir, args.split)
-    test_rows = splits.read_rows(test_path)
-    if not test_rows:
+    other_benchmarks = args.mface or args.true_dir or args.metal or args.benchmark
+    if not args.data_dir and not other_benchmarks:
         raise errors.UserError(
-            f"{test_path}: holds no rows (expected the rows of a `seahorse-t5x prepare` run "
-            "that kept some)"
+            "nothing to score: give --data_dir (SEAHORSE) and/or --benchmark NAME "
+            f"(one of {', '.join(registry.names())})"
         )
+    fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
+    test_rows: list[dict] = []
+    if args.data_dir:
+        data_dir = pathlib.Path(args.data_dir)
+        test_path = splits.split_path(data_dir, args.split)
+        test_rows = splits.read_rows(test_path)
+        if not test_rows:
+            raise errors.UserError(
+                f"{test_path}: holds no rows (expected the rows of a `seahorse-t5x prepare` "
+                "run that kept some)"
+            )
     rates = None
-    if baselines.MAJORITY in chosen:
+    if baselines.MAJORITY in chosen and args.data_dir:
         rates = baselines.yes_rates(splits.read_rows(splits.split_path(data_dir, args.train_split)))
     tokenize = _tokenizer(args.vocab) if baselines.ROUGE_L in chosen else None
-    if tokenize is None and (args.mface or args.true_dir or args.metal):
+    if tokenize is None and other_benchmarks:
         raise errors.UserError(
-            "--mface, --true_dir and --metal are scored by ROUGE-L only: add rouge_l to "
-            "--baselines (the majority baseline is written for SEAHORSE only)"
+            "--benchmark, --mface, --true_dir and --metal are scored by ROUGE-L only: add "
+            "rouge_l to --baselines (the majority baseline is written for SEAHORSE only)"
         )
     sets = _benchmark_sets(args) if tokenize is not None else []
     kept: collections.Counter[str] = collections.Counter()
-    for name, result in sets:
+    given_by: dict[str, str] = {}
+    for name, result, given in sets:
         kept[name] += len(result.examples)
+        given_by[name] = given
     if empty := [name for name, count in kept.items() if not count]:
-        flag = _BENCHMARK_FLAGS[empty[0]]
         # Checked before any file is written: an empty score file is no result.
         raise errors.UserError(
-            f"--{flag} {getattr(args, flag)}: no {empty[0]} example kept, all dropped (see "
+            f"{given_by[empty[0]]}: no {empty[0]} example kept, all dropped (see "
             "the lines above; expected rows with texts and labels)"
         )
     out = pathlib.Path(args.output_dir)
@@ -197,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     if rates is not None:
         rows = baselines.majority_score_rows(test_rows, rates)
         _write(out / f"majority.seahorse.{args.split}.jsonl", rows, baselines.MAJORITY, written)
-    if tokenize is not None:
+    if tokenize is not None and test_rows:
         scores = baselines.rouge_l_scores(
             ((r["article"], r["summary"]) for r in test_rows), tokenize
         )
@@ -208,12 +203,18 @@ def run(args: argparse.Namespace) -> int:
     # and the paper's Tables 6 and 7 list no majority rows.
     if tokenize is not None:
         by_benchmark: dict[str, list[dict]] = {}
-        for name, result in sets:
+        for name, result, _ in sets:
             scores = baselines.rouge_l_scores(
                 ((e["premise"], e["hypothesis"]) for e in result.examples), tokenize
             )
             by_benchmark.setdefault(name, []).extend(
-                baselines.benchmark_score_rows(result.examples, baselines.ROUGE_L, name, scores)
+                baselines.benchmark_score_rows(
+                    result.examples,
+                    baselines.ROUGE_L,
+                    name,
+                    scores,
+                    registry.get(name).row_fields,
+                )
             )
         for name, rows in by_benchmark.items():
             _write(out / f"rouge_l.{name}.jsonl", rows, baselines.ROUGE_L, written)

@@ -12,7 +12,9 @@ from seahorse_t5x.cli import flags, inference_flags
 HELP = "Score SeqIO score tasks with a checkpoint: score files, metrics.json, Markdown table."
 EXAMPLE = (
     "seahorse-t5x evaluate --checkpoint runs/q4 --tasks seahorse_q4_score "
-    "--split test --output_dir runs/q4/eval"
+    "--split test --output_dir runs/q4/eval\n"
+    "  seahorse-t5x evaluate --checkpoint runs/q4 --benchmark frank "
+    "--benchmark_path frank/data --split test --output_dir runs/q4/frank"
 )
 
 
@@ -26,10 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tasks",
-        required=True,
         help="comma-separated score tasks or mixtures, e.g. seahorse_q4_score or "
-        "seahorse_all_score",
+        "seahorse_all_score (needed unless --benchmark is given)",
     )
+    flags.add_benchmark(parser, articles=False)
     flags.add_module(parser)
     parser.add_argument("--split", default="test", help="dataset split")
     parser.add_argument("--output_dir", required=True, help="where the results go")
@@ -52,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # The gin scope in which `--truncation` is bound for the tasks `evaluate` reads.
 _TRUNCATION_SCOPE = "seahorse_t5x_evaluate"
-_TRUNCATION_BINDING = "seahorse_t5x.preprocessors.configured_truncation.mode"
+_TRUNCATION_BINDING = "seahorse_t5x.tasks.preprocessors.configured_truncation.mode"
 
 
 @contextlib.contextmanager
@@ -65,12 +67,27 @@ def _tasks_truncate(mode: str) -> Iterator[None]:
     """
     import gin
 
-    from seahorse_t5x import preprocessors  # noqa: F401  (defines the configurable)
+    from seahorse_t5x.tasks import preprocessors  # noqa: F401  (defines the configurable)
 
     with gin.unlock_config():
         gin.bind_parameter(f"{_TRUNCATION_SCOPE}/{_TRUNCATION_BINDING}", mode)
     with gin.config_scope(_TRUNCATION_SCOPE):
         yield
+
+
+def _benchmark_tasks(name: str, path: str | None) -> str:
+    """The score tasks (a mixture) of a registered benchmark, its path bound in gin (as
+    `benchmark_paths.NAME = PATH` would), so the tasks read it."""
+    import gin
+
+    from seahorse_t5x.data.benchmarks import registry
+
+    declared = registry.get(name)
+    if path is not None:
+        with gin.unlock_config():
+            gin.bind_parameter(f"seahorse_t5x.data.benchmarks.benchmark_paths.{name}", path)
+    declared.path(path)  # a missing path is said now, before the model loads
+    return declared.task_mixture
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError(f"--checkpoint {args.checkpoint} does not exist")
     fileio.check_output_path(args.output_dir, "directory", flag="--output_dir")
     mesh_shape = inference_flags.mesh_shape(args)
+    inference_flags.check_windows(args)
     words = inference_flags.label_words(args)
 
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
@@ -98,11 +116,18 @@ def run(args: argparse.Namespace) -> int:
 
     # The user's tasks are registered before any task name is resolved (or the model loaded).
     user_modules.import_modules(args.module)
-    task_names = score_tasks.expand_task_names(args.tasks.split(","))
+    requested = args.tasks.split(",") if args.tasks else []
+    if args.benchmark:
+        requested.append(_benchmark_tasks(args.benchmark, args.benchmark_path))
+    elif args.benchmark_path:
+        raise errors.UserError("--benchmark_path needs --benchmark NAME")
+    if not requested:
+        raise errors.UserError("give --tasks (e.g. seahorse_q4_score) and/or --benchmark NAME")
+    task_names = score_tasks.expand_task_names(requested)
     if words is None and all(n.startswith("ice_") for n in task_names):
-        from seahorse_t5x import ice
+        from seahorse_t5x import ice_format
 
-        words = ice.ice_settings().answer_words  # what the ICE tasks' prompts ask for
+        words = ice_format.ice_settings().answer_words  # what the ICE tasks' prompts ask for
     inference_flags.enable_compilation_cache(args)
     # The one way a checkpoint is loaded for scoring, as in `score`: the vocabulary
     # (vocab.RESOLUTION_ORDER, with this checkpoint) and input length it was trained with.
@@ -137,12 +162,26 @@ def run(args: argparse.Namespace) -> int:
             args.output_dir,
             metric_name=name,
             max_examples=args.max_examples,
+            window_settings=(
+                score_tasks.WindowSettings(args.window_overlap, args.window_aggregate)
+                if args.long_inputs == "windows"
+                else None
+            ),
             run_info={
                 "checkpoint": str(checkpoint.resolve()),
                 **({"hub_name": args.checkpoint} if hub_name else {}),
                 "title": title,
                 "vocabulary": vocab_path,
                 "truncation": args.truncation,
+                "long_inputs": args.long_inputs,
+                **(
+                    {
+                        "window_overlap": args.window_overlap,
+                        "window_aggregate": args.window_aggregate,
+                    }
+                    if args.long_inputs == "windows"
+                    else {}
+                ),
                 "dtype": args.dtype,
                 "param_dtype": args.param_dtype,
             },

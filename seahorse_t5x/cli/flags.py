@@ -154,3 +154,76 @@ def add_distributed(parser: argparse.ArgumentParser, work: str) -> None:
         help="with --coordinator_address HOST:PORT: this host's index, 0 to N-1 (default: "
         "found by JAX, as with `auto` on Cloud TPU)",
     )
+
+
+def add_benchmark(
+    parser: argparse.ArgumentParser, repeatable: bool = False, articles: bool = True
+) -> None:
+    """`--benchmark NAME` and `--benchmark_path PATH`: a registered benchmark
+    (`seahorse_t5x.data.benchmarks.registry`) and its file or folder (default: its
+    environment variable, docs/benchmarks.md); `--articles PATH` for a benchmark whose file
+    lacks them (SummEval's unpaired file). Repeatable where a command takes several
+    (each path goes with the benchmark in the same position)."""
+    action = "append" if repeatable else "store"
+    several = " (repeatable)" if repeatable else ""
+    parser.add_argument(
+        "--benchmark_path",
+        action=action,
+        metavar="PATH",
+        help="the benchmark's file or folder as released, e.g. SummEval's "
+        "model_annotations.aligned.paired.jsonl or FRANK's data/ folder (default: its "
+        f"environment variable, e.g. $SEAHORSE_SUMMEVAL_PATH){several}",
+    )
+    if articles:
+        parser.add_argument(
+            "--articles",
+            metavar="PATH",
+            help="summeval: CNN/DM articles (JSON Lines of id and text) for the unpaired "
+            "model_annotations.aligned.jsonl",
+        )
+    parser.add_argument(
+        "--benchmark",
+        action=action,
+        metavar="NAME",
+        help="a registered benchmark: summeval, frank, llm_aggrefact, aggrefact, mface, "
+        f"true, metal{several}",
+    )
+
+
+def requested_benchmarks(args: argparse.Namespace) -> list[tuple[str, str | None, str]]:
+    """(name, path or None, the flags as given) for each `--benchmark` of a repeatable
+    `add_benchmark`.
+
+    Raises:
+      UserError: `--benchmark_path` given, but not once per `--benchmark`.
+    """
+    from seahorse_t5x import errors
+
+    names = args.benchmark or []
+    paths = args.benchmark_path or []
+    if paths and len(paths) != len(names):
+        raise errors.UserError(
+            f"--benchmark_path given {len(paths)} times for {len(names)} --benchmark: give one "
+            "path per benchmark, in the same order (or none, to use their environment variables)"
+        )
+    out = []
+    for i, name in enumerate(names):
+        path = paths[i] if paths else None
+        out.append(
+            (name, path, f"--benchmark {name}" + (f" --benchmark_path {path}" if path else ""))
+        )
+    return out
+
+
+def benchmark_options(args: argparse.Namespace, benchmark) -> dict:
+    """The reader options of `benchmark` (its `options`) that the command's flags give."""
+    given = {
+        "articles": getattr(args, "articles", None),
+        "xlsum_articles": getattr(args, "xlsum_articles", None),
+        "languages": None,
+    }
+    if getattr(args, "mface_languages", None) == "5lang":
+        from seahorse_t5x.data import benchmarks
+
+        given["languages"] = benchmarks.MFACE_5LANG
+    return {k: v for k, v in given.items() if k in benchmark.options and v is not None}

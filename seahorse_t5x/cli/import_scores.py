@@ -71,10 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--key",
-        default="gem_id,system",
-        help="comma-separated join fields from gem_id, system, article, summary (external "
-        "files may also name them id, model, input_context/source/premise/document, "
-        "hypo_output/hypothesis/generated_text)",
+        default=None,
+        help="comma-separated join fields from gem_id, system, article, summary, dataset "
+        "(external files may also name them id, model, input_context/source/premise/document, "
+        "hypo_output/hypothesis/generated_text, or as the benchmark's files do: FRANK's hash "
+        "and model_name, SummEval's id and model_id, LLM-AggreFact's doc and claim) (default: "
+        "the benchmark's natural key; gem_id,system for seahorse)",
     )
     parser.add_argument("--score_field", default="score", help="the score's field")
     parser.add_argument(
@@ -92,8 +94,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--benchmark_path",
-        help="metal: METAL_dataset.json; mface: the CSV; true: the folder of CSVs "
-        "(default: $SEAHORSE_METAL_PATH, $SEAHORSE_MFACE_PATH, $SEAHORSE_TRUE_DIR)",
+        help="the benchmark's file or folder as released, e.g. metal: METAL_dataset.json; "
+        "mface: the CSV; true: the folder of CSVs; frank: its data/ folder (default: its "
+        "environment variable, e.g. $SEAHORSE_METAL_PATH; docs/benchmarks.md)",
+    )
+    parser.add_argument(
+        "--articles",
+        metavar="PATH",
+        help="summeval: CNN/DM articles (JSON Lines of id and text) for the unpaired "
+        "model_annotations.aligned.jsonl",
     )
     parser.add_argument(
         "--xlsum_articles", help="metal: XL-Sum test articles (JSON Lines), to join on article"
@@ -175,7 +184,11 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError(
             "--join_by_position applies to --t5x_infer only; --scores joins by --key"
         )
-    key = import_scores.parse_key(args.key)
+    key = (
+        import_scores.parse_key(args.key)
+        if args.key is not None
+        else import_scores.default_key(args.benchmark)
+    )
     fileio.check_output_path(args.output, "file", "--output")
     items, dropped = import_scores.benchmark_items(
         args.benchmark,
@@ -184,8 +197,11 @@ def run(args: argparse.Namespace) -> int:
         questions=_questions(args.questions, args.benchmark, args.scores),
         path=args.benchmark_path,
         xlsum_articles=args.xlsum_articles,
+        options={"articles": args.articles} if args.articles else None,
     )
-    external = import_scores.read_external_scores(args.scores, key, args.score_field)
+    external = import_scores.read_external_scores(
+        args.scores, key, args.score_field, import_scores.key_aliases(args.benchmark)
+    )
     rows, report = import_scores.join_scores(
         external, items, key, args.metric.strip(), args.benchmark, negate=args.lower_is_better
     )

@@ -1,5 +1,5 @@
-"""Flags `score` and `evaluate` share: the vocabulary, the input length and its truncation,
-the dtypes, the device mesh, the answer words, the compile cache."""
+"""Flags `score` and `evaluate` share: the vocabulary, the input length, its truncation and
+long-input windows, the dtypes, the device mesh, the answer words, the compile cache."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import pathlib
 
 from seahorse_t5x import constants, input_format
+from seahorse_t5x.inference import windows
 
 ENV_COMPILATION_CACHE = "SEAHORSE_COMPILATION_CACHE"
 COMPUTE_DTYPES = ("float32", "bfloat16")
@@ -50,6 +51,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"fits; {input_format.TRUNCATION_RIGHT}: cut the end of the joined input, as the paper did",
     )
     parser.add_argument(
+        "--long_inputs",
+        choices=windows.LONG_INPUTS_MODES,
+        default=windows.LONG_INPUTS_TRUNCATE,
+        help=f"{windows.LONG_INPUTS_TRUNCATE}: an article too long for --input_length is cut "
+        f"as --truncation says; {windows.LONG_INPUTS_WINDOWS}: it is split at sentence "
+        "boundaries into windows that each fit beside the whole summary, every window is "
+        "scored, and the row gets --window_aggregate of them",
+    )
+    parser.add_argument(
+        "--window_overlap",
+        type=int,
+        default=windows.DEFAULT_OVERLAP,
+        metavar="SENTENCES",
+        help="sentences consecutive windows share (with --long_inputs windows)",
+    )
+    parser.add_argument(
+        "--window_aggregate",
+        choices=windows.AGGREGATES,
+        default=windows.AGGREGATE_MAX,
+        help="a row's score from its windows' P(yes): the largest (support found anywhere) "
+        "or the mean",
+    )
+    parser.add_argument(
         "--dtype",
         choices=COMPUTE_DTYPES,
         default=DEFAULT_DTYPE,
@@ -88,6 +112,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cache.add_argument(
         "--no_compilation_cache", action="store_true", help="compile every run afresh"
     )
+
+
+def check_windows(args: argparse.Namespace) -> None:
+    """Refuses window settings that cannot work, before the model or the data is read."""
+    windows.check_overlap(args.window_overlap)
+    if args.long_inputs == windows.LONG_INPUTS_WINDOWS and args.truncation != (
+        input_format.TRUNCATION_KEEP_SUMMARY
+    ):
+        from seahorse_t5x import errors
+
+        raise errors.UserError(
+            "--long_inputs windows keeps every summary whole: it needs --truncation "
+            f"{input_format.TRUNCATION_KEEP_SUMMARY}, got {args.truncation}"
+        )
 
 
 def mesh_shape(args: argparse.Namespace) -> tuple[int, int] | None:

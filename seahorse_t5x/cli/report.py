@@ -56,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="compare every metric with this one only (default: every pair of metrics)",
     )
     parser.add_argument("--no_plots", action="store_true", help="write tables only")
+    flags.add_benchmark(parser, repeatable=True, articles=False)
     parser.add_argument(
         "--drop_duplicates",
         action="store_true",
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             "--duplicates needs --data_dir (rater agreement is a table of the dataset's)"
         )
     by = tuple(field.strip() for field in args.by.split(",") if field.strip())
+    chosen = flags.requested_benchmarks(args)
     settings = report.ReportSettings(
         by=by,
         n_resamples=args.bootstrap,
@@ -82,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         plots=not args.no_plots,
         drop_duplicates=args.drop_duplicates,
+        benchmarks=tuple(name for name, _, _ in chosen),
+        benchmark_paths={name: path for name, path, _ in chosen if path},
     )
     result = report.write_report(
         args.output_dir,

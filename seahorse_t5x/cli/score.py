@@ -237,6 +237,9 @@ def run_settings(
         "dtype": args.dtype,
         "param_dtype": args.param_dtype,
         "truncation": args.truncation,
+        "long_inputs": args.long_inputs,
+        "window_overlap": args.window_overlap,
+        "window_aggregate": args.window_aggregate,
         "chunk_size": args.chunk_size,
         "packing": args.packing,
         "label_words": args.label_words,
@@ -327,7 +330,12 @@ def resume_point(output: pathlib.Path, settings: dict[str, Any]) -> int:
 
 
 def _output_row(
-    row: dict[str, Any] | None, number: int, problem: str | None, score, slim: bool = False
+    row: dict[str, Any] | None,
+    number: int,
+    problem: str | None,
+    score,
+    windows=None,
+    slim: bool = False,
 ) -> str:
     if slim:  # a column file: the score alone, one line per input row
         value = None if problem is not None else float(score)
@@ -337,6 +345,8 @@ def _output_row(
     if problem is None:
         value = float(score)
         written = {**row, "score": value if math.isfinite(value) else None}
+        if windows is not None:
+            written["windows"] = int(windows)
     else:
         written = {**(row or {"line": number}), "score": None, "error": problem}
     return json.dumps(written, ensure_ascii=False) + "\n"
@@ -512,6 +522,7 @@ def run(args: argparse.Namespace) -> int:
     if args.metric is not None and not args.metric.strip():
         raise errors.UserError("--metric must name the metric, e.g. seahorse_large")
     mesh_shape = inference_flags.mesh_shape(args)
+    inference_flags.check_windows(args)
     inference_flags.label_words(args)  # a mistake here is found before the input is read
     plan, family = scoring_plan(args)
     total, bad = check_input(input_path, args.skip_bad_rows)
@@ -549,7 +560,7 @@ def run(args: argparse.Namespace) -> int:
     done = _resume_point_on_every_host(output_path, settings, writer) if args.resume else 0
     written_now = False
     try:
-        scored, truncated, summaries_cut, elapsed = _score_file(
+        scored, truncated, summaries_cut, windowed, elapsed = _score_file(
             args, input_path, output_path, settings, mesh_shape, total, done, writer, checkpoint
         )
         written_now = True
@@ -563,8 +574,12 @@ def run(args: argparse.Namespace) -> int:
         _run_file(output_path).unlink(missing_ok=True)
     rate = scored / elapsed if elapsed > 0 else float("inf")
     resumed = f", resumed after {done} rows" if done else ""
+    if args.long_inputs == "windows":
+        articles = f"{windowed} with articles in several windows"
+    else:
+        articles = f"{truncated} with truncated articles"
     print(
-        f"scored {scored} rows ({bad} bad, {truncated} with truncated articles, "
+        f"scored {scored} rows ({bad} bad, {articles}, "
         f"{summaries_cut} with truncated summaries{resumed}) in {elapsed:.1f}s "
         f"({rate:.1f} ex/s) -> {output_path}"
     )
@@ -604,7 +619,7 @@ def _run_columns(args, input_path, output_path, plan, mesh_shape, total, bad) ->
             return 0
     started = time.perf_counter()
     resumed: list[str] = []
-    truncated = summaries_cut = 0
+    truncated = summaries_cut = windowed = 0
     for question, checkpoint in plan:
         column = column_path(output_path, question)
         settings = {**run_settings(args, input_path, checkpoint), "column": question}
@@ -617,7 +632,7 @@ def _run_columns(args, input_path, output_path, plan, mesh_shape, total, bad) ->
         done = _resume_point_on_every_host(column, settings, writer) if args.resume else 0
         if done:
             resumed.append(f"q{question} after {done} rows")
-        _, cut, summaries, _ = _score_file(
+        _, cut, summaries, longer, _ = _score_file(
             args,
             input_path,
             column,
@@ -631,6 +646,7 @@ def _run_columns(args, input_path, output_path, plan, mesh_shape, total, bad) ->
             label=f"q{question}",
         )
         truncated, summaries_cut = max(truncated, cut), max(summaries_cut, summaries)
+        windowed = max(windowed, longer)
         gc.collect()  # the model of this question is freed before the next one loads
         if writer:
             os.replace(_partial(column), column)  # its run record stays, for --resume
@@ -648,10 +664,13 @@ def _run_columns(args, input_path, output_path, plan, mesh_shape, total, bad) ->
         else f"{total - bad} rows"
     )
     note = f", {'; '.join(resumed)}" if resumed else ""
+    if args.long_inputs == "windows":
+        articles = f"{windowed} with articles in several windows"
+    else:
+        articles = f"{truncated} with truncated articles"
     print(
-        f"scored {what} with {len(plan)} question(s) ({bad} bad rows, {truncated} with "
-        f"truncated articles, {summaries_cut} with truncated summaries{note}) in "
-        f"{elapsed:.1f}s -> {output_path}"
+        f"scored {what} with {len(plan)} question(s) ({bad} bad rows, {articles}, "
+        f"{summaries_cut} with truncated summaries{note}) in {elapsed:.1f}s -> {output_path}"
     )
     print(
         "mean P(yes), share > 0.5: "
@@ -766,11 +785,13 @@ def _score_file(
     `OUTPUT.partial` chunk by chunk (`slim`: the score alone, for a question column).
 
     Returns:
-      (rows scored, rows with truncated articles, rows with truncated summaries, seconds).
+      (rows scored, rows with truncated articles, rows with truncated summaries, rows whose
+      article took several windows, seconds).
     """
     partial = _partial(output)
     from seahorse_t5x.inference import inputs as inputs_lib
     from seahorse_t5x.inference import scorer as scorer_lib
+    from seahorse_t5x.inference import windows as windows_lib
 
     inference_flags.enable_compilation_cache(args)
     mesh = inference_flags.create_mesh(mesh_shape)
@@ -795,19 +816,39 @@ def _score_file(
             scorer.meta, checkpoint, names_question=args.question is not None
         )
         _run_file(output).write_text(json.dumps(settings, indent=2) + "\n")
-    truncated = summaries_cut = scored = 0
+    truncated = summaries_cut = scored = longer = 0
     bar = _progress_bar(total, done, writer, label)
     try:
         with open(partial, "a", encoding="utf-8") as out:
             for chunk in _chunks(input_path, done, args.chunk_size):
                 good = [row for _, row, problem in chunk if problem is None]
-                encoded = scorer.encode(
-                    [r["article"] for r in good], [r["summary"] for r in good], args.question
-                )
-                scores = iter(scorer.score_tokens(encoded.tokens, progress=bar.update))
+                articles = [r["article"] for r in good]
+                summaries = [r["summary"] for r in good]
+                if args.long_inputs == windows_lib.LONG_INPUTS_WINDOWS:
+                    scores, encoded = scorer.score_windows(
+                        articles,
+                        summaries,
+                        args.question,
+                        args.window_overlap,
+                        args.window_aggregate,
+                    )
+                    counts = iter(encoded.windows)
+                    longer += int((encoded.windows > 1).sum())
+                    bar.update(len(good))
+                else:
+                    encoded = scorer.encode(articles, summaries, args.question)
+                    scores = scorer.score_tokens(encoded.tokens, progress=bar.update)
+                    counts = None
+                    truncated += int((encoded.article_tokens_dropped > 0).sum())
+                scores = iter(scores)
                 lines = [
                     _output_row(
-                        row, number, problem, next(scores) if problem is None else None, slim
+                        row,
+                        number,
+                        problem,
+                        next(scores) if problem is None else None,
+                        next(counts) if problem is None and counts is not None else None,
+                        slim,
                     )
                     for number, row, problem in chunk
                 ]
@@ -816,11 +857,10 @@ def _score_file(
                     out.write("".join(lines))
                     out.flush()
                     os.fsync(out.fileno())
-                truncated += int((encoded.article_tokens_dropped > 0).sum())
                 summaries_cut += int(encoded.summary_truncated.sum())
                 scored += len(good)
     except OSError as e:
         raise errors.UserError(f"cannot write {partial}: {e.strerror or e}") from None
     finally:
         bar.close()
-    return scored, truncated, summaries_cut, time.perf_counter() - started
+    return scored, truncated, summaries_cut, longer, time.perf_counter() - started

@@ -2,7 +2,9 @@
 
 The one command for the output of `t5x/infer.py` in score mode, whatever the task:
 SEAHORSE score tasks, ICE tasks and a user's rating-set score tasks
-(`evaluation.t5x_infer`). `import-scores --t5x_infer`, the older way for ICE output, runs
+(`evaluation.t5x_infer`). With the run gins' `t5x_models.LabelScoringModel` the score
+written is P(yes), as `score` computes it; T5X's own model's log P(target) is written as it
+is, with a warning. `import-scores --t5x_infer`, the older way for ICE output, runs
 `write_score_file` here after a note that it is deprecated.
 """
 

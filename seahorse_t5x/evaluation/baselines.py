@@ -127,12 +127,16 @@ def rouge_l_scores(
 
 
 def benchmark_score_rows(
-    examples: Sequence[dict], metric: str, benchmark: str, scores: Sequence[float]
+    examples: Sequence[dict],
+    metric: str,
+    benchmark: str,
+    scores: Sequence[float],
+    row_fields: Sequence[str] = (),
 ) -> list[dict]:
     """Score-file rows for benchmark examples from `data.benchmarks` readers.
 
     `question` is the example's own (`quality`, `4`, `task_quality`, ...); extra fields such as
-    mFACE's `label_binary` are kept.
+    mFACE's `label_binary` are kept, and the benchmark's `row_fields` (`split`, `origin`).
     """
     out: list[dict] = []
     for example, score in zip(examples, scores, strict=True):
@@ -146,5 +150,6 @@ def benchmark_score_rows(
         }
         if "label_binary" in example:
             row["label_binary"] = example["label_binary"]
+        row.update({k: example[k] for k in row_fields if example.get(k) not in (None, "")})
         out.append(row)
     return out

@@ -4,7 +4,10 @@ Any metric that writes one score per item (TIGERScore's JSON results, a CSV or J
 file from any scorer) becomes a per-example score file for `report`, so it sits in the same
 tables, with the same intervals and paired tests, as the learnt metrics.
 
-The join is by a key the user names (`gem_id`, `gem_id,system`, `article,summary`, ...).
+The join is by a key the user names (`gem_id`, `gem_id,system`, `article,summary`, ...),
+by default the benchmark's natural key (`registry.Benchmark.key`: SummEval's `id` +
+`model_id`, FRANK's `hash` + `model_name`, AggreFact's `dataset` + `id` + `model_name`,
+LLM-AggreFact's `dataset` + `doc` + `claim`), under the names its released files use.
 Nothing is guessed: an external row without a usable key or score is counted as invalid,
 an external key given twice is counted as duplicated and none of its rows is used, an
 external key that no benchmark item has is counted as unmatched, a key that several items of
@@ -23,8 +26,9 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import benchmarks, splits
+from seahorse_t5x.data.benchmarks import registry
 
-KEY_FIELDS: tuple[str, ...] = ("gem_id", "system", "article", "summary")
+KEY_FIELDS: tuple[str, ...] = ("gem_id", "system", "article", "summary", "dataset")
 # Names the external files may use for the key fields (TIGERScore's inputs are
 # `input_context` and `hypo_output`).
 KEY_ALIASES: dict[str, tuple[str, ...]] = {
@@ -32,8 +36,30 @@ KEY_ALIASES: dict[str, tuple[str, ...]] = {
     "system": ("system", "model"),
     "article": ("article", "input_context", "source", "premise", "document"),
     "summary": ("summary", "hypo_output", "hypothesis", "generated_text"),
+    "dataset": ("dataset",),
 }
-BENCHMARKS: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK, "metal", "mface", "true")
+# The benchmarks whose labels scores are joined to: SEAHORSE's split files, and every
+# registered benchmark.
+BENCHMARKS: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK, *registry.names())
+
+
+def key_aliases(benchmark: str) -> dict[str, tuple[str, ...]]:
+    """`KEY_ALIASES` with the benchmark's own names for its key fields first (FRANK's
+    `hash` for `gem_id`)."""
+    found = registry.find(benchmark)
+    own = found.key_aliases if found is not None else {}
+    return {
+        field: (*own.get(field, ()), *(a for a in names if a not in own.get(field, ())))
+        for field, names in KEY_ALIASES.items()
+    }
+
+
+def default_key(benchmark: str) -> tuple[str, ...]:
+    """The benchmark's natural key; `gem_id,system` for SEAHORSE."""
+    found = registry.find(benchmark)
+    return found.key if found is not None else ("gem_id", "system")
+
+
 # How many example keys a report keeps per problem.
 EXAMPLES_KEPT = 5
 
@@ -128,8 +154,10 @@ def _external_records(
         raise errors.DataError(str(path), None, None, "expected a JSON list or object")
 
 
-def _field(record: Mapping, field: str) -> object:
-    for name in KEY_ALIASES[field]:
+def _field(
+    record: Mapping, field: str, aliases: Mapping[str, Sequence[str]] = KEY_ALIASES
+) -> object:
+    for name in aliases[field]:
         if name in record:
             return record[name]
     return None
@@ -160,9 +188,13 @@ class ExternalScores:
 
 
 def read_external_scores(
-    path: str | pathlib.Path, key: Sequence[str], score_field: str = "score"
+    path: str | pathlib.Path,
+    key: Sequence[str],
+    score_field: str = "score",
+    aliases: Mapping[str, Sequence[str]] = KEY_ALIASES,
 ) -> ExternalScores:
-    """Reads an external metric's file into scores keyed by `key`.
+    """Reads an external metric's file into scores keyed by `key` (each key field found
+    under the first of its `aliases` a record has; `key_aliases(benchmark)`).
 
     Raises:
       UserError: the file is missing or of an unknown kind; DataError: a CSV/TSV header
@@ -174,7 +206,7 @@ def read_external_scores(
     by_key: dict[tuple[str, ...], list[tuple[str, float]]] = collections.defaultdict(list)
     invalid: list[errors.DataError] = []
     rows = 0
-    required = {KEY_ALIASES[f][0]: KEY_ALIASES[f] for f in key}
+    required = {aliases[f][0]: aliases[f] for f in key}
     required[score_field] = (score_field,)
     for where, record in _external_records(p, required):
         rows += 1
@@ -182,10 +214,10 @@ def read_external_scores(
         if not isinstance(record, Mapping):
             invalid.append(errors.DataError(str(p), where, None, "expected an object"))
             continue
-        values = tuple(normalize_key_value(f, _field(record, f)) for f in key)
+        values = tuple(normalize_key_value(f, _field(record, f, aliases)) for f in key)
         missing = [f for f, v in zip(key, values, strict=True) if v is None]
         if missing:
-            names = "/".join(KEY_ALIASES[missing[0]])
+            names = "/".join(aliases[missing[0]])
             invalid.append(errors.DataError(str(p), where, missing[0], f"no key value ({names})"))
             continue
         score = _score_value(record.get(score_field))
@@ -206,7 +238,9 @@ def read_external_scores(
 # ----------------------------------------------------------------------------- benchmark items
 
 
-def _item(example: Mapping, question: object, label: object) -> dict:
+def _item(
+    example: Mapping, question: object, label: object, row_fields: Sequence[str] = ()
+) -> dict:
     item = {
         "question": question,
         "label": label,
@@ -218,6 +252,9 @@ def _item(example: Mapping, question: object, label: object) -> dict:
             item[name] = example[name]
     if "label_binary" in example:
         item["label_binary"] = example["label_binary"]
+    for name in row_fields:
+        if example.get(name) not in (None, ""):
+            item[name] = example[name]
     return item
 
 
@@ -242,15 +279,17 @@ def benchmark_items(
     questions: Sequence[int] = constants.QUESTIONS,
     path: str | None = None,
     xlsum_articles: str | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> tuple[list[dict], list[errors.DataError]]:
     """The labelled items of `benchmark` that external scores are joined to.
 
     Args:
-      benchmark: `seahorse` (prepared split file), `metal`, `mface` or `true`.
+      benchmark: `seahorse` (prepared split file) or a registered benchmark.
       data_dir, split, questions: for `seahorse`.
-      path: METAL_dataset.json, the mFACE CSV or the TRUE folder (None: their environment
-        variables, see `data.benchmarks`).
+      path: the benchmark's file or folder (None: its environment variable, see
+        `data.benchmarks`).
       xlsum_articles: METAL only, when the key needs `article`.
+      options: the benchmark reader's options (SummEval's `articles`).
 
     Returns:
       (items, rows the benchmark's reader dropped).
@@ -259,26 +298,19 @@ def benchmark_items(
         if data_dir is None:
             raise errors.UserError("--data_dir (the `prepare` output) is needed for seahorse")
         return seahorse_items(data_dir, split, questions), []
-    results: list[benchmarks.ReadResult] = []
-    if benchmark == "metal":
-        articles = benchmarks.read_xlsum_articles(xlsum_articles) if xlsum_articles else None
-        for metric in benchmarks.METAL_METRICS:
-            if articles is None:
-                results.append(benchmarks.read_metal_labels(path, metric))
-            else:
-                results.append(benchmarks.read_metal(path, metric, articles))
-    elif benchmark == "mface":
-        for dimension in benchmarks.MFACE_DIMENSIONS:
-            results.append(benchmarks.read_mface(path, dimension))
-    elif benchmark == "true":
-        for dataset in benchmarks.TRUE_DATASETS:
-            if benchmarks.true_file(dataset, path).is_file():
-                results.append(benchmarks.read_true(dataset, path))
-        if not results:
-            raise errors.UserError(f"no TRUE CSV found in {path or benchmarks.true_dir()}")
-    else:
+    if benchmark not in BENCHMARKS:
         raise errors.UserError(f"--benchmark must be one of {', '.join(BENCHMARKS)}")
-    items = [_item(e, e["question"], e["label"]) for r in results for e in r.examples]
+    declared = registry.get(benchmark)
+    options = {k: v for k, v in (options or {}).items() if k in declared.options}
+    if benchmark == "metal":
+        # Without articles, METAL's labels alone (enough to join on gem_id).
+        options = {"xlsum_articles": xlsum_articles, "labels_only": not xlsum_articles}
+    results = declared.read_all(path, **options)
+    items = [
+        _item(e, e["question"], e["label"], declared.row_fields)
+        for r in results
+        for e in r.examples
+    ]
     return items, [d for r in results for d in r.dropped]
 
 
@@ -402,8 +434,8 @@ def join_scores(
             "label": item["label"],
             "score": score,
         }
-        for name in (*benchmarks.METADATA_FIELDS, "label_binary"):
-            if name in item:
+        for name in item:
+            if name in (*benchmarks.METADATA_FIELDS, "label_binary", "split", "origin"):
                 row[name] = item[name]
         rows.append(row)
     report.matched_items = len(rows)

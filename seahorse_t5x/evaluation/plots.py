@@ -205,3 +205,28 @@ def yes_rate_bars(rates: pd.DataFrame, path: str | pathlib.Path, title: str) -> 
     # Outside the axes: inside, the legend would hide the tallest bars (Q1-Q3).
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _save(fig, path, right=0.8)
+
+
+def system_level_scatter(frame: pd.DataFrame, path: str | pathlib.Path, title: str = "") -> str:
+    """System-level scatter: each system's mean human score (x) against its mean metric
+    score (y), one panel per (dimension, metric), Kendall tau in the panel title.
+
+    Args:
+      frame: score rows of one benchmark (`metric`, `question`, `system`, `label`, `score`).
+    """
+    panels = list(frame.groupby(["question", "metric"], sort=False))
+    fig, axes = _figure(len(panels))
+    for ax, ((question, metric), rows) in zip(axes, panels, strict=False):
+        systems, human, score = stats.system_means(
+            rows["system"].tolist(), rows["label"].to_numpy(), rows["score"].to_numpy()
+        )
+        ax.scatter(human, score, s=18)
+        for name, x, y in zip(systems, human, score, strict=True):
+            ax.annotate(name, (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+        tau = stats.correlation("kendall", score, human)
+        ax.set_title(f"{question} / {metric}: tau {tables.format_value(tau, 2)}", fontsize=8)
+        ax.set_xlabel("mean human score")
+        ax.set_ylabel("mean metric score")
+    if title:
+        fig.suptitle(f"{title}: system level")
+    return _save(fig, path)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import splits
-from seahorse_t5x.evaluation import plots, scorefiles, stats, tables
+from seahorse_t5x.evaluation import plots, protocols, scorefiles, stats, tables
 
 DEFAULT_BY: tuple[str, ...] = ("language", "dataset", "system")
 MFACE = "mface"
@@ -49,6 +49,10 @@ class ReportSettings:
     baseline: str | None = None
     plots: bool = True
     drop_duplicates: bool = False
+    # Only these benchmarks' rows (empty: all); with a path, the benchmark's reader runs
+    # too and its section says how many of its items each metric scored.
+    benchmarks: tuple[str, ...] = ()
+    benchmark_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------ statistics
@@ -263,6 +267,14 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
     Raises:
       errors.UserError: a `--by` field no score row has, or a baseline that is not a metric.
     """
+    if settings.benchmarks:
+        absent = [b for b in settings.benchmarks if b not in set(frame["benchmark"])]
+        if absent:
+            raise errors.UserError(
+                f"--benchmark {absent[0]}: no score row of it in the score files (benchmarks "
+                f"there: {', '.join(sorted(set(frame['benchmark'])))})"
+            )
+        frame = frame[frame["benchmark"].isin(settings.benchmarks)]
     n_rows, n_scored = int(len(frame)), int(frame["score"].notna().sum())
     frame, merged = normalized_scores(frame)
     metrics = list(dict.fromkeys(frame["metric"]))
@@ -270,9 +282,19 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         raise errors.UserError(
             f"--baseline {settings.baseline!r} is not a metric in the score files: {metrics}"
         )
-    kept, _ = scorefiles.drop_missing_scores(frame)
+    all_kept, _ = scorefiles.drop_missing_scores(frame)
     # Counted once: the mFACE subset's rows are copies of mFACE rows.
     _, dropped = scorefiles.drop_missing_scores(frame[frame["benchmark"] != MFACE_5LANG])
+    # Benchmarks with their own protocol (SummEval, FRANK, ...) get their own sections.
+    own = [b for b in ordered_benchmarks(all_kept) if protocols.protocol_of(b) is not None]
+    sections = {
+        name: protocols.evaluate_protocol(all_kept, protocols.protocol_of(name), settings)
+        for name in own
+    }
+    for name, path in settings.benchmark_paths.items():
+        if name in sections:
+            sections[name]["coverage"] = protocols.coverage(all_kept, name, path)
+    kept = all_kept[~all_kept["benchmark"].isin(own)]
     results = []
     for (benchmark, metric, question), rows in _groups(kept):
         entry = {"benchmark": benchmark, "metric": metric, "question": question}
@@ -289,7 +311,7 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
     breakdowns: dict[str, list[dict]] = {}
     skipped_fields: dict[str, str] = {}
     for field in settings.by:
-        if field not in kept.columns:
+        if field not in all_kept.columns:
             raise errors.UserError(
                 f"--by field {field!r} is not in the score files (columns: {sorted(kept.columns)})"
             )
@@ -322,13 +344,14 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         "n_rows": n_rows,
         "n_scored": n_scored,
         "missing_scores": dropped,
-        "benchmarks": ordered_benchmarks(kept),
+        "benchmarks": ordered_benchmarks(all_kept),
         "metrics": metrics,
         "merged_question_models": merged,
         "results": results,
         "breakdowns": breakdowns,
         "breakdowns_skipped": skipped_fields,
         "significance": comparisons,
+        "protocols": sections,
     }
 
 
@@ -496,7 +519,9 @@ def score_tables(scores: Mapping) -> list[tables.Table]:
     results = scores["results"]
     out: list[tables.Table] = []
     for benchmark in scores["benchmarks"]:
-        if benchmark == constants.SEAHORSE_BENCHMARK:
+        if benchmark in scores.get("protocols", {}):
+            out += protocols.section_tables(benchmark, scores["protocols"][benchmark])
+        elif benchmark == constants.SEAHORSE_BENCHMARK:
             out.append(tables.table5(results, benchmark))
             if any("ci" in r for r in results):  # none with --bootstrap 0
                 out.append(tables.table5_intervals(results, benchmark))
@@ -703,6 +728,11 @@ def _score_plots(kept: pd.DataFrame, scores: Mapping, plot_dir: pathlib.Path) ->
     written = []
     for benchmark in scores["benchmarks"]:
         rows = kept[kept["benchmark"] == benchmark]
+        if benchmark in scores.get("protocols", {}):
+            written += protocols.section_plots(
+                kept, benchmark, scores["protocols"][benchmark], plot_dir
+            )
+            continue
         if "label_binary" in rows.columns and rows["label_binary"].notna().all():
             # Graded mFACE labels: the ROC and calibration plots use the raters' majority.
             rows = rows.assign(label=rows["label_binary"].astype(np.float64))

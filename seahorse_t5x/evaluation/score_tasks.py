@@ -4,7 +4,7 @@ per task beside the majority baseline, and the files `evaluate` writes.
 The scores come from the one inference path (`seahorse_t5x.inference.scorer.Scorer`, as
 `score`): one decoder step from the start id 0, softmax over the logits of the two answer
 tokens, length-bucketed batches on the device mesh. The tasks tokenize and cut their own
-inputs (`seahorse_t5x.preprocessors`, with the vocabulary and truncation gin or the caller
+inputs (`seahorse_t5x.tasks.preprocessors`, with the vocabulary and truncation gin or the caller
 chose); the trainer's validation reads them with `load_task_examples` too.
 """
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, input_format
 from seahorse_t5x import task_names as names
 from seahorse_t5x.data import ratings
 from seahorse_t5x.evaluation import baselines, scorefiles, stats, tables
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 # Metadata carried from the task's examples into the score file.
 PASSTHROUGH_FIELDS = ("gem_id", "language", "dataset", "system")
+# Carried too where a benchmark's tasks have them (`data.benchmarks.registry` row_fields),
+# and not empty: the split and AggreFact's origin, which its protocol reads.
+OPTIONAL_FIELDS = ("split", "origin")
 
 
 @dataclasses.dataclass
@@ -39,6 +42,20 @@ class TaskExamples:
     tokens: list[np.ndarray]
     labels: np.ndarray
     metadata: list[dict[str, str]]
+    # The texts the inputs were built from (premise/hypothesis tasks; ICE tasks have none):
+    # what window scoring splits again.
+    premises: list[str] | None = None
+    hypotheses: list[str] | None = None
+    markers: list[str] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowSettings:
+    """`evaluate --long_inputs windows`: articles split into windows beside the summary
+    (`seahorse_t5x.inference.windows`), `aggregate` of their windows' P(yes) per row."""
+
+    overlap: int = 1
+    aggregate: str = "max"
 
 
 def _text(value: Any) -> str:
@@ -77,7 +94,9 @@ def load_task_examples(
         use_cached=False,
     )
     tokens, labels, metadata = [], [], []
+    premises, hypotheses, markers = [], [], []
     question = names.question_of_task(task_name)
+    texts = names.parse_ice_task(task_name) is None
     for i, ex in enumerate(dataset.as_numpy_iterator()):
         if max_examples is not None and i >= max_examples:
             break
@@ -88,10 +107,46 @@ def load_task_examples(
             )
         tokens.append(np.asarray(ex["inputs"], dtype=np.int32))
         labels.append(float(ex["label"]))
-        metadata.append({k: _text(ex[k]) for k in PASSTHROUGH_FIELDS if k in ex})
+        meta = {k: _text(ex[k]) for k in PASSTHROUGH_FIELDS if k in ex}
+        meta.update({k: _text(ex[k]) for k in OPTIONAL_FIELDS if k in ex and _text(ex[k])})
+        metadata.append(meta)
         if question is None and "question" in ex:
             question = int(ex["question"])
-    return TaskExamples(task_name, question, tokens, np.asarray(labels), metadata)
+        texts = texts and "premise" in ex and "hypothesis" in ex
+        if texts:
+            premises.append(_text(ex["premise"]))
+            hypotheses.append(_text(ex["hypothesis"]))
+            prompt = _text(ex["question_prompt"]) if "question_prompt" in ex else None
+            markers.append(input_format.marker_text(prompt))
+    examples = TaskExamples(task_name, question, tokens, np.asarray(labels), metadata)
+    if texts:
+        examples.premises, examples.hypotheses, examples.markers = premises, hypotheses, markers
+    return examples
+
+
+def score_examples(
+    scorer: Scorer, examples: TaskExamples, window_settings: WindowSettings | None
+) -> tuple[np.ndarray, int]:
+    """P(yes) of each example, and how many took several windows (0 without windows).
+
+    Raises:
+      UserError: for windows on a task whose examples carry no premise/hypothesis texts.
+    """
+    if window_settings is None:
+        return scorer.score_tokens(examples.tokens), 0
+    if examples.premises is None:
+        raise errors.UserError(
+            f"--long_inputs windows needs premise/hypothesis tasks; {examples.task_name} "
+            "builds its inputs another way (score it with --long_inputs truncate)"
+        )
+    scores, encoded = scorer.score_windows(
+        examples.premises,
+        examples.hypotheses,
+        overlap=window_settings.overlap,
+        aggregate=window_settings.aggregate,
+        markers=examples.markers,
+    )
+    return scores, int((encoded.windows > 1).sum())
 
 
 def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
@@ -229,6 +284,7 @@ def evaluate(
     max_examples: int | None = None,
     run_info: Mapping[str, Any] | None = None,
     log=print,
+    window_settings: WindowSettings | None = None,
 ) -> dict[str, dict]:
     """Scores `task_names` with `scorer` and writes score files, metrics.json, metrics.md.
 
@@ -241,6 +297,8 @@ def evaluate(
       max_examples: score only the first N examples of each task.
       run_info: more of the run, for metrics.json's `run` (its `title` heads metrics.md;
         default `{metric_name} ({split})`).
+      window_settings: score long articles in windows instead of the tasks' cut inputs;
+        each task's result then says how many rows took several windows (`windowed`).
 
     Returns:
       Per task: `stats.binary_metrics` output plus `majority_baseline` and `question`.
@@ -255,8 +313,10 @@ def evaluate(
         examples = load_task_examples(task_name, split, input_length, max_examples)
         if not examples.tokens:
             raise errors.UserError(f"task {task_name} has no examples in split {split!r}")
-        scores = scorer.score_tokens(examples.tokens)
+        scores, windowed = score_examples(scorer, examples, window_settings)
         result = question_metrics(examples.labels, scores)
+        if window_settings is not None:
+            result["windowed"] = windowed
         # SEAHORSE tasks carry their question number; other benchmarks' tasks (a rating set's
         # `tone_polite_score`, mFACE's dimensions) are named by their task's name.
         if examples.question is not None:

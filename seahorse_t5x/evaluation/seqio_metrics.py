@@ -1,9 +1,14 @@
 """SeqIO metric functions: thin adapters from T5X's evaluation outputs to `stats`.
 
 SeqIO decides a metric's kind from its parameter names: `(targets, scores)` is a score
-metric (T5X's score mode: one log-probability of the task's constant target per example,
-in dataset order) and `(targets, predictions)` a predict metric (decoded strings). The
-names below must stay exactly as they are.
+metric (T5X's score mode: one log-probability per example, in dataset order) and
+`(targets, predictions)` a predict metric (decoded strings). The names below must stay
+exactly as they are.
+
+Score metrics are computed on exp(score) (`probabilities`): with this project's run gins the
+model is `t5x_models.LabelScoringModel`, whose score is log P(yes), so the numbers are those
+of `seahorse-t5x evaluate` on P(yes) (ROC-AUC and rank statistics do not change under exp;
+Pearson rho does).
 
 `targets` are what the task's `postprocess_fn(target, example=..., is_target=True)`
 returned: the gold label as an int, float, `"1"`/`"0"` string or bytes, or a dict holding it
@@ -81,18 +86,24 @@ def _as_floats(result: dict, names: Sequence[str], kind: str) -> dict[str, float
     return out
 
 
+def probabilities(scores: Sequence[float]) -> np.ndarray:
+    """exp(score) as float64, flat: P(yes) from `LabelScoringModel`'s log P(yes)."""
+    return np.exp(np.asarray(scores, dtype=np.float64).reshape(-1))
+
+
 def score_metrics(targets: Sequence[object], scores: Sequence[float]) -> dict[str, float]:
-    """Score-mode metrics: Pearson rho and ROC-AUC of the scores against the gold labels.
+    """Score-mode metrics: Pearson rho and ROC-AUC of exp(score) against the gold labels.
 
     Args:
       targets: gold labels as the task's postprocess_fn returned them, dataset order.
-      scores: per-example log-probability of the constant target `1` (higher = more Yes).
+      scores: per-example log P(yes) (`LabelScoringModel`; T5X's own model gives the
+        log-probability of the constant target `1`); higher = more Yes.
 
     Returns:
       `{"pearson", "roc_auc", "n", "positive_rate"}` as floats; NaN where undefined.
     """
     labels = [label_value(t) for t in targets]
-    result = stats.binary_metrics(labels, np.asarray(scores, dtype=np.float64).reshape(-1))
+    result = stats.binary_metrics(labels, probabilities(scores))
     out = _as_floats(result, ("pearson", "roc_auc", "positive_rate"), "score")
     out["n"] = float(result["n"])
     return out

@@ -7,11 +7,21 @@ example, in dataset order,
 
     {"inputs": {"inputs_pretokenized": "premise: ... hypothesis: ...",
                 "targets_pretokenized": "1"},
-     "score": -0.0123}
+     "score": -0.0123, "aux": {"log_p_no": -4.41}}
 
-where `score` is the sum of the target tokens' log-probabilities: log P('1' | input) +
-log P(EOS | input, '1'). With `infer.num_shards = n`, shard k holds the examples k, k + n,
+The run gins' model is `t5x_models.LabelScoringModel`: `score` is log P(yes) and
+`aux.log_p_no` log P(no) of the two-way softmax over the `1` and `0` logits at the first
+decoder step (ICE: the answer words' first pieces), so exp(score) + exp(log_p_no) = 1, and
+the converter writes `score` = exp(score) = P(yes), what `seahorse-t5x score` computes, with
+`log_p_yes` beside it. With `infer.num_shards = n`, shard k holds the examples k, k + n,
 k + 2n, ... (SeqIO's `Dataset.shard`), in files `...-0000k-of-0000n`.
+
+Output of T5X's own `EncoderDecoderModel` (gins before `LabelScoringModel`, or a model gin
+of one's own) has no `aux.log_p_no`: its score is log P(target) over the whole vocabulary,
+log P('1' | input) + log P(EOS | input, '1'). It is still read, and written as it is
+(`score` = `log_p_yes` = that log-probability, `score_kind` `log_p_target`), with a warning:
+a monotone function of P('1') * P(EOS | '1'), not the two-way P(yes). A file mixing the two
+kinds is refused.
 
 One converter for every score task whose examples are split-file rows in file order, told
 apart by the task name (`score_task`):
@@ -41,12 +51,6 @@ a file from another task, split or data folder is refused instead of silently mi
 Output without `inputs_pretokenized` cannot be checked and is refused, unless the join by
 position alone is asked for (`join_by_position`).
 
-The score written is log P(target), also kept as `log_p_yes`: higher means more likely Yes.
-It is a monotone function of exp(score) = P('1') * P(EOS | '1') over the whole vocabulary,
-not exactly the two-way softmax P(yes) = P('1') / (P('1') + P('0')) that
-`seahorse-t5x score` computes; for a fine-tuned metric nearly all first-step mass is on
-'1' and '0' and P(EOS | '1') is close to 1, so the two order examples (almost) alike.
-ROC-AUC depends on that order only; Pearson rho is computed on the log-probabilities.
 """
 
 from __future__ import annotations
@@ -57,11 +61,22 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from seahorse_t5x import constants, errors, fileio, ice, input_format, task_names
+from seahorse_t5x import constants, errors, fileio, ice_format, input_format, task_names
 from seahorse_t5x.data import ratings, splits
 from seahorse_t5x.evaluation import scorefiles
 
 _SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
+
+# `score_kind` of the rows written: P(yes) of the two-way softmax (`LabelScoringModel`
+# output), or T5X's log P(target) over the whole vocabulary (its own model).
+SCORE_KIND_P_YES = "p_yes"
+SCORE_KIND_LOG_P_TARGET = "log_p_target"
+# The aux value LabelScoringModel's records carry (t5x_models.AUX_LOG_P_NO, named here
+# too so the converter does not import JAX).
+AUX_LOG_P_NO = "log_p_no"
+# How far exp(log P(yes)) + exp(log P(no)) may be from 1 (float32 log-softmax, printed
+# to JSON as float32 values: about 1e-7 in practice).
+_TWO_WAY_TOLERANCE = 1e-4
 
 
 def _hypothesis_tail(row: dict) -> str:
@@ -71,7 +86,7 @@ def _hypothesis_tail(row: dict) -> str:
 
 def _ice_tail(row: dict) -> str:
     """The end of an ICE task's prompt: the rated summary and the answer cue."""
-    return ice.demonstration_rest(row["summary"], None)
+    return ice_format.demonstration_rest(row["summary"], None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,14 +155,14 @@ def score_task(task: str) -> ScoreTask:
             _hypothesis_tail,
         )
     parsed_ice = task_names.parse_ice_task(task)
-    if parsed_ice is not None and parsed_ice.mode in ice.SAMPLING_MODES:
+    if parsed_ice is not None and parsed_ice.mode in ice_format.SAMPLING_MODES:
         # The answer word is the ICE task's own (not the score tasks' "1"): any target is taken.
         return ScoreTask(
             task,
             constants.SEAHORSE_BENCHMARK,
             parsed_ice.question,
             parsed_ice.language,
-            ice.QUERY_SPLITS,
+            ice_format.QUERY_SPLITS,
             _ice_tail,
             target=None,
         )
@@ -380,14 +395,57 @@ def _check_joined_text(
     return True
 
 
-def _score_row(task: ScoreTask, row: dict, score: float, metric: str, split: str) -> dict:
+def _log_p_no(path: str, number: int, record: dict) -> float | None:
+    """The record's `aux.log_p_no` (None: T5X's own model wrote it, no aux value).
+
+    Raises:
+      DataError: an `aux` that is not an object, or a `log_p_no` that is not a number.
+    """
+    aux = record.get("aux")
+    if aux is None:
+        return None
+    if not isinstance(aux, dict):
+        raise errors.DataError(path, number, "aux", f"expected an object, got {aux!r}")
+    if AUX_LOG_P_NO not in aux:
+        return None
+    value = aux[AUX_LOG_P_NO]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise errors.DataError(
+            path, number, f"aux.{AUX_LOG_P_NO}", f"expected a number, got {value!r}"
+        )
+    return float(value)
+
+
+def _check_two_way(path: str, number: int, log_p_yes: float, log_p_no: float) -> None:
+    """log P(yes) and log P(no) of one two-way softmax: their probabilities sum to 1.
+
+    Raises:
+      DataError: they do not (the score is then not LabelScoringModel's log P(yes)).
+    """
+    if not (math.isfinite(log_p_yes) and math.isfinite(log_p_no)):
+        return  # counted as a non-finite score by the caller
+    total = math.exp(log_p_yes) + math.exp(log_p_no)
+    if abs(total - 1.0) > _TWO_WAY_TOLERANCE:
+        raise errors.DataError(
+            path,
+            number,
+            f"aux.{AUX_LOG_P_NO}",
+            f"exp(score) + exp(log_p_no) = {total:.6g}, not 1: not the two-way log P(yes) "
+            "and log P(no) of seahorse_t5x.t5x_models.LabelScoringModel",
+        )
+
+
+def _score_row(
+    task: ScoreTask, row: dict, log_p_yes: float, two_way: bool, metric: str, split: str
+) -> dict:
     result = {
         "metric": metric,
         "benchmark": task.benchmark,
         "question": task.question,
         "label": row["label"],
-        "score": score,
-        "log_p_yes": score,
+        "score": math.exp(log_p_yes) if two_way else log_p_yes,
+        "log_p_yes": log_p_yes,
+        "score_kind": SCORE_KIND_P_YES if two_way else SCORE_KIND_LOG_P_TARGET,
     }
     if task.rating_set is None:
         result.update({name: row[name] for name in splits.SLICE_FIELDS})
@@ -410,7 +468,10 @@ def convert(
 ) -> tuple[list[dict], dict[str, int]]:
     """Joins T5X score-mode output with the labels and slice fields of the rows the task read.
 
-    Every record is checked against its row: its `inputs_pretokenized` must end with the
+    A record with `aux.log_p_no` (`LabelScoringModel`, the run gins' model) becomes a row
+    whose `score` is P(yes) = exp(score), after a check that exp(score) + exp(log_p_no) is
+    1; a record without (T5X's own model) keeps its log P(target) as the score. Every
+    record is checked against its row: its `inputs_pretokenized` must end with the
     row's summary as the task writes it (whitespace runs as one space), and its
     `targets_pretokenized`, when given, must be the task's constant target (`1`; any word
     for ICE). A record without `inputs_pretokenized` is refused unless `join_by_position`,
@@ -429,12 +490,16 @@ def convert(
 
     Returns:
       (rows, counts): score-file rows in dataset order, and counts
-      `{"examples", "non_finite_scores", "unchecked"}`, with `dropped_rows` (bad rows of
-      the split file, dropped as the task drops them) for a rating task.
+      `{"examples", "non_finite_scores", "unchecked", "log_p_target"}` (`log_p_target`:
+      rows whose score is T5X's whole-vocabulary log P(target), not P(yes)), with
+      `dropped_rows` (bad rows of the split file, dropped as the task drops them) for a
+      rating task.
 
     Raises:
-      UserError / DataError: an unknown task or split, or output and rows that do not line
-        up (count, target or summary text), with the file and line of the first difference.
+      UserError / DataError: an unknown task or split, output and rows that do not line
+        up (count, target or summary text), with the file and line of the first difference,
+        a file mixing two-way and whole-vocabulary scores, or a two-way pair whose
+        probabilities do not sum to 1.
     """
     if not metric.strip():
         raise errors.UserError("--metric must name the metric (e.g. seahorse_q4_xxl_t5x)")
@@ -455,6 +520,7 @@ def convert(
         )
     out = []
     non_finite = unchecked = 0
+    two_way_kind: bool | None = None  # the first record's kind; every record must match it
     for (path, number, record), row in zip(records, source.rows, strict=True):
         inputs = record.get("inputs") or {}
         if not isinstance(inputs, dict):
@@ -476,11 +542,31 @@ def convert(
             path, number, inputs, inferred.tail(row), row_name, join_by_position
         )
         score = float(record["score"])
+        log_p_no = _log_p_no(path, number, record)
+        two_way = log_p_no is not None
+        if two_way_kind is None:
+            two_way_kind = two_way
+        elif two_way != two_way_kind:
+            raise errors.DataError(
+                path,
+                number,
+                f"aux.{AUX_LOG_P_NO}",
+                f"{'present' if two_way else 'missing'}, unlike the first record: the files "
+                "mix two-way log P(yes) (LabelScoringModel) and whole-vocabulary log "
+                "P(target) scores; convert each run's output on its own",
+            )
+        if two_way:
+            _check_two_way(path, number, score, log_p_no)
         if not math.isfinite(score):
             non_finite += 1
             score = math.nan
-        out.append(_score_row(inferred, row, score, metric, split))
-    counts = {"examples": len(out), "non_finite_scores": non_finite, "unchecked": unchecked}
+        out.append(_score_row(inferred, row, score, two_way, metric, split))
+    counts = {
+        "examples": len(out),
+        "non_finite_scores": non_finite,
+        "unchecked": unchecked,
+        "log_p_target": 0 if two_way_kind else len(out),
+    }
     if source.dropped is not None:
         counts["dropped_rows"] = source.dropped
     return out, counts
@@ -489,6 +575,13 @@ def convert(
 def join_warnings(counts: dict[str, int]) -> list[str]:
     """What the user should know about a join's counts (`convert`), one line each."""
     warnings = []
+    if counts.get("log_p_target"):
+        warnings.append(
+            f"the {counts['log_p_target']} scores carry no aux.log_p_no: they are T5X's log "
+            "P(target) over the whole vocabulary (a model other than seahorse_t5x.t5x_models."
+            "LabelScoringModel), written as they are (score_kind log_p_target), not as the "
+            "two-way P(yes) of `score`; infer with runs/infer_score.gin for P(yes)"
+        )
     if counts.get("dropped_rows"):
         warnings.append(
             f"{counts['dropped_rows']} rows of the rating split file were dropped, as the task "

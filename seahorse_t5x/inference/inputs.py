@@ -1,7 +1,7 @@
 """Model inputs for scoring: token ids in numpy, cut exactly like the SeqIO tasks.
 
 The text, its length budget and its truncation modes are `seahorse_t5x.input_format`'s, as
-for `seahorse_t5x.preprocessors`: `premise: {article} hypothesis: {summary}` (or
+for `seahorse_t5x.tasks.preprocessors`: `premise: {article} hypothesis: {summary}` (or
 `question: {prompt} premise: ...` for a multi-question model), cut inside the article so the
 whole summary and EOS fit (`keep_summary`), or from the right as in the paper (`right`).
 A test checks both give the same ids.

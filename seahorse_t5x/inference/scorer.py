@@ -24,7 +24,7 @@ from jax.sharding import Mesh
 from seahorse_t5x import constants, errors, input_format, task_names
 from seahorse_t5x import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import inputs
+from seahorse_t5x.inference import inputs, windows
 from seahorse_t5x.model import checkpoints
 from seahorse_t5x.model.configs import MT5Config
 
@@ -209,6 +209,44 @@ class Scorer:
         """P(yes) = softmax over the answer logits at the first decoder step, input order."""
         encoded = self.encode(articles, summaries, question)
         return self.score_tokens(encoded.tokens, progress)
+
+    def encode_windows(
+        self,
+        articles: Sequence[str],
+        summaries: Sequence[str],
+        question: int | None = None,
+        overlap: int = windows.DEFAULT_OVERLAP,
+        markers: Sequence[str] | None = None,
+    ) -> windows.WindowedInputs:
+        """Token ids of every window of every article beside its whole summary."""
+        return windows.encode_windows(
+            self.vocab, articles, summaries, self.max_input_length, question, overlap, markers
+        )
+
+    def score_windows(
+        self,
+        articles: Sequence[str],
+        summaries: Sequence[str],
+        question: int | None = None,
+        overlap: int = windows.DEFAULT_OVERLAP,
+        aggregate: str = windows.AGGREGATE_MAX,
+        markers: Sequence[str] | None = None,
+    ) -> tuple[np.ndarray, windows.WindowedInputs]:
+        """P(yes) of each row from its article's windows (`inference.windows`), input order.
+
+        Args:
+          markers: each row's marker text instead of `question`'s (a task's own prompts).
+
+        Returns:
+          (scores [n], the windows scored: `.windows` per row, `.summary_truncated`).
+        """
+        windows.check_aggregate(aggregate)
+        encoded = self.encode_windows(articles, summaries, question, overlap, markers)
+        window_scores = self.score_tokens(encoded.tokens)
+        scores = windows.aggregate_windows(
+            window_scores, encoded.row_of_window, len(articles), aggregate
+        )
+        return scores, encoded
 
     @classmethod
     def from_pretrained(

@@ -9,6 +9,11 @@ Registered names (docs/benchmarks.md describes each):
   metal_{linguistic_acceptability,task_quality,output_content_quality,hallucinations,
          problematic_content}                      and `.{lang}` for METAL's ten languages
   mixtures: mface_all, mface_all_5lang, true_all, metal_all
+  {benchmark}_{dimension}_score[.{dataset}]        every other registered benchmark
+                                                     (SummEval, FRANK, LLM-AggreFact,
+                                                     AggreFact), per dataset where the
+                                                     benchmark is split by dataset;
+                                                     mixture {benchmark}_all_score
 
 Every task is a score-mode task: the target is the constant "1", so T5X's score is the
 model's log P(yes); the gold label travels as the non-output feature `label` (float for the
@@ -18,7 +23,8 @@ metric gives the paper's Pearson (against the mean rating) and ROC-AUC (against 
 
 Files are read when a dataset is built, never at import, from the paths of
 `seahorse_t5x.data.benchmarks` (gin `benchmark_paths`, or the environment variables
-SEAHORSE_MFACE_PATH, SEAHORSE_TRUE_DIR, SEAHORSE_METAL_PATH, SEAHORSE_XLSUM_ARTICLES).
+SEAHORSE_MFACE_PATH, SEAHORSE_TRUE_DIR, SEAHORSE_METAL_PATH, SEAHORSE_XLSUM_ARTICLES, and
+each registered benchmark's own: SEAHORSE_SUMMEVAL_PATH, SEAHORSE_FRANK_DIR, ...).
 Splits: mFACE `train`/`validation`/`test` follow its `split` column (XL-Sum's split of the
 document), `all` holds every row; TRUE and METAL have `test` only.
 """
@@ -33,11 +39,11 @@ import seqio
 import tensorflow as tf
 from absl import logging
 
-from seahorse_t5x import preprocessors
 from seahorse_t5x import task_names as names
 from seahorse_t5x.data import benchmarks
+from seahorse_t5x.data.benchmarks import registry as benchmark_registry
 from seahorse_t5x.evaluation import seqio_metrics, stats
-from seahorse_t5x.tasks import registry
+from seahorse_t5x.tasks import postprocessors, registry
 
 MFACE_SPLITS: tuple[str, ...] = ("train", "validation", "test", "all")
 TEST_ONLY: tuple[str, ...] = ("test",)
@@ -53,23 +59,30 @@ _STRING_FIELDS: tuple[str, ...] = (
 
 
 def examples_dataset(
-    examples: Sequence[dict], label_dtype: tf.DType, extra_int_fields: Sequence[str] = ()
+    examples: Sequence[dict],
+    label_dtype: tf.DType,
+    extra_int_fields: Sequence[str] = (),
+    extra_string_fields: Sequence[str] = (),
 ) -> tf.data.Dataset:
     """Reader examples as a tf.data.Dataset in the shared preprocessors' schema.
 
     `question` is the SEAHORSE question whose metric scores the benchmark (int64), as the
-    schema passes it through; `extra_int_fields` (e.g. `label_binary`) ride along. A
-    generator, not tensor constants: articles never become part of the graph.
+    schema passes it through; `extra_int_fields` (e.g. `label_binary`) and
+    `extra_string_fields` (`split`, `origin`; "" where absent) ride along. A generator, not
+    tensor constants: articles never become part of the graph.
     """
     signature = {name: tf.TensorSpec((), tf.string) for name in _STRING_FIELDS}
     signature["label"] = tf.TensorSpec((), label_dtype)
     signature["question"] = tf.TensorSpec((), tf.int64)
     for name in extra_int_fields:
         signature[name] = tf.TensorSpec((), tf.int64)
+    for name in extra_string_fields:
+        signature[name] = tf.TensorSpec((), tf.string)
 
     def rows():
         for e in examples:
             row = {name: e[name] for name in (*_STRING_FIELDS, "label", *extra_int_fields)}
+            row.update({name: e.get(name) or "" for name in extra_string_fields})
             row["question"] = e["seahorse_question"]
             yield row
 
@@ -135,6 +148,58 @@ def metal_dataset(
     return examples_dataset(_with_question(result.examples, METAL_QUESTIONS[metric]), tf.float32)
 
 
+def registered_dataset(
+    split: str,
+    shuffle_files: bool,
+    seed: int | None = None,
+    *,
+    benchmark: str,
+    dimension: str,
+    dataset: str | None,
+) -> tf.data.Dataset:
+    """One dimension of a registered benchmark (`data.benchmarks.registry`) in `split`,
+    optionally one dataset's rows (the benchmark's `dataset_field`)."""
+    del shuffle_files, seed  # read in file order
+    declared = benchmark_registry.get(benchmark)
+    examples = []
+    for result in declared.read_all(None):
+        _log_drops(result)
+        for e in result.examples:
+            if e["question"] != dimension or e.get("split", "test") != split:
+                continue
+            if dataset is not None and e.get(declared.dataset_field) != dataset:
+                continue
+            examples.append({**e, "seahorse_question": declared.questions[dimension]})
+    graded = declared.label_kind == benchmark_registry.LABEL_GRADED
+    return examples_dataset(
+        examples,
+        tf.float32 if graded else tf.int64,
+        extra_string_fields=declared.row_fields,
+    )
+
+
+def task_benchmarks() -> list[benchmark_registry.Benchmark]:
+    """The registered benchmarks whose score tasks are `{name}_{dimension}_score`: those
+    with their own protocol (mFACE, TRUE and METAL keep their names above)."""
+    return [
+        benchmark_registry.get(name)
+        for name in benchmark_registry.names()
+        if benchmark_registry.get(name).protocol.kind != benchmark_registry.PAPER
+    ]
+
+
+def registered_task_names(benchmark: benchmark_registry.Benchmark) -> list[str]:
+    """Its score tasks: per dimension, all rows, then one per dataset."""
+    out = []
+    for dimension in benchmark.dimensions:
+        out.append(names.benchmark_score_task(benchmark.name, dimension))
+        out += [
+            names.benchmark_score_task(benchmark.name, dimension, suffix)
+            for suffix in benchmark.datasets
+        ]
+    return out
+
+
 # ----------------------------------------------------------------------------- metrics
 
 
@@ -155,17 +220,19 @@ def _floats(result: dict, statistics: Sequence[str]) -> dict[str, float]:
 
 
 def graded_score_metrics(targets: Sequence[object], scores: Sequence[float]) -> dict[str, float]:
-    """Score metric for graded labels (METAL): Pearson, Spearman and Kendall against the mean."""
+    """Score metric for graded labels (METAL): Pearson, Spearman and Kendall of exp(score)
+    (P(yes), `seqio_metrics.probabilities`) against the mean."""
     labels = [_label_of(t, "label") for t in targets]
-    result = stats.graded_metrics(labels, np.asarray(scores, np.float64).reshape(-1))
+    result = stats.graded_metrics(labels, seqio_metrics.probabilities(scores))
     out = _floats(result, stats.GRADED_STATISTICS)
     out["n"] = float(result["n"])
     return out
 
 
 def mface_score_metrics(targets: Sequence[object], scores: Sequence[float]) -> dict[str, float]:
-    """Score metric for mFACE: Pearson against the raters' mean, ROC-AUC against their vote."""
-    s = np.asarray(scores, np.float64).reshape(-1)
+    """Score metric for mFACE: Pearson of exp(score) (P(yes), `seqio_metrics.probabilities`)
+    against the raters' mean, ROC-AUC against their vote."""
+    s = seqio_metrics.probabilities(scores)
     graded = stats.graded_metrics([_label_of(t, "label") for t in targets], s)
     binary = stats.binary_metrics([_label_of(t, "label_binary") for t in targets], s)
     out = _floats(graded, ("pearson", "spearman"))
@@ -228,7 +295,8 @@ def metal_task_names(with_languages: bool = True) -> list[str]:
 
 
 def task_names() -> list[str]:
-    """Every task name this module registers."""
+    """Every mFACE, TRUE and METAL task name this module registers (the other registered
+    benchmarks' are `registered_task_names`)."""
     return (
         mface_task_names()
         + mface_task_names(five_languages=True)
@@ -255,7 +323,7 @@ def _register() -> None:
             names.true_task(dataset),
             functools.partial(true_dataset, dataset=dataset),
             TEST_ONLY,
-            preprocessors.score_postprocessor,
+            postprocessors.score_postprocessor,
             seqio_metrics.score_metrics,
         )
     for metric in benchmarks.METAL_METRICS:
@@ -264,7 +332,7 @@ def _register() -> None:
                 names.metal_task(metric, language),
                 functools.partial(metal_dataset, metric=metric, language=language),
                 TEST_ONLY,
-                preprocessors.score_postprocessor,
+                postprocessors.score_postprocessor,
                 graded_score_metrics,
             )
     # Evaluation-only mixtures: T5X evaluates each sub-task on its own.
@@ -272,6 +340,24 @@ def _register() -> None:
     seqio.MixtureRegistry.add("mface_all_5lang", mface_task_names(True), default_rate=1.0)
     seqio.MixtureRegistry.add("true_all", true_task_names(), default_rate=1.0)
     seqio.MixtureRegistry.add("metal_all", metal_task_names(False), default_rate=1.0)
+    for declared in task_benchmarks():
+        graded = declared.label_kind == benchmark_registry.LABEL_GRADED
+        for dimension in declared.dimensions:
+            for suffix in (None, *declared.datasets):
+                _add_task(
+                    names.benchmark_score_task(declared.name, dimension, suffix),
+                    functools.partial(
+                        registered_dataset,
+                        benchmark=declared.name,
+                        dimension=dimension,
+                        dataset=None if suffix is None else declared.datasets[suffix],
+                    ),
+                    declared.splits,
+                    postprocessors.score_postprocessor,
+                    graded_score_metrics if graded else seqio_metrics.score_metrics,
+                )
+        whole = [names.benchmark_score_task(declared.name, d) for d in declared.dimensions]
+        seqio.MixtureRegistry.add(declared.task_mixture, whole, default_rate=1.0)
 
 
 _register()

@@ -26,8 +26,8 @@ input fits `sequence_length["inputs"]` with its EOS: the demonstrations' article
 demonstrations are dropped (the last first). The rated summary is never cut unless it
 alone cannot fit (`summary_truncated`).
 
-The sampling and fitting are `seahorse_t5x.ice`'s. Settings are read when a dataset is
-built: gin `seahorse_t5x.ice.ice_settings` (`seed`, `yes_fraction`, `answer_words`), and for
+The sampling and fitting are `seahorse_t5x.ice_format`'s. Settings are read when a dataset is
+built: gin `seahorse_t5x.ice_format.ice_settings` (`seed`, `yes_fraction`, `answer_words`), and for
 the answer words also the environment variable SEAHORSE_ICE_ANSWER_WORDS (e.g. `Ja,Nein`).
 The target is the yes word, so T5X's score mode gives log P(yes word); the scorer compares
 the two words' first pieces (`seahorse_t5x.vocab.answer_token_ids`).
@@ -42,10 +42,10 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import constants, errors, ice, input_format, preprocessors
+from seahorse_t5x import constants, errors, ice_format, input_format
 from seahorse_t5x import task_names as names
 from seahorse_t5x.evaluation import seqio_metrics
-from seahorse_t5x.tasks import registry, seahorse
+from seahorse_t5x.tasks import postprocessors, registry, seahorse
 
 SHOTS: tuple[int, ...] = (2, 4)
 
@@ -73,7 +73,7 @@ def ice_rows(
     Raises:
       UserError: missing split files, or a training pool too small for a draw.
     """
-    settings = ice.ice_settings()
+    settings = ice_format.ice_settings()
     words = settings.answer_words
     pools: dict[str, list[dict]] = {}
     for row in seahorse.examples("train", question):
@@ -81,26 +81,27 @@ def ice_rows(
     task = task_name(question, shots, mode)
     out = []
     for row in seahorse.examples(split, question, language):
-        seed = ice.item_seed(settings.seed, task, row["gem_id"], row["system"])
+        seed = ice_format.item_seed(settings.seed, task, row["gem_id"], row["system"])
         rng = np.random.default_rng(seed)
         pool = pools.get(row["language"], [])
         try:
-            demos = ice.sample_demonstrations(
+            demos = ice_format.sample_demonstrations(
                 pool, shots, mode, rng, settings.yes_fraction, exclude_gem_id=row["gem_id"]
             )
         except errors.UserError as e:
             raise errors.UserError(f"{task}, language {row['language']}: {e}") from None
         out.append(
             {
-                "instruction": ice.instruction_text(question, words),
+                "instruction": ice_format.instruction_text(question, words),
                 "demo_articles": [d["premise"] for d in demos],
                 "demo_rests": [
-                    ice.demonstration_rest(d["hypothesis"], words[1 - d["label"]]) for d in demos
+                    ice_format.demonstration_rest(d["hypothesis"], words[1 - d["label"]])
+                    for d in demos
                 ],
                 "demo_labels": [d["label"] for d in demos],
                 "demo_gem_ids": [d["gem_id"] for d in demos],
                 "premise": row["premise"],
-                "query_rest": ice.demonstration_rest(row["hypothesis"], None),
+                "query_rest": ice_format.demonstration_rest(row["hypothesis"], None),
                 "hypothesis": row["hypothesis"],
                 "label": row["label"],
                 "question": question,
@@ -150,7 +151,7 @@ def yes_word_targets(x: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
 
     {"label": 0, ...} -> {"label": 0, "targets_pretokenized": "Yes", ...}
     """
-    return {**x, "targets_pretokenized": tf.constant(ice.ice_settings().answer_words[0])}
+    return {**x, "targets_pretokenized": tf.constant(ice_format.ice_settings().answer_words[0])}
 
 
 @seqio.map_over_dataset
@@ -172,9 +173,11 @@ def tokenize_ice(
     input_vocab = output_features["inputs"].vocabulary
     target_vocab = output_features["targets"].vocabulary
     demos = tf.strings.join(
-        [ice.ARTICLE_MARKER, x["demo_articles"], x["demo_rests"]], separator=" "
+        [ice_format.ARTICLE_MARKER, x["demo_articles"], x["demo_rests"]], separator=" "
     )
-    query = tf.strings.join([ice.ARTICLE_MARKER, x["premise"], x["query_rest"]], separator=" ")
+    query = tf.strings.join(
+        [ice_format.ARTICLE_MARKER, x["premise"], x["query_rest"]], separator=" "
+    )
     out = {k: v for k, v in x.items() if k not in ("demo_articles", "demo_rests")}
     out["inputs_pretokenized"] = tf.strings.reduce_join(
         tf.concat([[x["instruction"]], demos, [query]], axis=0), separator=" "
@@ -214,7 +217,7 @@ def fit_ice_inputs(
     output_features: Mapping[str, seqio.Feature],
 ) -> tf.data.Dataset:
     """Builds `inputs` (without EOS) within `sequence_length["inputs"] - 1` tokens
-    (`seahorse_t5x.ice.fit_ice_tokens`), and the four count features it reports.
+    (`seahorse_t5x.ice_format.fit_ice_tokens`), and the four count features it reports.
 
     With inputs length 9 (budget 8), marker ids("Article:") = [m], instruction [1000],
     demonstration article [10, 10, 10] and rest [30], rated article [20, 20], rest [40]:
@@ -223,10 +226,12 @@ def fit_ice_inputs(
     budget = input_format.sequence_budget(sequence_length)
     if budget is None:
         budget = np.iinfo(np.int32).max
-    marker = np.asarray(output_features["inputs"].vocabulary.encode(ice.ARTICLE_MARKER), np.int32)
+    marker = np.asarray(
+        output_features["inputs"].vocabulary.encode(ice_format.ARTICLE_MARKER), np.int32
+    )
 
     def fit(instruction, art_flat, art_lengths, rest_flat, rest_lengths, article, rest):
-        tokens, counts = ice.fit_ice_tokens(
+        tokens, counts = ice_format.fit_ice_tokens(
             instruction.tolist(),
             marker.tolist(),
             [a.tolist() for a in _split_ragged(art_flat, art_lengths)],
@@ -288,7 +293,7 @@ def task_names() -> list[str]:
         task_name(question, shots, mode, language)
         for question in constants.QUESTIONS
         for shots in SHOTS
-        for mode in ice.SAMPLING_MODES
+        for mode in ice_format.SAMPLING_MODES
         for language in (None, *constants.LANGUAGES)
     ]
 
@@ -296,7 +301,7 @@ def task_names() -> list[str]:
 def _register() -> None:
     for question in constants.QUESTIONS:
         for shots in SHOTS:
-            for mode in ice.SAMPLING_MODES:
+            for mode in ice_format.SAMPLING_MODES:
                 for language in (None, *constants.LANGUAGES):
                     seqio.TaskRegistry.add(
                         task_name(question, shots, mode, language),
@@ -308,11 +313,11 @@ def _register() -> None:
                                 mode=mode,
                                 language=language,
                             ),
-                            splits=ice.QUERY_SPLITS,
+                            splits=ice_format.QUERY_SPLITS,
                         ),
                         preprocessors=ice_preprocessors(),
                         output_features=registry.output_features(),
-                        postprocess_fn=preprocessors.score_postprocessor,
+                        postprocess_fn=postprocessors.score_postprocessor,
                         metric_fns=[seqio_metrics.score_metrics],
                     )
 

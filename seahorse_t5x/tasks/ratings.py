@@ -140,7 +140,7 @@ def _examples(
 def examples(name: str, split: str, question: str, language: str | None = None) -> Iterator[dict]:
     """The examples of a question's tasks in `split` (in `language`, if given): the rows
     labelled 1 or 0 for it, in file order, in the intermediate schema of
-    `seahorse_t5x.preprocessors`, as plain Python.
+    `seahorse_t5x.tasks.preprocessors`, as plain Python.
 
     Raises:
       UserError: the set is not registered, has no data folder, or the file is missing.
@@ -318,8 +318,8 @@ def register_rating_tasks(
     labelled train rows) and `{name}_all_score` (their score tasks). A task's examples are
     the rows labelled 1 or 0 for its question, in file order. The inputs are
     `premise: {article} hypothesis: {summary}`, cut inside the article so the summary
-    always fits (gin `seahorse_t5x.preprocessors.configured_truncation.mode` as for
-    SEAHORSE). Score tasks use `preprocessors.score_postprocessor` and
+    always fits (gin `seahorse_t5x.tasks.preprocessors.configured_truncation.mode` as for
+    SEAHORSE). Score tasks use `postprocessors.score_postprocessor` and
     `seqio_metrics.score_metrics`, the others `predict_postprocessor` and `predict_metrics`.
 
     The examples carry SEAHORSE's features (`inputs`, `targets`, `label`, `gem_id`,

@@ -1,7 +1,7 @@
 """The one way a premise/hypothesis task is added to SeqIO's registry (registers nothing itself).
 
 Every SEAHORSE, NLI and outside-benchmark task has the same shape: a source in the
-intermediate schema of `seahorse_t5x.preprocessors`, the shared premise/hypothesis chain
+intermediate schema of `seahorse_t5x.tasks.preprocessors`, the shared premise/hypothesis chain
 (summary-keeping truncation unless gin picks the paper's), and, by mode, the matching
 postprocessor and metric:
 
@@ -20,10 +20,11 @@ from collections.abc import Callable, Mapping, Sequence
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import preprocessors, vocab
+from seahorse_t5x import vocab
 from seahorse_t5x.evaluation import seqio_metrics
+from seahorse_t5x.tasks import postprocessors, preprocessors
 
-# The intermediate schema of `seahorse_t5x.preprocessors`, as a source yields it (tasks add
+# The intermediate schema of `seahorse_t5x.tasks.preprocessors`, as a source yields it (tasks add
 # their own extra features to it: `question_prompt`, the ICE demonstrations).
 SCHEMA_SIGNATURE: dict[str, tf.TensorSpec] = {
     "premise": tf.TensorSpec((), tf.string),
@@ -79,7 +80,9 @@ def add_premise_hypothesis_task(
     """
     if postprocess_fn is None:
         postprocess_fn = (
-            preprocessors.score_postprocessor if score_mode else preprocessors.predict_postprocessor
+            postprocessors.score_postprocessor
+            if score_mode
+            else postprocessors.predict_postprocessor
         )
     if metric_fns is None:
         metric_fns = [seqio_metrics.score_metrics if score_mode else seqio_metrics.predict_metrics]

@@ -15,7 +15,7 @@ Every task reads `{data_dir}/{split}.jsonl` (written by `seahorse-t5x prepare`);
 directory is looked up when a dataset is built, never at import: gin
 `seahorse_t5x.tasks.seahorse.data_dir.path`, else env SEAHORSE_DATA_DIR. Rows whose label for
 the task's question is null (e.g. Q2..Q6 after a "No" for Q1) are skipped. Inputs keep the
-whole summary and cut the article; gin `seahorse_t5x.preprocessors.configured_truncation.mode
+whole summary and cut the article; gin `seahorse_t5x.tasks.preprocessors.configured_truncation.mode
 = "right"` gives the paper's right truncation instead.
 """
 
@@ -117,7 +117,7 @@ def _rows(path: str, question: int, language: str | None) -> Iterator[dict]:
 
 def examples(split: str, question: int, language: str | None = None) -> Iterator[dict]:
     """The examples of `question`'s tasks in `split` (in `language`, if given), in the
-    intermediate schema of `seahorse_t5x.preprocessors`, in file order, as plain Python.
+    intermediate schema of `seahorse_t5x.tasks.preprocessors`, in file order, as plain Python.
 
     Raises:
       UserError: if the data folder is not set or the split file is missing.
@@ -136,7 +136,7 @@ def seahorse_dataset(
 ) -> tf.data.Dataset:
     """The rows of `{data_dir()}/{split}.jsonl` labelled for `question`, in file order.
 
-    Each example follows the intermediate schema of `seahorse_t5x.preprocessors`
+    Each example follows the intermediate schema of `seahorse_t5x.tasks.preprocessors`
     (premise = article, hypothesis = summary, label = the q{question} rating).
 
     Raises:

@@ -88,8 +88,10 @@ def benchmark_paths(
     xlsum_articles: str | None = None,
     fever_nli_dir: str | None = None,
     vitaminc_dir: str | None = None,
+    **registered: str | None,
 ) -> dict[str, str | None]:
-    """The paths bound in gin (`seahorse_t5x.data.benchmarks.benchmark_paths.mface = ...`).
+    """The paths bound in gin (`seahorse_t5x.data.benchmarks.benchmark_paths.mface = ...`);
+    any registered benchmark's by its name (`benchmark_paths.frank = "frank/data"`).
 
     Kept free of checks so that gin never wraps a missing-file message: each reader's `*_path`
     function adds the environment and the error.
@@ -101,6 +103,7 @@ def benchmark_paths(
         "xlsum_articles": xlsum_articles,
         "fever": fever_nli_dir,
         "vitaminc": vitaminc_dir,
+        **registered,
     }
 
 

@@ -13,7 +13,7 @@ import pathlib
 from collections.abc import Sequence
 
 from seahorse_t5x import errors, fileio
-from seahorse_t5x.data.benchmarks import common
+from seahorse_t5x.data.benchmarks import common, registry
 
 ENV_METAL_PATH = "SEAHORSE_METAL_PATH"
 ENV_XLSUM_ARTICLES = "SEAHORSE_XLSUM_ARTICLES"
@@ -355,4 +355,39 @@ def read_metal_llm_scores(
     return common.ReadResult(str(p), rows, drops)
 
 
-# ----------------------------------------------------------------------------- NLI files
+def read_all(
+    path: str, xlsum_articles: str | None = None, labels_only: bool = False
+) -> list[common.ReadResult]:
+    """Every METAL metric (the registry's reader), joined with the XL-Sum articles
+    (`xlsum_articles`, else `SEAHORSE_XLSUM_ARTICLES`); `labels_only`: without articles
+    (`read_metal_labels`, enough to join scores by id)."""
+    if labels_only:
+        return [read_metal_labels(path, metric) for metric in METAL_METRICS]
+    articles = read_xlsum_articles(xlsum_articles)
+    return [read_metal(path, metric, articles) for metric in METAL_METRICS]
+
+
+BENCHMARK = registry.Benchmark(
+    name=METAL_BENCHMARK,
+    title="METAL",
+    read=read_all,
+    dimensions=tuple(METAL_METRICS),
+    label_kind=registry.LABEL_GRADED,
+    key=("gem_id", "system"),
+    protocol=registry.Protocol(
+        registry.PAPER,
+        ("pearson", "spearman", "kendall"),
+        description="Pearson, Spearman and Kendall against the annotators' mean",
+    ),
+    env=ENV_METAL_PATH,
+    source=METAL_SOURCE,
+    questions={
+        "linguistic_acceptability": 3,
+        "task_quality": 5,
+        "output_content_quality": 6,
+        "hallucinations": 4,
+        "problematic_content": 1,
+    },
+    mixture="metal_all",
+    options=("xlsum_articles", "labels_only"),
+)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 
 from seahorse_t5x import errors
-from seahorse_t5x.data.benchmarks import common
+from seahorse_t5x.data.benchmarks import common, registry
 
 ENV_MFACE_PATH = "SEAHORSE_MFACE_PATH"
 
@@ -123,4 +123,28 @@ def read_mface(
     return common.ReadResult(str(p), examples, drops)
 
 
-# ----------------------------------------------------------------------------- TRUE
+def read_all(path: str, languages: Sequence[str] | None = None) -> list[common.ReadResult]:
+    """Every mFACE dimension (the registry's reader): one `ReadResult` per dimension."""
+    return [read_mface(path, dimension, languages) for dimension in MFACE_DIMENSIONS]
+
+
+BENCHMARK = registry.Benchmark(
+    name="mface",
+    title="mFACE",
+    read=read_all,
+    dimensions=tuple(MFACE_DIMENSIONS),
+    label_kind=registry.LABEL_GRADED,
+    key=("gem_id", "system"),
+    protocol=registry.Protocol(
+        registry.PAPER,
+        ("pearson", "roc_auc"),
+        description="Pearson rho against the raters' mean, ROC-AUC against their majority "
+        "(the paper's Table 6)",
+    ),
+    env=ENV_MFACE_PATH,
+    source=MFACE_SOURCE,
+    questions={d: q for d, (_, q) in MFACE_DIMENSIONS.items()},
+    splits=("train", "validation", "test", "all"),
+    mixture="mface_all",
+    options=("languages",),
+)

@@ -11,7 +11,7 @@ import os
 import pathlib
 
 from seahorse_t5x import errors
-from seahorse_t5x.data.benchmarks import common
+from seahorse_t5x.data.benchmarks import common, registry
 
 ENV_TRUE_DIR = "SEAHORSE_TRUE_DIR"
 
@@ -104,4 +104,44 @@ def read_true(dataset: str, directory: str | os.PathLike | None = None) -> commo
     return common.ReadResult(str(p), examples, drops)
 
 
-# ----------------------------------------------------------------------------- METAL
+def read_all(directory: str) -> list[common.ReadResult]:
+    """Every TRUE dataset whose CSV is in `directory` (the registry's reader); an absent CSV
+    is skipped with a line on stdout.
+
+    Raises:
+      UserError: the folder holds none of TRUE's CSVs.
+    """
+    present = [d for d in TRUE_DATASETS if true_file(d, directory).is_file()]
+    if not present:
+        files = ", ".join(f for f, _ in TRUE_DATASETS.values())
+        raise errors.UserError(
+            f"{directory} holds none of TRUE's CSVs ({files}). Get them from {TRUE_SOURCE}."
+        )
+    results = []
+    for dataset in TRUE_DATASETS:
+        if dataset in present:
+            results.append(read_true(dataset, directory))
+        else:
+            print(f"TRUE {dataset}: {true_file(dataset, directory)} absent, skipped")
+    return results
+
+
+BENCHMARK = registry.Benchmark(
+    name="true",
+    title="TRUE",
+    read=read_all,
+    dimensions=(str(TRUE_QUESTION),),
+    label_kind=registry.LABEL_BINARY,
+    key=("gem_id", "system"),
+    protocol=registry.Protocol(
+        registry.PAPER,
+        ("roc_auc",),
+        by=("dataset",),
+        description="ROC-AUC per dataset (the paper's Table 7)",
+    ),
+    env=ENV_TRUE_DIR,
+    source=TRUE_SOURCE,
+    path_kind="folder",
+    questions={str(TRUE_QUESTION): TRUE_QUESTION},
+    mixture="true_all",
+)

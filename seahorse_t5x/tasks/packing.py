@@ -11,7 +11,7 @@ still made by SeqIO's `trim_and_pack_dataset`; the examples and their tokens are
 
 In gin (gin/runs/finetune.gin does this):
 
-    from seahorse_t5x import packing
+    from seahorse_t5x.tasks import packing
     models.EncoderDecoderModel.feature_converter_cls = @packing.FirstFitPackingConverter
 """
 

@@ -121,12 +121,12 @@ def tokenize_premise_hypothesis(
     return out
 
 
-@gin.configurable(module="seahorse_t5x.preprocessors")
+@gin.configurable(module="seahorse_t5x.tasks.preprocessors")
 def configured_truncation(mode: str = input_format.TRUNCATION_KEEP_SUMMARY) -> str:
     """The truncation of chains built with `truncation=None` (all registered tasks).
 
     Read when a dataset is built, so the gin binding
-    `seahorse_t5x.preprocessors.configured_truncation.mode = "right"` (the paper's
+    `seahorse_t5x.tasks.preprocessors.configured_truncation.mode = "right"` (the paper's
     behaviour) applies to tasks registered before it. Truncation runs after SeqIO's cache
     placeholder, so cached tasks follow it too.
 
@@ -246,52 +246,3 @@ def truncation_counts(dataset: Iterable[Mapping[str, object]]) -> dict[str, int]
         counts["article_tokens_dropped"] += dropped
         counts["summaries_truncated"] += int(np.asarray(ex["summary_truncated"]))
     return counts
-
-
-# ---------------------------------------------------------------------------------------
-# Postprocessors: the other direction of the same text-to-text format.
-
-
-def label_from_text(text: str | bytes) -> int:
-    """ "1" -> 1, "0" -> 0, anything else (a malformed prediction) -> -1."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8")
-    text = text.strip()
-    if text == constants.TARGET_YES:
-        return 1
-    if text == constants.TARGET_NO:
-        return 0
-    return -1
-
-
-def predict_postprocessor(
-    output_or_target: str | bytes,
-    example: Mapping[str, object] | None = None,
-    is_target: bool = False,
-) -> int:
-    """`postprocess_fn` for predict-mode tasks: decoded "1"/"0" text to 1/0 (else -1)."""
-    del example, is_target  # targets and predictions are parsed alike
-    return label_from_text(output_or_target)
-
-
-def score_postprocessor(
-    output_or_target: object,
-    example: Mapping[str, object] | None = None,
-    is_target: bool = False,
-) -> object:
-    """`postprocess_fn` for score-mode tasks: the gold `label` for targets.
-
-    In score mode every target is the constant "1"; T5X calls the task's postprocess_fn on
-    it with `example=` (the example's features) and `is_target=True`, which is how the gold
-    label reaches the `(targets, scores)` metric. A float label (graded benchmarks) stays a
-    float; a 0/1 label becomes an int. Model outputs (scores) pass through unchanged.
-
-    Raises:
-      ValueError: if a target arrives without its example's `label`.
-    """
-    if not is_target:
-        return output_or_target
-    if example is None or "label" not in example:
-        raise ValueError("score-mode targets need the example's `label` feature")
-    label = np.asarray(example["label"])
-    return int(label) if np.issubdtype(label.dtype, np.integer) else float(label)

@@ -55,7 +55,7 @@ class IceSettings:
     answer_words: tuple[str, str] = DEFAULT_ANSWER_WORDS
 
 
-@gin.configurable(module="seahorse_t5x.ice")
+@gin.configurable(module="seahorse_t5x.ice_format")
 def ice_settings(
     seed: int = 0,
     yes_fraction: float = 0.5,
@@ -75,6 +75,13 @@ def ice_settings(
     else:
         words = vocab.parse_answer_words(",".join(answer_words))
     return IceSettings(seed=int(seed), yes_fraction=float(yes_fraction), answer_words=words)
+
+
+def answer_words() -> tuple[str, str]:
+    """The ICE tasks' answer words (yes, no), as `ice_settings` gives them: what the ICE
+    experiment gins hand to `t5x_models.label_scoring_model`, so T5X scores the words the
+    prompts ask for."""
+    return ice_settings().answer_words
 
 
 # ----------------------------------------------------------------------------- sampling

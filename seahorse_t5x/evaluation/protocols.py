@@ -1,0 +1,731 @@
+"""The report's sections for benchmarks with their own protocol (`registry.Protocol`).
+
+SummEval: summary- and system-level Kendall, Spearman and Pearson. FRANK: Pearson and
+Spearman, plain and partial (one-hot system), per split and dataset, with Williams' test
+between metrics. LLM-AggreFact: balanced accuracy per dataset at score > 0.5 and their
+unweighted mean (and, apart, a threshold tuned per dataset on dev). AggreFact: balanced
+accuracy on test at the threshold tuned on val, per dataset, count-weighted per origin,
+and the SOTA benchmarks with one threshold per origin. Every number comes with a bootstrap
+interval over the protocol's unit (documents, systems or items) and metrics are compared on
+the same resamples (docs/benchmarks.md states each protocol).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from seahorse_t5x.data.benchmarks import aggrefact, llm_aggrefact, registry
+from seahorse_t5x.evaluation import plots, stats, tables
+
+ALL = "all"
+# Row fields that identify an item when two metrics' rows are paired.
+_PAIR_FIELDS = ("gem_id", "system", "dataset", "split", "origin")
+
+
+def protocol_of(benchmark: str) -> registry.Benchmark | None:
+    """The registered benchmark when its protocol is its own (not the paper's), else None."""
+    found = registry.find(benchmark)
+    return found if found is not None and found.protocol.kind != registry.PAPER else None
+
+
+def _arrays(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    return rows["label"].to_numpy(np.float64), rows["score"].to_numpy(np.float64)
+
+
+def _column(rows: pd.DataFrame, field: str) -> list:
+    return rows[field].tolist() if field in rows.columns else [None] * len(rows)
+
+
+def _pairs(metrics: Sequence[str], baseline: str | None) -> list[tuple[str, str]]:
+    if baseline is not None:
+        return [(m, baseline) for m in metrics if m != baseline] if baseline in metrics else []
+    return list(itertools.combinations(metrics, 2))
+
+
+def paired_rows(rows: pd.DataFrame, metric_a: str, metric_b: str) -> tuple[pd.DataFrame, dict]:
+    """Two metrics' rows joined item by item on the item fields both carry (`gem_id`,
+    `system`, `dataset`, `split`, `origin`); rows whose labels differ are left out."""
+    a, b = rows[rows["metric"] == metric_a], rows[rows["metric"] == metric_b]
+    on = [
+        f for f in _PAIR_FIELDS if f in rows.columns and a[f].notna().all() and b[f].notna().all()
+    ]
+    if "gem_id" not in on:
+        # No item ids: pair by position, as the report pairs other benchmarks' rows.
+        a = a.assign(_position=np.arange(len(a)))
+        b = b.assign(_position=np.arange(len(b)))
+        on = [*on, "_position"]
+    joined = a.merge(b[[*on, "label", "score"]], on=on, suffixes=("", "_b"), how="inner")
+    same = joined["label"] == joined["label_b"]
+    info = {
+        "paired_by": on,
+        "n_items": int(same.sum()),
+        "unpaired_a": int(len(a) - len(joined)),
+        "unpaired_b": int(len(b) - len(joined)),
+        "label_mismatches": int((~same).sum()),
+    }
+    joined = joined[same].rename(columns={"score": "score_a"})
+    return joined, info
+
+
+# ------------------------------------------------------------------------ SummEval
+
+
+def _summary_system(rows: pd.DataFrame, kinds: Sequence[str], settings) -> dict:
+    y, s = _arrays(rows)
+    documents, systems = _column(rows, "gem_id"), _column(rows, "system")
+    entry = {
+        "summary_level": stats.summary_level(documents, y, s, kinds),
+        "system_level": stats.system_level(systems, y, s, kinds),
+    }
+    if settings.n_resamples > 0:
+        for level, units in (("summary", documents), ("system", systems)):
+            entry[f"{level}_level"]["ci"] = stats.level_bootstrap_ci(
+                level, units, y, s, kinds, settings.n_resamples, settings.seed
+            )
+    return entry
+
+
+def _summary_system_significance(rows, question, metrics, kinds, settings) -> list[dict]:
+    out = []
+    for metric_a, metric_b in _pairs(metrics, settings.baseline):
+        joined, info = paired_rows(rows, metric_a, metric_b)
+        y = joined["label"].to_numpy(np.float64)
+        for level, field in (("summary", "gem_id"), ("system", "system")):
+            for kind in kinds:
+                result = stats.level_paired_bootstrap(
+                    level,
+                    joined[field].tolist(),
+                    y,
+                    joined["score_a"].to_numpy(np.float64),
+                    joined["score_b"].to_numpy(np.float64),
+                    kind,
+                    settings.n_resamples,
+                    settings.seed,
+                )
+                out.append(
+                    {"question": question, "metric_a": metric_a, "metric_b": metric_b}
+                    | info
+                    | result
+                )
+    return out
+
+
+# ------------------------------------------------------------------------ FRANK
+
+
+def _cells(rows: pd.DataFrame, by: Sequence[str]) -> list[tuple[dict, pd.DataFrame]]:
+    """(cell, rows) for each combination of `by` values present, each with `all` too."""
+    values = []
+    for field in by:
+        present = sorted({v for v in _column(rows, field) if v is not None and v == v})
+        values.append([ALL, *present] if len(present) != 1 else present)
+    out = []
+    for combination in itertools.product(*values):
+        mask = np.ones(len(rows), dtype=bool)
+        for field, value in zip(by, combination, strict=True):
+            if value != ALL:
+                mask &= np.array([v == value for v in _column(rows, field)])
+        if mask.any():
+            out.append((dict(zip(by, combination, strict=True)), rows[mask]))
+    return out
+
+
+def _partial(rows: pd.DataFrame, settings) -> list[dict]:
+    cells = []
+    for cell, part in _cells(rows, ("split", "dataset")):
+        y, s = _arrays(part)
+        systems = _column(part, "system")
+        plain = stats.graded_metrics(y, s)
+        partial = stats.partial_correlation(y, s, systems)
+        entry = {
+            **cell,
+            "n": plain["n"],
+            "n_systems": partial["n_groups"],
+            "pearson": plain["pearson"],
+            "spearman": plain["spearman"],
+            "partial_pearson": partial["pearson"],
+            "partial_spearman": partial["spearman"],
+            "reasons": {
+                **{k: v for k, v in plain["reasons"].items() if k != "kendall"},
+                **{f"partial_{k}": v for k, v in partial["reasons"].items()},
+            },
+        }
+        if settings.n_resamples > 0:
+            plain_ci = stats.bootstrap_ci(
+                y, s, ("pearson", "spearman"), settings.n_resamples, settings.seed
+            )
+            partial_ci = stats.partial_bootstrap_ci(
+                y, s, systems, settings.n_resamples, settings.seed
+            )
+            entry["ci"] = {
+                **plain_ci,
+                **{f"partial_{k}": v for k, v in partial_ci.items()},
+            }
+        cells.append(entry)
+    return cells
+
+
+def _williams(rows, question, metrics, settings) -> list[dict]:
+    out = []
+    for metric_a, metric_b in _pairs(metrics, settings.baseline):
+        joined, info = paired_rows(rows, metric_a, metric_b)
+        for cell, part in _cells(joined, ("split", "dataset")):
+            y = part["label"].to_numpy(np.float64)
+            a = part["score_a"].to_numpy(np.float64)
+            b = part["score_b"].to_numpy(np.float64)
+            systems = _column(part, "system")
+            entry = {"question": question, "metric_a": metric_a, "metric_b": metric_b, **cell}
+            entry["n_items"] = int(len(part))
+            entry["paired_by"] = info["paired_by"]
+            entry["plain"] = stats.williams_compare(y, a, b)
+            entry["partial"] = stats.williams_compare(y, a, b, groups=systems)
+            out.append(entry)
+    return out
+
+
+# ------------------------------------------------------------------------ balanced accuracy
+
+
+def _ordered_datasets(values: Sequence[str], known: Sequence[str]) -> list[str]:
+    present = [v for v in dict.fromkeys(values) if v is not None]
+    return [d for d in known if d in present] + sorted(d for d in present if d not in known)
+
+
+def _accuracy_entry(y, s, threshold, settings, seed_offset: int) -> tuple[dict, np.ndarray | None]:
+    entry = stats.threshold_metrics(y, s, threshold)
+    draws = None
+    if settings.n_resamples > 0 and entry["balanced_accuracy"] is not None:
+        draws = stats.balanced_accuracy_draws(
+            y, s, threshold, settings.n_resamples, settings.seed + seed_offset
+        )
+        entry["ci"] = {
+            "estimate": entry["balanced_accuracy"],
+            "confidence": 0.95,
+            "n_resamples": settings.n_resamples,
+            **stats.interval(draws, settings.n_resamples),
+        }
+    return entry, draws
+
+
+def _mean_entry(entries: Sequence[dict], draws: Sequence, weights, settings) -> dict:
+    """The (weighted) mean of per-dataset balanced accuracies, with its interval from the
+    per-dataset resamples (items resampled within each dataset)."""
+    values = [e["balanced_accuracy"] for e in entries]
+    out: dict = {"n_datasets": len(entries), "n": int(sum(e["n"] for e in entries))}
+    if not values or any(v is None for v in values):
+        out["balanced_accuracy"] = None
+        out["reasons"] = {"balanced_accuracy": "a dataset's balanced accuracy is undefined"}
+        return out
+    w = np.asarray(weights, dtype=np.float64)
+    out["balanced_accuracy"] = float(np.dot(w, values) / w.sum())
+    out["reasons"] = {}
+    if settings.n_resamples > 0 and all(d is not None for d in draws):
+        stacked = np.stack(draws)  # (datasets, resamples)
+        mean_draws = (w[:, None] * stacked).sum(0) / w.sum()
+        out["ci"] = {
+            "estimate": out["balanced_accuracy"],
+            "confidence": 0.95,
+            "n_resamples": settings.n_resamples,
+            **stats.interval(mean_draws, settings.n_resamples),
+        }
+        out["_draws"] = mean_draws
+    return out
+
+
+def _fixed_threshold(rows: pd.DataFrame, settings) -> dict:
+    test = rows[[v != "validation" for v in _column(rows, "split")]]
+    dev = rows[[v == "validation" for v in _column(rows, "split")]]
+    datasets = _ordered_datasets(_column(test, "dataset"), llm_aggrefact.LLM_AGGREFACT_DATASETS)
+    per_dataset, draws = [], []
+    for i, dataset in enumerate(datasets):
+        part = test[test["dataset"] == dataset]
+        y, s = _arrays(part)
+        entry, draw = _accuracy_entry(y, s, stats.FIXED_THRESHOLD, settings, i)
+        per_dataset.append({"dataset": dataset, **entry})
+        draws.append(draw)
+    section = {
+        "threshold": stats.FIXED_THRESHOLD,
+        "datasets": per_dataset,
+        "mean": _mean_entry(per_dataset, draws, [1.0] * len(per_dataset), settings),
+    }
+    tuned = []
+    for dataset in datasets:
+        dev_part, test_part = dev[dev["dataset"] == dataset], test[test["dataset"] == dataset]
+        if dev_part.empty:
+            continue
+        result = stats.tuned_threshold_metrics(*_arrays(dev_part), *_arrays(test_part))
+        tuned.append({"dataset": dataset, **result})
+    if tuned:
+        values = [t["balanced_accuracy"] for t in tuned]
+        section["dev_tuned"] = {
+            "datasets": tuned,
+            "mean": None if None in values else float(np.mean(values)),
+        }
+    return section
+
+
+def _tuned_cell(val: pd.DataFrame, test: pd.DataFrame, settings, offset: int):
+    if val.empty:
+        entry = {"n": int(len(test)), "n_val": 0, "threshold": None, "balanced_accuracy": None}
+        entry["reasons"] = {"balanced_accuracy": "no val rows to tune the threshold on"}
+        return entry, None
+    result = stats.tuned_threshold_metrics(*_arrays(val), *_arrays(test))
+    if result["threshold"] is None:
+        return {"n_val": result.pop("n_dev"), **result}, None
+    y, s = _arrays(test)
+    entry, draws = _accuracy_entry(y, s, result["threshold"], settings, offset)
+    entry["n_val"] = result["n_dev"]
+    entry["val_balanced_accuracy"] = result["dev_balanced_accuracy"]
+    return entry, draws
+
+
+def _tuned_threshold(rows: pd.DataFrame, settings) -> dict:
+    val = rows[[v == "validation" for v in _column(rows, "split")]]
+    test = rows[[v == "test" for v in _column(rows, "split")]]
+    cells, by_origin = [], {}
+    offset = 0
+    for origin in sorted({o for o in _column(rows, "origin") if o is not None}):
+        entries, draws = [], []
+        for dataset in sorted({d for d in _column(test, "dataset") if d is not None}):
+            test_part = test[(test["origin"] == origin) & (test["dataset"] == dataset)]
+            if test_part.empty:
+                continue
+            val_part = val[(val["origin"] == origin) & (val["dataset"] == dataset)]
+            entry, draw = _tuned_cell(val_part, test_part, settings, offset)
+            offset += 1
+            cells.append({"origin": origin, "dataset": dataset, **entry})
+            entries.append(entry)
+            draws.append(draw)
+        mean = _mean_entry(entries, draws, [e["n"] for e in entries], settings)
+        mean.pop("_draws", None)
+        by_origin[origin] = mean
+    sota = []
+    for origin, name in aggrefact.AGGREFACT_SOTA_BENCHMARKS.items():
+        is_sota = rows["system"].isin(aggrefact.AGGREFACT_SOTA)
+        test_part = test[(test["origin"] == origin) & is_sota[test.index]]
+        if test_part.empty:
+            continue
+        val_part = val[(val["origin"] == origin) & is_sota[val.index]]
+        entry, _ = _tuned_cell(val_part, test_part, settings, offset)
+        offset += 1
+        sota.append({"benchmark": name, "origin": origin, **entry})
+    return {"datasets": cells, "origins": by_origin, "sota": sota}
+
+
+def _accuracy_significance(rows, question, metrics, sections, settings, kind) -> list[dict]:
+    """Paired bootstrap of balanced accuracy, A - B, each metric at its own threshold: per
+    LLM-AggreFact dataset and their mean, per AggreFact SOTA benchmark."""
+    out = []
+    for metric_a, metric_b in _pairs(metrics, settings.baseline):
+        joined, info = paired_rows(rows, metric_a, metric_b)
+        base = {"question": question, "metric_a": metric_a, "metric_b": metric_b, **info}
+        if kind == registry.FIXED_THRESHOLD:
+            test = joined[[v != "validation" for v in _column(joined, "split")]]
+            deltas, per_dataset = [], []
+            for dataset in _ordered_datasets(
+                _column(test, "dataset"), llm_aggrefact.LLM_AGGREFACT_DATASETS
+            ):
+                part = test[test["dataset"] == dataset]
+                result = stats.paired_balanced_accuracy_bootstrap(
+                    part["label"],
+                    part["score_a"],
+                    part["score_b"],
+                    stats.FIXED_THRESHOLD,
+                    stats.FIXED_THRESHOLD,
+                    settings.n_resamples,
+                    settings.seed,
+                )
+                per_dataset.append({**base, "dataset": dataset, **result})
+                y = part["label"].to_numpy(np.float64)
+                deltas.append(
+                    stats.balanced_accuracy_draws(
+                        y,
+                        part["score_a"],
+                        stats.FIXED_THRESHOLD,
+                        settings.n_resamples,
+                        settings.seed,
+                    )
+                    - stats.balanced_accuracy_draws(
+                        y,
+                        part["score_b"],
+                        stats.FIXED_THRESHOLD,
+                        settings.n_resamples,
+                        settings.seed,
+                    )
+                )
+            if deltas:
+                mean_delta = np.mean(np.stack(deltas), axis=0)
+                differences = [e["difference"] for e in per_dataset]
+                entry = {**base, "dataset": "mean", "statistic": "balanced_accuracy"}
+                entry["difference"] = None if None in differences else float(np.mean(differences))
+                entry.update(stats.interval(mean_delta, settings.n_resamples))
+                found = entry["low"] is not None
+                entry["p_value"] = stats.paired_p_value(mean_delta) if found else None
+                out += [*per_dataset, entry]
+        else:
+            thresholds = {
+                name: {s["benchmark"]: s["threshold"] for s in sections[name]["sota"]}
+                for name in (metric_a, metric_b)
+            }
+            test = joined[[v == "test" for v in _column(joined, "split")]]
+            for origin, name in aggrefact.AGGREFACT_SOTA_BENCHMARKS.items():
+                part = test[
+                    (test["origin"] == origin) & test["system"].isin(aggrefact.AGGREFACT_SOTA)
+                ]
+                t_a, t_b = thresholds[metric_a].get(name), thresholds[metric_b].get(name)
+                if part.empty or t_a is None or t_b is None:
+                    continue
+                result = stats.paired_balanced_accuracy_bootstrap(
+                    part["label"],
+                    part["score_a"],
+                    part["score_b"],
+                    t_a,
+                    t_b,
+                    settings.n_resamples,
+                    settings.seed,
+                )
+                out.append({**base, "dataset": name, **result})
+    return out
+
+
+# ------------------------------------------------------------------------ sections
+
+
+def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settings) -> dict:
+    """All numbers of one benchmark's section (what report.json holds under
+    `scores.protocols[benchmark]`)."""
+    rows_all = frame[frame["benchmark"] == benchmark.name]
+    # Rows of files without the protocol's fields (`split`, `origin`) read them as unknown
+    # (all test); AggreFact's protocol cannot run without them, and its section says so.
+    needed = benchmark.row_fields if benchmark.protocol.kind == registry.TUNED_THRESHOLD else ()
+    missing = [f for f in needed if f not in rows_all.columns or rows_all[f].isna().all()]
+    rows_all = rows_all.assign(
+        **{f: _column(rows_all, f) for f in ("split", "origin") if f not in rows_all.columns}
+    )
+    kind = benchmark.protocol.kind
+    section = {
+        "title": benchmark.title,
+        "protocol": {
+            "kind": kind,
+            "statistics": list(benchmark.protocol.statistics),
+            "by": list(benchmark.protocol.by),
+            "threshold": benchmark.protocol.threshold,
+            "description": benchmark.protocol.description,
+        },
+        "results": [],
+        "significance": [],
+    }
+    if missing:
+        section["missing_fields"] = missing
+        section["note"] = (
+            f"no score row carries {', '.join(missing)}, which {benchmark.title}'s protocol "
+            "reads: score files written by baselines, evaluate or import-scores with "
+            f"--benchmark {benchmark.name} carry them"
+        )
+    questions = sorted(set(rows_all["question"]), key=tables.question_sort_key)
+    for question in questions:
+        rows = rows_all[rows_all["question"] == question]
+        metrics = list(dict.fromkeys(rows["metric"]))
+        by_metric = {}
+        for metric in metrics:
+            part = rows[rows["metric"] == metric]
+            entry = {"question": question, "metric": metric, "n": int(len(part))}
+            if kind == registry.SUMMARY_SYSTEM:
+                entry.update(_summary_system(part, benchmark.protocol.statistics, settings))
+            elif kind == registry.PARTIAL:
+                entry["cells"] = _partial(part, settings)
+            elif kind == registry.FIXED_THRESHOLD:
+                entry.update(_fixed_threshold(part, settings))
+                entry["mean"].pop("_draws", None)
+            else:
+                entry.update(_tuned_threshold(part, settings))
+            by_metric[metric] = entry
+            section["results"].append(entry)
+        if settings.n_resamples <= 0 or len(metrics) < 2:
+            continue
+        if kind == registry.SUMMARY_SYSTEM:
+            section["significance"] += _summary_system_significance(
+                rows, question, metrics, benchmark.protocol.statistics, settings
+            )
+        elif kind == registry.PARTIAL:
+            section["significance"] += _williams(rows, question, metrics, settings)
+        else:
+            section["significance"] += _accuracy_significance(
+                rows, question, metrics, by_metric, settings, kind
+            )
+    return section
+
+
+def coverage(frame: pd.DataFrame, name: str, path: str | None) -> dict:
+    """The benchmark's items as its reader keeps them from `path`, and how many each
+    metric's rows score per dimension (a metric scored on part of a benchmark is not
+    comparable with published numbers)."""
+    results = registry.get(name).read_all(path)
+    kept: dict[str, int] = {}
+    for result in results:
+        for example in result.examples:
+            kept[str(example["question"])] = kept.get(str(example["question"]), 0) + 1
+    rows = frame[frame["benchmark"] == name]
+    scored = {
+        metric: {str(q): int(n) for q, n in part.groupby("question").size().items()}
+        for metric, part in rows.groupby("metric", sort=False)
+    }
+    return {
+        "items": kept,
+        "dropped": sum(len(r.dropped) for r in results),
+        "drop_counts": [r.drop_counts() for r in results],
+        "scored": scored,
+    }
+
+
+def _value(entry: Mapping | None, key: str = "balanced_accuracy") -> str:
+    return tables.format_value(None if entry is None else entry.get(key), 3)
+
+
+def _with_interval(value: float | None, ci: Mapping | None) -> str:
+    text = tables.format_value(value, 3)
+    if ci and ci.get("low") is not None:
+        text += f" [{ci['low']:.3f}, {ci['high']:.3f}]"
+    return text
+
+
+def section_tables(name: str, section: Mapping) -> list[tables.Table]:
+    """The Markdown/LaTeX tables of one benchmark's section (95% intervals in brackets)."""
+    kind = section["protocol"]["kind"]
+    title = section["title"]
+    out: list[tables.Table] = []
+    caption = section["protocol"]["description"] + "; 95% bootstrap intervals in brackets."
+    if "note" in section:
+        caption += f" Note: {section['note']}."
+    if "coverage" in section:
+        items = section["coverage"]["items"]
+        scored = [
+            f"{metric} scored {sum(counts.values())} of {sum(items.values())} items"
+            for metric, counts in section["coverage"]["scored"].items()
+        ]
+        caption += " " + "; ".join(scored) + "."
+    if kind == registry.SUMMARY_SYSTEM:
+        kinds = section["protocol"]["statistics"]
+        rows = []
+        for r in section["results"]:
+            cells = []
+            for level in ("summary_level", "system_level"):
+                ci = r[level].get("ci", {})
+                cells += [_with_interval(r[level][k], ci.get(k)) for k in kinds]
+            skipped = sum(r["summary_level"]["skipped"].values())
+            rows.append([tables.question_header(r["question"]), r["metric"], *cells, str(skipped)])
+        header = ["dimension", "metric"]
+        header += [f"summary {k}" for k in kinds] + [f"system {k}" for k in kinds]
+        out.append(
+            tables.Table(
+                name=f"{name}_protocol",
+                title=f"{title}: summary- and system-level correlations",
+                header=[*header, "documents skipped"],
+                rows=rows,
+                caption=caption,
+                label_columns=2,
+            )
+        )
+    elif kind == registry.PARTIAL:
+        rows = []
+        for r in section["results"]:
+            for c in r["cells"]:
+                ci = c.get("ci", {})
+                rows.append(
+                    [
+                        r["metric"],
+                        c.get("split", ALL),
+                        c.get("dataset", ALL),
+                        str(c["n"]),
+                        *(
+                            _with_interval(c[k], ci.get(k))
+                            for k in ("pearson", "spearman", "partial_pearson", "partial_spearman")
+                        ),
+                    ]
+                )
+        out.append(
+            tables.Table(
+                name=f"{name}_protocol",
+                title=f"{title}: Pearson and Spearman, plain and partial (system)",
+                header=[
+                    "metric",
+                    "split",
+                    "dataset",
+                    "n",
+                    "Pearson",
+                    "Spearman",
+                    "partial Pearson",
+                    "partial Spearman",
+                ],
+                rows=rows,
+                caption=caption,
+                label_columns=3,
+            )
+        )
+        if section["significance"]:
+            sig = [
+                [
+                    s["metric_a"],
+                    s["metric_b"],
+                    s.get("split", ALL),
+                    s.get("dataset", ALL),
+                    tables.format_value(s["partial"]["t"], 3),
+                    "-"
+                    if s["partial"]["p_value"] is None
+                    else tables.format_p(s["partial"]["p_value"]),
+                    "-"
+                    if s["plain"]["p_value"] is None
+                    else tables.format_p(s["plain"]["p_value"]),
+                ]
+                for s in section["significance"]
+            ]
+            out.append(
+                tables.Table(
+                    name=f"{name}_williams",
+                    title=f"{title}: Williams' test, metric A vs B",
+                    header=[
+                        "metric A",
+                        "metric B",
+                        "split",
+                        "dataset",
+                        "t (partial)",
+                        "p (partial)",
+                        "p (plain)",
+                    ],
+                    rows=sig,
+                    caption="one-sided p of the larger correlation exceeding the smaller (n - 3 df)",
+                    label_columns=4,
+                )
+            )
+    elif kind == registry.FIXED_THRESHOLD:
+        datasets = list(
+            dict.fromkeys(d["dataset"] for r in section["results"] for d in r["datasets"])
+        )
+        rows = []
+        for r in section["results"]:
+            by = {d["dataset"]: d for d in r["datasets"]}
+            rows.append(
+                [r["metric"]]
+                + [
+                    _with_interval(by.get(d, {}).get("balanced_accuracy"), by.get(d, {}).get("ci"))
+                    for d in datasets
+                ]
+                + [_with_interval(r["mean"]["balanced_accuracy"], r["mean"].get("ci"))]
+            )
+        out.append(
+            tables.Table(
+                name=f"{name}_protocol",
+                title=f"{title}: balanced accuracy at score > 0.5",
+                header=["metric", *datasets, "mean"],
+                rows=rows,
+                caption=caption,
+            )
+        )
+        tuned = [r for r in section["results"] if "dev_tuned" in r]
+        if tuned:
+            rows = []
+            for r in tuned:
+                by = {d["dataset"]: d for d in r["dev_tuned"]["datasets"]}
+                rows.append(
+                    [r["metric"]]
+                    + [_value(by.get(d)) for d in datasets]
+                    + [tables.format_value(r["dev_tuned"]["mean"], 3)]
+                )
+            out.append(
+                tables.Table(
+                    name=f"{name}_dev_tuned",
+                    title=f"{title}: balanced accuracy, threshold tuned per dataset on dev (not the leaderboard's)",
+                    header=["metric", *datasets, "mean"],
+                    rows=rows,
+                )
+            )
+    else:
+        columns = list(
+            dict.fromkeys(
+                (c["origin"], c["dataset"]) for r in section["results"] for c in r["datasets"]
+            )
+        )
+        rows = []
+        for r in section["results"]:
+            by = {(c["origin"], c["dataset"]): c for c in r["datasets"]}
+            sota = {s["benchmark"]: s for s in r["sota"]}
+            rows.append(
+                [r["metric"]]
+                + [
+                    _with_interval(by.get(k, {}).get("balanced_accuracy"), by.get(k, {}).get("ci"))
+                    for k in columns
+                ]
+                + [_value(r["origins"].get(o)) for o in ("cnndm", "xsum")]
+                + [
+                    _with_interval(
+                        sota.get(n, {}).get("balanced_accuracy"), sota.get(n, {}).get("ci")
+                    )
+                    for n in aggrefact.AGGREFACT_SOTA_BENCHMARKS.values()
+                ]
+            )
+        out.append(
+            tables.Table(
+                name=f"{name}_protocol",
+                title=f"{title}: balanced accuracy on test, threshold tuned on val",
+                header=[
+                    "metric",
+                    *(f"{o}/{d}" for o, d in columns),
+                    "cnndm (weighted)",
+                    "xsum (weighted)",
+                    *aggrefact.AGGREFACT_SOTA_BENCHMARKS.values(),
+                ],
+                rows=rows,
+                caption=caption,
+            )
+        )
+    if (
+        kind in (registry.SUMMARY_SYSTEM, registry.FIXED_THRESHOLD, registry.TUNED_THRESHOLD)
+        and section["significance"]
+    ):
+        sig = []
+        for s in section["significance"]:
+            where = s.get("dataset") or s.get("statistic", "")
+            sig.append(
+                [
+                    s["metric_a"],
+                    s["metric_b"],
+                    tables.question_header(s["question"]),
+                    where if kind != registry.SUMMARY_SYSTEM else s["statistic"],
+                    tables.format_value(s["difference"], 3),
+                    "-" if s["low"] is None else f"[{s['low']:.3f}, {s['high']:.3f}]",
+                    "-" if s["p_value"] is None else tables.format_p(s["p_value"]),
+                ]
+            )
+        out.append(
+            tables.Table(
+                name=f"{name}_significance",
+                title=f"{title}: paired bootstrap, metric A - B",
+                header=[
+                    "metric A",
+                    "metric B",
+                    "dimension",
+                    "statistic",
+                    "difference",
+                    "95% CI",
+                    "p",
+                ],
+                rows=sig,
+                label_columns=4,
+            )
+        )
+    return out
+
+
+def section_plots(frame: pd.DataFrame, name: str, section: Mapping, plot_dir) -> list[str]:
+    """The protocol's plot: SummEval's system-level scatter (per-system mean human score
+    against mean metric score, one panel per dimension and metric)."""
+    if section["protocol"]["kind"] != registry.SUMMARY_SYSTEM:
+        return []
+    rows = frame[frame["benchmark"] == name]
+    return [
+        plots.system_level_scatter(rows, plot_dir / f"{name}_system_level.png", section["title"])
+    ]
