@@ -21,8 +21,9 @@ mT5-shaped model can learn all six questions:
 - Q6 No: the summary is padded with a side detail of the article and an empty remark
   (two to three times as long).
 
-Then 5% of the labels are redrawn at random (label noise), a few become Unsure, and a Q1
-label of No blanks Q2..Q6, as in the real files. Same seed, same bytes.
+Then 5% of the ratings are hasty: half of those say Yes whatever the summary (a defect is
+missed, none is invented), a few labels become Unsure, and a Q1 label of No blanks Q2..Q6,
+as in the real files. Same seed, same bytes.
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ from seahorse_t5x import constants, fileio
 
 # Rows per split, like a small slice of SEAHORSE's 59/9/21 train/validation/test shares.
 SPLIT_SIZES: dict[str, int] = {"train": 3000, "validation": 400, "test": 600}
-LABEL_NOISE_RATE = 0.05  # share of labels redrawn uniformly from Yes/No
+# Share of hasty ratings: half of them say Yes whatever the summary, so a hasty rater misses a
+# defect but never invents one. (Labels redrawn from Yes/No instead rated 18 of the test
+# split's 56 Q1 No labels on clean summaries, which capped even a metric that knows every
+# defect at Q1 ROC-AUC 0.84.)
+HASTY_RATING_RATE = 0.05
 UNSURE_RATE = 0.015  # share of labels (after Q1) rated Unsure
 Q1_UNSURE_RATE = 0.005
 INVENTED_ENTITY_SHARE = 0.85  # of Q4 defects, how many use a never-seen entity
@@ -298,8 +303,10 @@ def _draw_labels(rng: random.Random, system: str) -> tuple[dict[int, bool], list
     labels = []
     for q in constants.QUESTIONS:
         label = constants.LABEL_NO if defects[q] else constants.LABEL_YES
-        if rng.random() < LABEL_NOISE_RATE:
-            label = rng.choice((constants.LABEL_YES, constants.LABEL_NO))
+        if rng.random() < HASTY_RATING_RATE:
+            # One draw of two, as a uniform redraw from (Yes, No) would take: the random
+            # stream, and so every article and summary, does not depend on the noise's kind.
+            label = rng.choice((constants.LABEL_YES, label))
         if rng.random() < (Q1_UNSURE_RATE if q == 1 else UNSURE_RATE):
             label = constants.LABEL_UNSURE
         labels.append(label)
