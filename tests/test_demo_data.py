@@ -125,6 +125,13 @@ def test_defects_are_visible_in_the_text():
 
     assert share(2, "No", has_repeat) > 0.85
 
+    # ... at their end: the last sentence breaks off in the looped word, with no closing mark.
+    def ends_in_a_loop(row):
+        words = row["summary"].split()
+        return len(set(words[-8:])) == 1 and not row["summary"].endswith((".", ","))
+
+    assert share(2, "No", ends_in_a_loop) > 0.85 and share(2, "Yes", ends_in_a_loop) < 0.05
+
     # Q3 No summaries are scrambled and written in lower case...
     def lower_start(row):
         return row["summary"][0].islower()
@@ -154,11 +161,13 @@ def test_defects_are_visible_in_the_text():
     assert share(4, "No", invented, cased) > 0.75
     assert share(4, "Yes", invented, cased) < 0.1
 
-    # Q6 No summaries end with an empty remark no article holds.
+    # Q6 No summaries end with an empty remark no article holds (unless they break off in a
+    # loop).
     def filler(row):
         return row["summary"].endswith(lexicon(row).summary_fillers)
 
-    assert share(6, "No", filler) > 0.85 and share(6, "Yes", filler) < 0.1
+    no_loop = [r for r in rows if r["question2"] == "Yes"]
+    assert share(6, "No", filler, no_loop) > 0.85 and share(6, "Yes", filler, no_loop) < 0.1
 
 
 def _generate_with_defects(monkeypatch, seed=0):

@@ -90,7 +90,7 @@ class DemoSettings:
 
     # As many examples as 800 steps of 32 rows, in twice the updates (docs/runner.md,
     # "seahorse-t5x demo"). Training, two validations and the test evaluation take about 7
-    # CPU-minutes on a 2-core CPU: 8.9 minutes of wall time at a load average of 5-7.5.
+    # CPU-minutes on a 2-core CPU: 7.7 minutes of wall time at a load average of 3.5-5.
     train_steps: int = 1600
     batch_size: int = 16
     input_length: int = 128
