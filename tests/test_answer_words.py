@@ -42,7 +42,7 @@ def test_default_words_equal_label_token_ids(demo_vocabulary):
 def test_ids_are_each_words_first_piece(demo_vocabulary):
     # Independent lookup with the SentencePiece processor itself.
     processor = spm.SentencePieceProcessor(model_file=vocab.demo_vocab_path())
-    for words in (("Yes", "No"), ("Ja", "Nein"), ("1", "0")):
+    for words in (("Yes", "No"), ("ja", "nein"), ("1", "0")):
         expected = tuple(processor.encode(w)[0] for w in words)
         assert vocab.answer_token_ids(demo_vocabulary, words) == expected
     yes_id, no_id = vocab.answer_token_ids(demo_vocabulary, ("Yes", "No"))

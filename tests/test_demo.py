@@ -87,6 +87,11 @@ def test_demo_settings_reach_the_tasks_only_while_it_runs(demo_run, monkeypatch)
     # The trainer resolved the demo vocabulary (recorded in the checkpoint's meta) ...
     meta = checkpoints.load_meta(out / "model" / "checkpoints" / "3")
     assert meta["vocabulary"] == vocab.demo_vocab_path()
+    # ... and trained with the demo's per-parameter learning rates.
+    assert meta["optimizer"]["learning_rate_multipliers"] == {
+        "rel_embedding": 10.0,
+        "token_embedder": 3.0,
+    }
     # ... and after the demo the tasks see the user's settings again, not the demo's.
     from seahorse_t5x.tasks import seahorse
 

@@ -12,7 +12,8 @@ Yes from the paper's Table 3, and each defect is a clear, local signal, so that 
 mT5-shaped model can learn all six questions:
 
 - Q1 No: a garbled summary (most words replaced by random letter strings);
-- Q2 No: one word said eight to ten times in a row (a degenerate loop);
+- Q2 No: a degenerate loop: the summary's last sentence breaks off in one word said eight
+  to ten times in a row, with no closing mark;
 - Q3 No: the words of the summary's sentence in scrambled order, all in lower case, with
   two or three punctuation marks standing alone between them;
 - Q4 No: every person and place in the summary is one the article does not mention
@@ -21,8 +22,9 @@ mT5-shaped model can learn all six questions:
 - Q6 No: the summary is padded with a side detail of the article and an empty remark
   (two to three times as long).
 
-Then 5% of the labels are redrawn at random (label noise), a few become Unsure, and a Q1
-label of No blanks Q2..Q6, as in the real files. Same seed, same bytes.
+Then 5% of the ratings are hasty: half of those say Yes whatever the summary (a defect is
+missed, none is invented), a few labels become Unsure, and a Q1 label of No blanks Q2..Q6,
+as in the real files. Same seed, same bytes.
 """
 
 from __future__ import annotations
@@ -38,11 +40,18 @@ from seahorse_t5x import constants, fileio
 
 # Rows per split, like a small slice of SEAHORSE's 59/9/21 train/validation/test shares.
 SPLIT_SIZES: dict[str, int] = {"train": 3000, "validation": 400, "test": 600}
-LABEL_NOISE_RATE = 0.05  # share of labels redrawn uniformly from Yes/No
+# Share of hasty ratings: half of them say Yes whatever the summary, so a hasty rater misses a
+# defect but never invents one. (Labels redrawn from Yes/No instead rate clean summaries No:
+# Q1's defects are rare, so in an earlier version of these data 18 of the test split's 56 Q1
+# No labels were clean summaries, which capped even a metric that knows every defect at Q1
+# ROC-AUC 0.84.)
+HASTY_RATING_RATE = 0.05
 UNSURE_RATE = 0.015  # share of labels (after Q1) rated Unsure
 Q1_UNSURE_RATE = 0.005
 INVENTED_ENTITY_SHARE = 0.85  # of Q4 defects, how many use a never-seen entity
 STRAY_PUNCTUATION = (",", ".")  # Q3: marks standing alone between words
+LOOP_LENGTH = (8, 10)  # Q2: how often the looped word is said, inclusive range
+LOOP_STRIP = ".,"  # Q2: marks dropped from the looped word
 CLOSING_SENTENCE_RATE = 0.25  # articles ending with a closing remark (kept short otherwise)
 SUMMARIES_PER_ARTICLE = (2, 6)  # inclusive range; SEAHORSE has several systems per article
 # Each language's words and sentence templates (`Lexicon` fields), shipped beside this module.
@@ -253,6 +262,17 @@ def _garble(rng: random.Random, text: str, alphabet: str) -> str:
     return " ".join(words)
 
 
+def _break_off_in_a_loop(rng: random.Random, sentence: str) -> str:
+    """Q2 defect: from one of its words on, the sentence says that word over and over (eight
+    to ten times in all) and stops there, without its closing mark, like a generation that
+    loops until it reaches its length limit: `The council opened a park.` ->
+    `The council council council council council council council council council council`.
+    """
+    words = sentence.split()
+    start = rng.choice([i for i, word in enumerate(words) if word.strip(LOOP_STRIP)])
+    return " ".join(words[:start] + [words[start].strip(LOOP_STRIP)] * rng.randint(*LOOP_LENGTH))
+
+
 def _make_summary(rng: random.Random, article: _Article, defects: dict[int, bool]) -> str:
     """Renders one summary of `article` with the given defects (True = the question's No)."""
     lex = LEXICONS[article.language]
@@ -273,14 +293,15 @@ def _make_summary(rng: random.Random, article: _Article, defects: dict[int, bool
         words = [w.lower() for w in words]
         for _ in range(rng.randint(2, 3)):
             words.insert(rng.randrange(1, len(words) + 1), rng.choice(STRAY_PUNCTUATION))
-    if defects[2]:  # one word said eight to ten times in a row (a degenerate loop)
-        start = rng.randrange(len(words))
-        words[start + 1 : start + 1] = [words[start]] * rng.randint(7, 9)
     text = " ".join(words)
     if not defects[3]:
         text = text[0].upper() + text[1:]
+    sentences = [text]
     if defects[6]:  # padded with a side detail and an empty remark: two to three times as long
-        text = f"{text} {rng.choice(article.sides).render()} {rng.choice(lex.summary_fillers)}"
+        sentences += [rng.choice(article.sides).render(), rng.choice(lex.summary_fillers)]
+    if defects[2]:  # a degenerate loop: the last sentence breaks off in one word said over and over
+        sentences[-1] = _break_off_in_a_loop(rng, sentences[-1])
+    text = " ".join(sentences)
     if defects[1]:
         text = _garble(rng, text, lex.alphabet)
     return text
@@ -298,8 +319,10 @@ def _draw_labels(rng: random.Random, system: str) -> tuple[dict[int, bool], list
     labels = []
     for q in constants.QUESTIONS:
         label = constants.LABEL_NO if defects[q] else constants.LABEL_YES
-        if rng.random() < LABEL_NOISE_RATE:
-            label = rng.choice((constants.LABEL_YES, constants.LABEL_NO))
+        if rng.random() < HASTY_RATING_RATE:
+            # One draw of two, as a uniform redraw from (Yes, No) would take: the random
+            # stream, and so every article and summary, does not depend on the noise's kind.
+            label = rng.choice((constants.LABEL_YES, label))
         if rng.random() < (Q1_UNSURE_RATE if q == 1 else UNSURE_RATE):
             label = constants.LABEL_UNSURE
         labels.append(label)
