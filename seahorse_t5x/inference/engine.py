@@ -150,11 +150,10 @@ def label_logits(
     hidden = model.apply(
         variables, encoded, tokens, start, return_hidden=True, method=mt5.MT5.decode
     )
-    dtype = jnp.dtype(config.dtype)
-    # Only the answer columns of the output projection: [embed, 2].
+    # Only the answer columns of the output projection: [embed, 2], with the model's dots.
     columns = jnp.asarray(label_ids, jnp.int32)
     kernel = jnp.take(params["decoder"]["logits_dense"]["kernel"], columns, axis=1)
-    return jnp.dot(hidden[:, 0].astype(dtype), kernel.astype(dtype)).astype(jnp.float32)
+    return mt5.dot(hidden[:, 0], kernel, jnp.dtype(config.dtype))
 
 
 def packed_label_logits(
@@ -186,10 +185,9 @@ def packed_label_logits(
         return_hidden=True,
         method=mt5.MT5.decode,
     )
-    dtype = jnp.dtype(config.dtype)
     columns = jnp.asarray(label_ids, jnp.int32)
     kernel = jnp.take(params["decoder"]["logits_dense"]["kernel"], columns, axis=1)
-    return jnp.einsum("rse,ec->rsc", hidden.astype(dtype), kernel.astype(dtype)).astype(jnp.float32)
+    return mt5.einsum("rse,ec->rsc", hidden, kernel, jnp.dtype(config.dtype))
 
 
 @functools.cache
