@@ -10,6 +10,7 @@ import pytest
 from mt5_fixtures import save_hf_tiny
 
 from seahorse_t5x import cli, constants, errors, vocab
+from seahorse_t5x.cli import score as score_cli
 from seahorse_t5x.inference import engine, inputs
 from seahorse_t5x.inference import scorer as scorer_lib
 
@@ -345,3 +346,32 @@ def test_score_cli_label_words_choose_the_answer_tokens(tmp_path, model_dir, dem
     theirs = _hf_p_yes(model_dir[1], encoded.tokens, *ids)
     np.testing.assert_allclose(written, theirs, atol=1e-4)
     np.testing.assert_allclose(written, scorer.score(ARTICLES, SUMMARIES), atol=1e-6)
+
+
+def test_score_cli_resume_refuses_another_dtype_and_auto_resumes_its_choice(
+    tmp_path, model_dir, scorer, capsys
+):
+    rows = [{"article": a, "summary": s} for a, s in zip(ARTICLES, SUMMARIES, strict=True)]
+    pairs, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
+    _write_jsonl(pairs, rows)
+    # An interrupted float32 run that wrote its first chunk of 2 rows.
+    argv = ["score", "--checkpoint", str(model_dir[0]), "--vocab", "demo", "--input", str(pairs)]
+    argv += ["--output", str(out), "--input_length", str(MAX_LEN), "--batch_size", "2"]
+    argv += ["--chunk_size", "2", "--dtype", "float32"]
+    settings = score_cli.run_settings(cli.build_parser("score").parse_args(argv), pairs)
+    assert settings["dtype"] == "float32"
+    expected = scorer.score(ARTICLES, SUMMARIES)
+    written = [
+        json.dumps({**r, "score": float(p)}) + "\n" for r, p in zip(rows, expected, strict=True)
+    ]
+    (tmp_path / "out.jsonl.partial").write_text("".join(written[:2]))
+    (tmp_path / "out.jsonl.partial.run.json").write_text(json.dumps(settings))
+    resume = ["--chunk_size", "2", "--resume"]
+    assert _score_cli(model_dir[0], pairs, out, *resume, "--dtype", "bfloat16") == 2
+    assert "written with other settings (dtype)" in capsys.readouterr().err
+    assert not out.exists()
+    # `auto` on a CPU chooses float32: the same run, continued.
+    assert _score_cli(model_dir[0], pairs, out, *resume) == 0
+    assert "resumed after 2 rows" in capsys.readouterr().out
+    scores = [json.loads(line)["score"] for line in out.read_text().splitlines()]
+    np.testing.assert_allclose(scores, expected, atol=1e-6)

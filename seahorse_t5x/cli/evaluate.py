@@ -134,11 +134,14 @@ def run(args: argparse.Namespace) -> int:
                 "title": title,
                 "vocabulary": vocab_path,
                 "truncation": args.truncation,
-                "dtype": args.dtype,
+                "dtype": scorer.dtype_choice.dtype,
                 "param_dtype": args.param_dtype,
             },
         )
     print()
     print(score_tasks.metrics_table(results, title).to_markdown())
-    print(f"results in {pathlib.Path(args.output_dir).resolve()}")
+    print(
+        f"results in {pathlib.Path(args.output_dir).resolve()}, "
+        f"dtype {scorer.dtype_choice.describe()}"
+    )
     return 0

@@ -191,6 +191,7 @@ def run_settings(args: argparse.Namespace, input_path: pathlib.Path) -> dict[str
         # The key older runs wrote, so their partial outputs still resume.
         "max_input_length": args.input_length,
         "batch_size": args.batch_size,
+        # `auto` is replaced by the dtype it chooses once JAX is up (`run`).
         "dtype": args.dtype,
         "param_dtype": args.param_dtype,
         "truncation": args.truncation,
@@ -346,6 +347,10 @@ def run(args: argparse.Namespace) -> int:
     )
     import jax
 
+    # `--dtype auto` is decided here, for this platform; the run records what it chose.
+    dtype = inference_flags.choose_dtype(args)
+    args = argparse.Namespace(**{**vars(args), "dtype": dtype.dtype})
+    settings["dtype"] = dtype.dtype
     # Process 0 writes the one output file; every process scores its share of each batch.
     writer = jax.process_index() == 0
     partial = _partial(output_path)
@@ -375,7 +380,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"scored {scored} rows ({bad} bad, {truncated} with truncated articles, "
         f"{summaries_cut} with truncated summaries{resumed}) in {elapsed:.1f}s "
-        f"({rate:.1f} ex/s) -> {output_path}"
+        f"({rate:.1f} ex/s), dtype {dtype.describe()} -> {output_path}"
     )
     return 0
 

@@ -5,5 +5,6 @@
   `seahorse_t5x.input_format` says, exactly as the SeqIO preprocessors cut them;
 - `engine`: the label logits at the first decoder step, the length-bucket batch plan, and
   parameters and batches placed on a `data x model` mesh with the runner's logical-axis rules;
-- `scorer`: `Scorer`, from a checkpoint or from (config, params).
+- `scorer`: `Scorer`, from a checkpoint or from (config, params);
+- `precision`: the dtype of the model's products `--dtype auto` chooses for the platform.
 """
