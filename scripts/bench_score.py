@@ -212,6 +212,7 @@ class CT2Scorer:
             batch_type="examples",
             beam_size=1,
             max_decoding_length=1,
+            max_input_length=0,  # its default cuts inputs at 1024 tokens
             return_logits_vocab=True,
         )
         logits = np.array(

@@ -89,7 +89,7 @@ def test_p_yes_matches_pytorch_in_input_order(scorer, model_dir):
 
 # bfloat16 products round each operand to 8 bits of mantissa; what that moves P(yes) by on
 # a trained model is measured in docs/scoring.md and held in tests/test_demo.py.
-BF16_P_YES_TOLERANCE = 0.01
+BF16_P_YES_TOLERANCE = 0.02
 
 
 @pytest.mark.parametrize("param_dtype", ["float32", "bfloat16"])
