@@ -5,7 +5,7 @@ bfloat16 products are fast: GPUs and TPUs, whose bfloat16 units run at several t
 float32 rate. `float32` on CPUs, with or without bfloat16 instructions (`avx512_bf16`,
 `amx_bf16`): measured with this project's XLA (jaxlib 0.10) on an Intel Xeon with
 AVX512-BF16, its bfloat16 x bfloat16 -> float32 products ran at about half the float32 rate
-and the engine at 0.53x its float32 speed (docs/scoring.md), so the CPU flags are reported,
+and the engine at 0.73x its float32 speed (docs/scoring.md), so the CPU flags are reported,
 not followed.
 
 The choice is made once per run, before any program is compiled; the chosen dtype is part of
