@@ -41,6 +41,8 @@ HF_REQUIRES = [
     "torch==2.13.0",
     "transformers==5.23.0",
 ]
+# scripts/bench_score.py's peers: HF PyTorch and CTranslate2 (its `--ct2` columns).
+BENCH_REQUIRES = HF_REQUIRES + ["ctranslate2==4.8.5"]
 # SeqIO's cache job (scripts/cache_tasks.sh) runs on Apache Beam; its DirectRunner caches
 # the SEAHORSE tasks on one machine; [tfrecord] brings the CRC the cache files need.
 BEAM_REQUIRES = ["apache-beam[tfrecord]==2.77.0"]
@@ -72,7 +74,7 @@ setup(
     install_requires=INSTALL_REQUIRES,
     extras_require={
         "hf": HF_REQUIRES,
-        "bench": HF_REQUIRES,
+        "bench": BENCH_REQUIRES,
         "test": TEST_REQUIRES,
         "beam": BEAM_REQUIRES,
     },

@@ -1,4 +1,5 @@
-"""Scoring throughput: this project's inference engine vs HF transformers PyTorch.
+"""Scoring throughput: this project's inference engine vs HF transformers PyTorch and
+CTranslate2.
 
 Both score the same random-weight mT5-small-shaped model (built once in HF format and
 converted) on the same token inputs, with lengths drawn log-normal like news articles
@@ -6,7 +7,16 @@ converted) on the same token inputs, with lengths drawn log-normal like news art
 file order padded to their longest input, `model(input_ids, attention_mask,
 decoder_input_ids=[[0]])`, softmax over the two label logits. Ours is
 `seahorse_t5x.inference.engine.Engine`, the path `score`, `evaluate` and validation use. To
-share whatever load the machine has fairly, the two alternate chunk by chunk.
+share whatever load the machine has fairly, every scorer alternates chunk by chunk.
+
+CTranslate2 (the `bench` extra; `--ct2` lists its compute types, e.g. `float32,int8`) scores
+the same model converted by its transformers converter, run as its documentation advises
+for throughput: length-sorted batches of 8 (`max_batch_size`), one decoding step,
+`return_logits_vocab`. Its converter reads the model with `tie_word_embeddings=false`, as
+the released mT5 checkpoints' config says (transformers 5 ties mT5 without rescaling; the
+converter would otherwise scale the logits by d_model**-0.5). Every scorer's max |P(yes)
+difference| from HF is reported beside its time. `--dtype float32,bfloat16` times the engine
+in each dtype side by side (bfloat16: bfloat16 products accumulated in float32).
 
 Ours is timed three ways: a first run (every shape traced and compiled, into an empty
 persistent cache), a run from that cache (JAX's in-memory caches cleared, as a new process
@@ -17,6 +27,8 @@ Also measured: a JAX fp32 matmul ceiling (best of several 2048^3 products) and t
 achieved FLOP/s on this engine's padded batches (encoder alone, timed separately).
 
     python scripts/bench_score.py --num_examples 300 --json bench_score.json
+    python scripts/bench_score.py --num_examples 64 --chunks 2 --ct2 float32,int8 \
+        --dtype float32,bfloat16
 """
 
 from __future__ import annotations
@@ -68,6 +80,18 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--hf_batch_size", type=int, default=4)
     parser.add_argument("--chunks", type=int, default=3, help="alternation chunks")
     parser.add_argument("--skip_hf", action="store_true")
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        help="ours: comma-separated compute dtypes timed side by side (the first is the one "
+        "timed on a first run and from the cache)",
+    )
+    parser.add_argument(
+        "--ct2",
+        default="",
+        help="CTranslate2 compute types to time beside HF, e.g. float32,int8 (default: none)",
+    )
+    parser.add_argument("--ct2_batch_size", type=int, default=8)
     parser.add_argument(
         "--encoder_batches",
         type=int,
@@ -126,6 +150,97 @@ class HFScorer:
         return np.concatenate(scores), padded
 
 
+class _IdVocabulary:
+    """The tokenizer interface CTranslate2's T5 converter reads: token `t<id>` for each id
+    (random weights have no vocabulary; inputs are given to CTranslate2 as these tokens)."""
+
+    pad_token, eos_token, unk_token = "<pad>", "</s>", "<unk>"
+
+    def __init__(self, size: int) -> None:
+        self.tokens = [self.pad_token, self.eos_token, self.unk_token]
+        self.tokens += [f"t{i}" for i in range(3, size)]
+
+    def get_vocab(self) -> dict[str, int]:
+        return {token: i for i, token in enumerate(self.tokens)}
+
+    def convert_ids_to_tokens(self, token_id: int) -> str:
+        return self.tokens[token_id]
+
+
+def convert_to_ct2(hf_model, directory: str) -> _IdVocabulary:
+    """Writes `hf_model` as a CTranslate2 model (float32 weights) into `directory`."""
+    import ctranslate2
+
+    vocabulary = _IdVocabulary(hf_model.config.vocab_size)
+    hf_model.config.save_pretrained(directory)
+
+    class Converter(ctranslate2.converters.TransformersConverter):
+        def load_model(self, model_class, model_name_or_path, **kwargs):
+            return hf_model
+
+        def load_tokenizer(self, tokenizer_class, model_name_or_path, **kwargs):
+            return vocabulary
+
+    tied = hf_model.config.tie_word_embeddings
+    hf_model.config.tie_word_embeddings = False  # as mT5's own config.json says
+    try:
+        Converter(directory).convert(os.path.join(directory, "ct2"), force=True)
+    finally:
+        hf_model.config.tie_word_embeddings = tied
+    return vocabulary
+
+
+class CT2Scorer:
+    def __init__(self, directory: str, vocabulary: _IdVocabulary, compute_type: str, batch: int):
+        import ctranslate2
+
+        self.translator = ctranslate2.Translator(
+            os.path.join(directory, "ct2"),
+            device="cpu",
+            compute_type=compute_type,
+            intra_threads=os.cpu_count() or 1,
+        )
+        self.vocabulary = vocabulary
+        self.batch = batch
+
+    def score(self, tokens: list[np.ndarray]) -> np.ndarray:
+        names = self.vocabulary.tokens
+        source = [[names[i] for i in ids] for ids in tokens]
+        results = self.translator.translate_batch(
+            source,
+            max_batch_size=self.batch,
+            batch_type="examples",
+            beam_size=1,
+            max_decoding_length=1,
+            max_input_length=0,  # its default cuts inputs at 1024 tokens
+            return_logits_vocab=True,
+        )
+        logits = np.array(
+            [np.asarray(r.logits[0][0])[[YES_ID, NO_ID]] for r in results], np.float64
+        )
+        return 1.0 / (1.0 + np.exp(logits[:, 1] - logits[:, 0]))
+
+
+def cpu_model() -> str:
+    """The CPU's model name and its bfloat16/int8 dot flags, from /proc/cpuinfo."""
+    from seahorse_t5x.inference import precision
+
+    name = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.partition(":")[2].strip()
+                    break
+    except OSError:
+        pass
+    flags = precision.cpu_flags()
+    dots = [
+        f for f in ("avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8") if f in flags
+    ]
+    return f"{name} ({' '.join(dots) or 'no AVX-512'})"
+
+
 def main() -> None:
     args = parse_args()
     import torch
@@ -146,18 +261,32 @@ def main() -> None:
         flush=True,
     )
 
-    engine = engine_lib.Engine(
-        config,
-        (YES_ID, NO_ID),
-        None,
-        args.max_input_length,
-        args.batch_size,
-        args.ladder,
-        packing=args.packing,
-    )
+    dtypes = args.dtype.split(",")
+    engines = {
+        dtype: engine_lib.Engine(
+            config.replace(dtype=dtype),
+            (YES_ID, NO_ID),
+            None,
+            args.max_input_length,
+            args.batch_size,
+            args.ladder,
+            packing=args.packing,
+        )
+        for dtype in dtypes
+    }
+    engine = engines[dtypes[0]]
     placer = engine.placer()
     params = placer.stack_layers(placer.place_tree(params), consume=True)
     hf = HFScorer(hf_model, args.hf_batch_size)
+    ct2_types = [t for t in args.ct2.split(",") if t]
+    ct2 = {}
+    ct2_dir = tempfile.mkdtemp(prefix="bench_score_ct2_")
+    if ct2_types:
+        import ctranslate2
+
+        vocabulary = convert_to_ct2(hf_model, ct2_dir)
+        ct2 = {t: CT2Scorer(ct2_dir, vocabulary, t, args.ct2_batch_size) for t in ct2_types}
+        print(f"ctranslate2 {ctranslate2.__version__}: {', '.join(ct2_types)}", flush=True)
     chunks = np.array_split(np.arange(len(tokens)), args.chunks)
 
     def score_all() -> float:
@@ -175,6 +304,10 @@ def main() -> None:
     executables.clear_memory()
     cached_run_s = score_all()
     print(f"ours: first run {first_run_s:.1f}s, run from the cache {cached_run_s:.1f}s", flush=True)
+    for other in engines.values():  # the other dtypes' programs, before timing them
+        if other is not engine:
+            for chunk in chunks:
+                other.p_yes(params, [tokens[i] for i in chunk])
     if args.packing:
         rows = engine_lib.pack_rows(
             [len(t) for t in tokens], args.max_input_length, engine.max_segments
@@ -192,34 +325,43 @@ def main() -> None:
     shapes = sorted({(b.rows, b.length) for plan in plans for b in plan})
 
     padded_ours = sum(b.rows * b.length for plan in plans for b in plan)
-    ours_s = hf_s = 0.0
-    ours_scores = np.zeros(len(tokens))
-    hf_scores = np.zeros(len(tokens))
+    # Every scorer, alternating chunk by chunk (each chunk starts one scorer further on).
+    scorers = {f"ours_{d}": (lambda t, e=e: e.p_yes(params, t)) for d, e in engines.items()}
     padded_hf = 0
+    if not args.skip_hf:
+
+        def hf_score(t):
+            nonlocal padded_hf
+            scores, padded = hf.score(t)
+            padded_hf += padded
+            return scores
+
+        scorers["hf"] = hf_score
+    scorers.update({f"ct2_{t}": c.score for t, c in ct2.items()})
+    seconds = dict.fromkeys(scorers, 0.0)
+    scores = {name: np.zeros(len(tokens)) for name in scorers}
+    names = list(scorers)
     for k, chunk in enumerate(chunks):
         chunk_tokens = [tokens[i] for i in chunk]
-        order = ("ours", "hf") if k % 2 == 0 else ("hf", "ours")
-        for name in order:
-            if name == "hf" and args.skip_hf:
-                continue
+        for name in names[k % len(names) :] + names[: k % len(names)]:
             start = time.perf_counter()
-            if name == "ours":
-                ours_scores[chunk] = engine.p_yes(params, chunk_tokens)
-                ours_s += time.perf_counter() - start
-            else:
-                scores, padded = hf.score(chunk_tokens)
-                hf_scores[chunk] = scores
-                padded_hf += padded
-                hf_s += time.perf_counter() - start
-        print(f"chunk {k + 1}/{len(chunks)}: ours {ours_s:.1f}s, hf {hf_s:.1f}s", flush=True)
+            scores[name][chunk] = scorers[name](chunk_tokens)
+            seconds[name] += time.perf_counter() - start
+        print(
+            f"chunk {k + 1}/{len(chunks)}: " + ", ".join(f"{n} {seconds[n]:.1f}s" for n in names),
+            flush=True,
+        )
+    ours_s = seconds[f"ours_{dtypes[0]}"]
 
     results = {
         "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores".strip(),
+        "cpu": cpu_model(),
         "load_average_before": [round(x, 2) for x in load_before],
         "examples": len(tokens),
         "real_tokens": real_tokens,
         "ladder": args.ladder,
         "packing": args.packing,
+        "ours_dtype": dtypes[0],
         "ours_seconds": round(ours_s, 2),
         "ours_first_run_seconds": round(first_run_s, 2),
         "ours_cached_run_seconds": round(cached_run_s, 2),
@@ -231,8 +373,10 @@ def main() -> None:
         "ours_first_run_seconds_per_new_shape": round(
             (first_run_s - cached_run_s) / len(shapes), 3
         ),
+        "seconds": {n: round(v, 2) for n, v in seconds.items()},
     }
     if not args.skip_hf:
+        hf_s = seconds["hf"]
         results.update(
             hf_seconds=round(hf_s, 2),
             hf_examples_per_s=round(len(tokens) / hf_s, 3),
@@ -240,8 +384,26 @@ def main() -> None:
             speedup=round(hf_s / ours_s, 2),
             speedup_first_run=round(hf_s / first_run_s, 2),
             speedup_cached_run=round(hf_s / cached_run_s, 2),
-            max_abs_score_difference=float(np.max(np.abs(ours_scores - hf_scores))),
+            max_abs_score_difference=float(
+                np.max(np.abs(scores[f"ours_{dtypes[0]}"] - scores["hf"]))
+            ),
+            speedup_vs_hf={n: round(hf_s / v, 2) for n, v in seconds.items()},
+            max_abs_p_yes_difference_from_hf={
+                n: float(np.max(np.abs(scores[n] - scores["hf"]))) for n in names
+            },
         )
+    for name in names:
+        if name.startswith("ct2_"):
+            results[f"ours_vs_{name}"] = round(seconds[name] / ours_s, 2)
+            results[f"ours_first_run_vs_{name}"] = round(seconds[name] / first_run_s, 2)
+            for d in dtypes[1:]:
+                results[f"ours_{d}_vs_{name}"] = round(seconds[name] / seconds[f"ours_{d}"], 2)
+    for d in dtypes[1:]:
+        results[f"ours_{d}_vs_ours_{dtypes[0]}"] = round(ours_s / seconds[f"ours_{d}"], 3)
+        results[f"max_abs_p_yes_ours_{d}_vs_ours_{dtypes[0]}"] = float(
+            np.max(np.abs(scores[f"ours_{d}"] - scores[f"ours_{dtypes[0]}"]))
+        )
+    shutil.rmtree(ct2_dir, ignore_errors=True)
 
     ceiling = matmul_ceiling()
     results["matmul_ceiling_gflops"] = round(ceiling / 1e9, 1)

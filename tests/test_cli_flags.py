@@ -61,8 +61,10 @@ ALIASES: dict[tuple[str, str], str] = {
     ("evaluate", "--metric_name"): "--metric",
     ("report", "--dataset"): "--data_dir",
 }
-# Flags whose default is the same in every command that has them.
-SAME_DEFAULT = ("--dtype", "--param_dtype", "--truncation", "--vocab")
+# Flags whose default is the same in every command that has them. (`--dtype`: `auto` where
+# the run's own platform decides, in `score` and `evaluate`; `plan` plans for another
+# platform, in float32 unless told.)
+SAME_DEFAULT = ("--param_dtype", "--truncation", "--vocab")
 # The flags each command needs to parse at all, for the alias tests.
 REQUIRED = {
     "score": ["--checkpoint", "c", "--input", "i", "--output", "o"],
@@ -161,7 +163,12 @@ def test_the_same_concept_has_the_same_default(parsers):
         }
         assert len(defaults) >= 2, flag
         assert len(set(defaults.values())) == 1, (flag, defaults)
-    assert parsers["plan"]._option_string_actions["--dtype"].default == "float32"
+    dtype = {
+        n: p._option_string_actions["--dtype"].default
+        for n, p in parsers.items()
+        if "--dtype" in p._option_string_actions
+    }
+    assert dtype == {"score": "auto", "evaluate": "auto", "plan": "float32"}
     assert parsers["plan"]._option_string_actions["--input_length"].default == (
         constants.DEFAULT_INPUT_LENGTH
     )

@@ -3,15 +3,23 @@
 import json
 import os
 
+import numpy as np
 import pytest
 import runner_fixtures
+from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, constants, errors, vocab
+from seahorse_t5x.data import splits
 from seahorse_t5x.evaluation import scorefiles
+from seahorse_t5x.inference import scorer as scorer_lib
 from seahorse_t5x.model import checkpoints
 from seahorse_t5x.runner import demo
 
 SETTINGS_ENV = (constants.ENV_DATA_DIR, constants.ENV_VOCAB)
+# bfloat16 products against float32 on a trained model (docs/scoring.md): P(yes) moves by at
+# most this much, and ROC-AUC by at most this.
+BF16_MAX_ABS_P_YES = 0.02
+BF16_ROC_AUC_CHANGE = 0.002
 
 TINY_DEMO = demo.DemoSettings(
     train_steps=3,
@@ -123,3 +131,37 @@ def test_demo_hides_only_seqio_caching_advice(caplog):
         "a warning the demo keeps",
         "Using an uncached FunctionDataset for training after the demo",
     ]
+
+
+@pytest.mark.slow
+def test_bfloat16_scores_of_the_trained_demo_model_stay_within_the_stated_bound(demo_run):
+    """bfloat16 products (float32 or bfloat16 weights) against float32 on the trained demo
+    model's test split: P(yes) within the bound docs/scoring.md states, ROC-AUC within it
+    or one pair's worth."""
+    out, result, _ = demo_run
+    rows = splits.read_rows(splits.split_path(out / "data" / "prepared", "test"))
+    runs = {
+        name: scorer_lib.Scorer(
+            result["model_dir"], max_input_length=TINY_DEMO.input_length, batch_size=4,
+            dtype=dtype, param_dtype=param_dtype,
+        )
+        for name, (dtype, param_dtype) in {
+            "float32": ("float32", "float32"),
+            "bfloat16": ("bfloat16", "float32"),
+            "bfloat16_weights": ("bfloat16", "bfloat16"),
+        }.items()
+    }  # fmt: skip
+    for q in constants.QUESTIONS:
+        labelled = [r for r in rows if splits.is_labelled(r, q)]
+        labels = [r[splits.label_field(q)] for r in labelled]
+        pairs = ([r["article"] for r in labelled], [r["summary"] for r in labelled])
+        scores = {name: scorer.score(*pairs, question=q) for name, scorer in runs.items()}
+        full = scores["float32"]
+        for name in ("bfloat16", "bfloat16_weights"):
+            assert not np.array_equal(scores[name], full)  # computed in bfloat16
+            assert np.max(np.abs(scores[name] - full)) <= BF16_MAX_ABS_P_YES, (q, name)
+            change = roc_auc_score(labels, scores[name]) - roc_auc_score(labels, full)
+            # On this split's few rows one (yes, no) pair is worth more than the bound: at
+            # most one pair may change order.
+            pairs_worth = 1 / (sum(labels) * (len(labels) - sum(labels)))
+            assert abs(change) <= max(BF16_ROC_AUC_CHANGE, pairs_worth) + 1e-12, (q, name)

@@ -95,6 +95,69 @@ def test_bfloat16_compute_is_close_to_float32(hf_and_params):
     assert not np.array_equal(full, half)
 
 
+def _equations(jaxpr) -> list:
+    """Every equation of a jaxpr and of the jaxprs inside it (jit, custom_jvp, scan)."""
+    found = []
+    for eqn in jaxpr.eqns:
+        found.append(eqn)
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    found.extend(_equations(inner))
+    return found
+
+
+def _model_equations(config, scan_layers=False) -> list:
+    params = mt5.abstract_params(config, scan_layers=scan_layers)
+    enc = jax.ShapeDtypeStruct((2, 16), jnp.int32)
+    dec = jax.ShapeDtypeStruct((2, 3), jnp.int32)
+    model = mt5.MT5(config, scan_layers=scan_layers)
+    jaxpr = jax.make_jaxpr(lambda p, e, d: model.apply({"params": p}, e, d))(
+        mt5.unbox(params), enc, dec
+    )
+    return _equations(jaxpr.jaxpr)
+
+
+def _products_per_model(config) -> int:
+    # Encoder layer: query, key, value, out, QK^T, weights x V, wi_0, wi_1, wo. Decoder layer:
+    # the same attention twice (self, cross) and the MLP. Plus the output projection.
+    return 9 * config.num_encoder_layers + 15 * config.num_decoder_layers + 1
+
+
+@pytest.mark.parametrize("scan_layers", [False, True])
+def test_bfloat16_products_take_bfloat16_operands_and_accumulate_in_float32(scan_layers):
+    equations = _model_equations(TINY.replace(dtype="bfloat16"), scan_layers)
+    products = [e for e in equations if e.primitive.name == "dot_general"]
+    # A scanned stack traces its layer once.
+    layers = (1, 1) if scan_layers else (TINY.num_encoder_layers, TINY.num_decoder_layers)
+    expected = _products_per_model(
+        TINY.replace(num_encoder_layers=layers[0], num_decoder_layers=layers[1])
+    )
+    assert len(products) == expected
+    for product in products:
+        assert [v.aval.dtype for v in product.invars] == [jnp.bfloat16, jnp.bfloat16]
+        assert product.outvars[0].aval.dtype == jnp.float32
+        assert product.params["preferred_element_type"] == jnp.float32
+    # bfloat16 only feeds products: nothing else (norms, softmax, GELU, residual adds,
+    # position bias) computes in it.
+    makes_bf16 = {
+        e.primitive.name
+        for e in equations
+        if any(getattr(v.aval, "dtype", None) == jnp.bfloat16 for v in e.outvars)
+    }
+    assert makes_bf16 <= {"convert_element_type", "transpose", "reshape"}, makes_bf16
+
+
+def test_float32_model_holds_no_bfloat16():
+    equations = _model_equations(TINY)
+    products = [e for e in equations if e.primitive.name == "dot_general"]
+    assert len(products) == _products_per_model(TINY)
+    for e in equations:
+        for v in list(e.invars) + list(e.outvars):
+            assert getattr(v.aval, "dtype", None) != jnp.bfloat16, e
+
+
 def test_packed_examples_equal_each_alone(hf_and_params):
     _, params = hf_and_params
     enc_a, enc_b = padded_batch([7], 500, seed=1)[0], padded_batch([11], 500, seed=2)[0]

@@ -10,6 +10,7 @@ import pytest
 from mt5_fixtures import save_hf_tiny
 
 from seahorse_t5x import cli, constants, errors, vocab
+from seahorse_t5x.cli import score as score_cli
 from seahorse_t5x.inference import engine, inputs
 from seahorse_t5x.inference import scorer as scorer_lib
 
@@ -84,6 +85,31 @@ def test_p_yes_matches_pytorch_in_input_order(scorer, model_dir):
     order = [3, 0, 4, 2, 1]
     permuted = scorer.score([ARTICLES[i] for i in order], [SUMMARIES[i] for i in order])
     np.testing.assert_allclose(permuted, ours[order], atol=1e-6)
+
+
+# bfloat16 products round each operand to 8 bits of mantissa; what that moves P(yes) by on
+# a trained model is measured in docs/scoring.md and held in tests/test_demo.py.
+BF16_P_YES_TOLERANCE = 0.02
+
+
+@pytest.mark.parametrize("param_dtype", ["float32", "bfloat16"])
+def test_bfloat16_p_yes_is_within_its_tolerance_of_pytorch(model_dir, demo_vocab, param_dtype):
+    half = scorer_lib.Scorer(
+        model_dir[0],
+        vocab=demo_vocab,
+        max_input_length=MAX_LEN,
+        batch_size=2,
+        dtype="bfloat16",
+        param_dtype=param_dtype,
+    )
+    assert half.config.dtype == "bfloat16"
+    wi = half.params["encoder"]["layers"]["layer"]["mlp"]["wi_0"]["kernel"]
+    assert wi.dtype == param_dtype
+    encoded = half.encode(ARTICLES, SUMMARIES)
+    theirs = _hf_p_yes(model_dir[1], encoded.tokens, half.yes_id, half.no_id)
+    ours = half.score(ARTICLES, SUMMARIES)
+    assert np.max(np.abs(ours - theirs)) < BF16_P_YES_TOLERANCE
+    assert not np.allclose(ours, theirs, atol=1e-6, rtol=0)  # it did compute in bfloat16
 
 
 def test_bucketed_equals_unbucketed(scorer):
@@ -321,3 +347,32 @@ def test_score_cli_label_words_choose_the_answer_tokens(tmp_path, model_dir, dem
     theirs = _hf_p_yes(model_dir[1], encoded.tokens, *ids)
     np.testing.assert_allclose(written, theirs, atol=1e-4)
     np.testing.assert_allclose(written, scorer.score(ARTICLES, SUMMARIES), atol=1e-6)
+
+
+def test_score_cli_resume_refuses_another_dtype_and_auto_resumes_its_choice(
+    tmp_path, model_dir, scorer, capsys
+):
+    rows = [{"article": a, "summary": s} for a, s in zip(ARTICLES, SUMMARIES, strict=True)]
+    pairs, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
+    _write_jsonl(pairs, rows)
+    # An interrupted float32 run that wrote its first chunk of 2 rows.
+    argv = ["score", "--checkpoint", str(model_dir[0]), "--vocab", "demo", "--input", str(pairs)]
+    argv += ["--output", str(out), "--input_length", str(MAX_LEN), "--batch_size", "2"]
+    argv += ["--chunk_size", "2", "--dtype", "float32"]
+    settings = score_cli.run_settings(cli.build_parser("score").parse_args(argv), pairs)
+    assert settings["dtype"] == "float32"
+    expected = scorer.score(ARTICLES, SUMMARIES)
+    written = [
+        json.dumps({**r, "score": float(p)}) + "\n" for r, p in zip(rows, expected, strict=True)
+    ]
+    (tmp_path / "out.jsonl.partial").write_text("".join(written[:2]))
+    (tmp_path / "out.jsonl.partial.run.json").write_text(json.dumps(settings))
+    resume = ["--chunk_size", "2", "--resume"]
+    assert _score_cli(model_dir[0], pairs, out, *resume, "--dtype", "bfloat16") == 2
+    assert "written with other settings (dtype)" in capsys.readouterr().err
+    assert not out.exists()
+    # `auto` on a CPU chooses float32: the same run, continued.
+    assert _score_cli(model_dir[0], pairs, out, *resume) == 0
+    assert "resumed after 2 rows" in capsys.readouterr().out
+    scores = [json.loads(line)["score"] for line in out.read_text().splitlines()]
+    np.testing.assert_allclose(scores, expected, atol=1e-6)

@@ -182,11 +182,14 @@ def run(args: argparse.Namespace) -> int:
                     if args.long_inputs == "windows"
                     else {}
                 ),
-                "dtype": args.dtype,
+                "dtype": scorer.dtype_choice.dtype,
                 "param_dtype": args.param_dtype,
             },
         )
     print()
     print(score_tasks.metrics_table(results, title).to_markdown())
-    print(f"results in {pathlib.Path(args.output_dir).resolve()}")
+    print(
+        f"results in {pathlib.Path(args.output_dir).resolve()}, "
+        f"dtype {scorer.dtype_choice.describe()}"
+    )
     return 0

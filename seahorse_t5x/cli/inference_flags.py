@@ -8,15 +8,18 @@ import os
 import pathlib
 
 from seahorse_t5x import constants, input_format
-from seahorse_t5x.inference import windows
+from seahorse_t5x.inference import precision, windows
 
 ENV_COMPILATION_CACHE = "SEAHORSE_COMPILATION_CACHE"
 COMPUTE_DTYPES = ("float32", "bfloat16")
 # `--param_dtype`: int8 is weight-only (per-output-channel scales; `inference/quantize.py`).
 PARAM_DTYPES = (*COMPUTE_DTYPES, "int8")
-# `--dtype` and `--param_dtype` default to these in every command that has them (`plan` too).
+# `plan`'s `--dtype` (it plans for a target platform, not this one) and every command's
+# `--param_dtype` default to these; `score` and `evaluate` choose their `--dtype` by platform.
 DEFAULT_DTYPE = "float32"
 DEFAULT_PARAM_DTYPE = "float32"
+SCORING_DTYPES = precision.CHOICES
+DEFAULT_SCORING_DTYPE = precision.AUTO
 # What `--batch_size` means in `score`, `evaluate` and `plan --scoring` (the engine's rows).
 BATCH_SIZE_HELP = (
     "rows per batch at --input_length, over all devices; shorter inputs batch more rows "
@@ -75,9 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--dtype",
-        choices=COMPUTE_DTYPES,
-        default=DEFAULT_DTYPE,
-        help="compute (activation) dtype",
+        choices=SCORING_DTYPES,
+        default=DEFAULT_SCORING_DTYPE,
+        help="dtype of the model's matrix products: bfloat16 takes bfloat16 operands and "
+        "accumulates in float32 (norms, softmax and P(yes) stay float32); auto: bfloat16 on "
+        "a GPU or TPU, float32 on a CPU, as the summary line says (default: auto)",
     )
     parser.add_argument(
         "--param_dtype",
@@ -126,6 +131,11 @@ def check_windows(args: argparse.Namespace) -> None:
             "--long_inputs windows keeps every summary whole: it needs --truncation "
             f"{input_format.TRUNCATION_KEEP_SUMMARY}, got {args.truncation}"
         )
+
+
+def choose_dtype(args: argparse.Namespace) -> precision.Choice:
+    """`precision.choose` for --dtype on this process's JAX platform (imports JAX)."""
+    return precision.choose(args.dtype)
 
 
 def mesh_shape(args: argparse.Namespace) -> tuple[int, int] | None:

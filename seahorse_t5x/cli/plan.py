@@ -63,8 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dtype",
         choices=inference_flags.COMPUTE_DTYPES,
         default=inference_flags.DEFAULT_DTYPE,
-        help="compute (activation) dtype, as in score, evaluate and the local trainer; T5X "
-        "trains mT5 with bfloat16 activations: pass bfloat16 to plan such a run",
+        help="dtype of the model's matrix products, as in score and evaluate (bfloat16: "
+        "bfloat16 operands, float32 accumulation); T5X trains mT5 with bfloat16 products: "
+        "pass bfloat16 to plan such a run",
     )
     parser.add_argument(
         "--optimizer",

@@ -234,6 +234,7 @@ def run_settings(
         # The key older runs wrote, so their partial outputs still resume.
         "max_input_length": args.input_length,
         "batch_size": args.batch_size,
+        # `auto` is replaced by the dtype it chooses once JAX is up (`run`).
         "dtype": args.dtype,
         "param_dtype": args.param_dtype,
         "truncation": args.truncation,
@@ -542,6 +543,9 @@ def run(args: argparse.Namespace) -> int:
     partitioning.maybe_initialize_distributed(
         args.coordinator_address, args.num_processes, args.process_id
     )
+    # `--dtype auto` is decided here, for this platform; the run records what it chose.
+    dtype = inference_flags.choose_dtype(args)
+    args = argparse.Namespace(**{**vars(args), "dtype": dtype.dtype})
     if family or args.metric is not None:
         return _run_columns(args, input_path, output_path, plan, mesh_shape, total, bad)
     import jax
@@ -581,7 +585,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"scored {scored} rows ({bad} bad, {articles}, "
         f"{summaries_cut} with truncated summaries{resumed}) in {elapsed:.1f}s "
-        f"({rate:.1f} ex/s) -> {output_path}"
+        f"({rate:.1f} ex/s), dtype {dtype.describe()} -> {output_path}"
     )
     return 0
 

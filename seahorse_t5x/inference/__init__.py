@@ -7,5 +7,6 @@
   parameters and batches placed on a `data x model` mesh with the runner's logical-axis rules;
 - `windows`: long articles split at sentence boundaries into windows beside the whole
   summary, and the per-row aggregate (max or mean) of the windows' P(yes);
-- `scorer`: `Scorer`, from a checkpoint or from (config, params).
+- `scorer`: `Scorer`, from a checkpoint or from (config, params);
+- `precision`: the dtype of the model's products `--dtype auto` chooses for the platform.
 """

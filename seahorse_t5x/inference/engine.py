@@ -151,11 +151,10 @@ def label_logits(
         hidden = model.apply(
             variables, encoded, tokens, start, return_hidden=True, method=mt5.MT5.decode
         )
-    dtype = jnp.dtype(config.dtype)
-    # Only the answer columns of the output projection: [embed, 2].
+    # Only the answer columns of the output projection: [embed, 2], with the model's dots.
     columns = jnp.asarray(label_ids, jnp.int32)
-    kernel = quantize.answer_kernel(params, columns, dtype)
-    return jnp.dot(hidden[:, 0].astype(dtype), kernel).astype(jnp.float32)
+    kernel = quantize.answer_kernel(params, columns, jnp.float32)
+    return mt5.dot(hidden[:, 0], kernel, jnp.dtype(config.dtype))
 
 
 def packed_label_logits(
@@ -188,10 +187,9 @@ def packed_label_logits(
             return_hidden=True,
             method=mt5.MT5.decode,
         )
-    dtype = jnp.dtype(config.dtype)
     columns = jnp.asarray(label_ids, jnp.int32)
-    kernel = quantize.answer_kernel(params, columns, dtype)
-    return jnp.einsum("rse,ec->rsc", hidden.astype(dtype), kernel).astype(jnp.float32)
+    kernel = quantize.answer_kernel(params, columns, jnp.float32)
+    return mt5.einsum("rse,ec->rsc", hidden, kernel, jnp.dtype(config.dtype))
 
 
 @functools.cache

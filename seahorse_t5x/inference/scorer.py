@@ -24,13 +24,13 @@ from jax.sharding import Mesh
 from seahorse_t5x import constants, errors, input_format, task_names
 from seahorse_t5x import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import inputs, windows
+from seahorse_t5x.inference import inputs, precision, windows
 from seahorse_t5x.model import checkpoints
 from seahorse_t5x.model.configs import MT5Config
 
 log = logging.getLogger(__name__)
 
-COMPUTE_DTYPES = ("float32", "bfloat16")
+COMPUTE_DTYPES = precision.CHOICES
 # Keys of the runner's checkpoint meta this module reads (written by runner/trainer.py).
 META_TASK_FEATURE_LENGTHS = "task_feature_lengths"
 META_VOCABULARY = "vocabulary"
@@ -103,7 +103,9 @@ class Scorer:
         checkpoint was trained with, else 2048 as in the paper.
       batch_size: rows per batch at `max_input_length`; shorter buckets get more rows
         (same number of tokens).
-      dtype: compute dtype, `float32` or `bfloat16` (float16 overflows in mT5).
+      dtype: the dtype of the model's matrix products: `float32`, `bfloat16` (bfloat16
+        operands, float32 accumulation) or `auto` (`precision.choose`: bfloat16 on GPUs and
+        TPUs, float32 on CPUs); float16 overflows in mT5. The choice is `dtype_choice`.
       truncation: `keep_summary` (default: cut the article, keep the summary) or `right`.
       mesh: the device mesh (default: every local device on `data`).
       param_dtype: dtype the weights are kept in on the devices (`bfloat16` halves them;
@@ -124,7 +126,7 @@ class Scorer:
         vocab: Any = None,
         max_input_length: int | None = None,
         batch_size: int = 1,
-        dtype: str = "float32",
+        dtype: str = precision.AUTO,
         truncation: str = input_format.TRUNCATION_KEEP_SUMMARY,
         mesh: Mesh | None = None,
         param_dtype: str = "float32",
@@ -132,10 +134,9 @@ class Scorer:
         packing: bool = False,
         label_words: Sequence[str] | None = None,
     ) -> None:
-        if dtype not in COMPUTE_DTYPES:
-            raise errors.UserError(
-                f"dtype must be float32 or bfloat16, got {dtype!r} (float16 overflows in mT5)"
-            )
+        platform = None if mesh is None else mesh.devices.flat[0].platform
+        self.dtype_choice = precision.choose(dtype, platform)
+        dtype = self.dtype_choice.dtype
         input_format.check_truncation(truncation)
         if not isinstance(checkpoint, tuple):
             # A Hub name is fetched (or found in the HF cache) once, here; a path stays.

@@ -31,7 +31,8 @@ class MT5Config:
       num_encoder_layers: encoder depth.
       num_decoder_layers: decoder depth.
       dropout_rate: dropout on embeddings, attention weights, residual branches and MLP.
-      dtype: compute dtype, `float32` or `bfloat16` (parameters are always float32).
+      dtype: the dtype of the matrix products' operands, `float32` or `bfloat16`
+        (accumulated in float32; all else float32: `model/mt5.py`).
       relative_attention_num_buckets: relative position buckets per stack.
       relative_attention_max_distance: distance beyond which positions share a bucket.
       layer_norm_epsilon: epsilon of the RMS layer norm.

@@ -5,8 +5,16 @@ one), and every parameter carries logical axis names for `flax.linen` partitioni
 numerics follow T5.1.1: RMS layer norm without bias or mean subtraction, gated-GELU MLP
 (tanh approximation), relative position buckets (one bias table per stack, shared by its
 layers), no biases, no 1/sqrt(d) scaling of attention logits (folded into the query init),
-untied output projection. Parameters are float32; the compute dtype is float32 or bfloat16,
-softmax and layer-norm statistics always float32, logits returned as float32.
+untied output projection.
+
+Precision: `config.dtype` is the dtype of the operands of every matrix product (the
+projections, both attention products and the output projection). In `bfloat16` the
+products take bfloat16 operands and accumulate and return float32
+(`preferred_element_type`), as the bfloat16 units of TPUs and GPUs do (T5 itself was trained
+with bfloat16 products); everything between the products (the residual stream, layer norms,
+GELU, softmax, the position bias) stays float32, so bfloat16 rounds only what enters a
+product. Parameters are float32 unless placed in bfloat16 (`--param_dtype`); logits
+are float32. In `float32` every operation is plain float32.
 """
 
 from __future__ import annotations
@@ -37,11 +45,22 @@ SCANNED_LAYER = "layer"
 
 
 def _compute_dtype(config: MT5Config) -> jnp.dtype:
+    """The dtype of matrix-product operands (`float32` or `bfloat16`)."""
     return jnp.dtype(config.dtype)
 
 
+def dot(x: Array, kernel: Array, dtype: jnp.dtype) -> Array:
+    """`x @ kernel` with operands in `dtype`, accumulated and returned in float32."""
+    return jnp.dot(x.astype(dtype), kernel.astype(dtype), preferred_element_type=jnp.float32)
+
+
+def einsum(spec: str, a: Array, b: Array, dtype: jnp.dtype) -> Array:
+    """`jnp.einsum(spec, a, b)` with operands in `dtype`, accumulated and returned in float32."""
+    return jnp.einsum(spec, a.astype(dtype), b.astype(dtype), preferred_element_type=jnp.float32)
+
+
 class RmsNorm(nn.Module):
-    """T5 layer norm: scale * x / sqrt(mean(x^2) + eps), statistics in float32."""
+    """T5 layer norm: scale * x / sqrt(mean(x^2) + eps), in float32."""
 
     config: MT5Config
 
@@ -56,7 +75,7 @@ class RmsNorm(nn.Module):
         x32 = x.astype(jnp.float32)
         variance = jnp.mean(jnp.square(x32), axis=-1, keepdims=True)
         y = x32 * jax.lax.rsqrt(variance + self.config.layer_norm_epsilon)
-        return (y * scale).astype(_compute_dtype(self.config))
+        return y * scale
 
 
 class Dense(nn.Module):
@@ -75,8 +94,7 @@ class Dense(nn.Module):
             (x.shape[-1], self.features),
             jnp.float32,
         )
-        dtype = _compute_dtype(self.config)
-        return jnp.dot(x.astype(dtype), kernel.astype(dtype))
+        return dot(x, kernel, _compute_dtype(self.config))
 
 
 def _query_init(head_dim: int):
@@ -108,12 +126,12 @@ class MultiHeadAttention(nn.Module):
             return x.reshape(x.shape[:-1] + (cfg.num_heads, cfg.head_dim))
 
         query, key, value = split_heads(query), split_heads(key), split_heads(value)
-        logits = jnp.einsum("bqhd,bkhd->bhqk", query, key, preferred_element_type=jnp.float32)
+        dtype = _compute_dtype(cfg)
+        logits = einsum("bqhd,bkhd->bhqk", query, key, dtype)
         weights = jax.nn.softmax(logits + bias.astype(jnp.float32), axis=-1)
         if enable_dropout and cfg.dropout_rate > 0:
             weights = nn.Dropout(cfg.dropout_rate)(weights, deterministic=False)
-        weights = weights.astype(value.dtype)
-        context = jnp.einsum("bhqk,bkhd->bqhd", weights, value)
+        context = einsum("bhqk,bkhd->bqhd", weights, value, dtype)
         context = context.reshape(context.shape[:-2] + (inner,))
         return Dense(cfg.emb_dim, ("joined_kv", "embed"), cfg, _attention_init, name="out")(context)
 
@@ -397,7 +415,7 @@ class MT5(nn.Module):
         self.token_embedder = nn.Embed(
             num_embeddings=cfg.vocab_size,
             features=cfg.emb_dim,
-            dtype=_compute_dtype(cfg),
+            dtype=jnp.float32,  # the residual stream is float32 in either dtype
             param_dtype=jnp.float32,
             embedding_init=nn.with_logical_partitioning(_embedding_init, ("vocab", "embed")),
             name="token_embedder",
@@ -412,7 +430,7 @@ class MT5(nn.Module):
         encoder_positions: Array | None = None,
         enable_dropout: bool = False,
     ) -> Array:
-        """Encoder output [batch, input_len, emb_dim] in the compute dtype."""
+        """Encoder output [batch, input_len, emb_dim] (float32)."""
         del encoder_positions
         mask = encoder_self_mask(encoder_input_tokens, encoder_segment_ids)
         embedded = self.token_embedder(encoder_input_tokens.astype(jnp.int32))

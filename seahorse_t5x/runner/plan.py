@@ -56,7 +56,8 @@ class PlanRequest:
       input_length: encoder length (tokens).
       target_length: decoder length (tokens).
       microbatches: gradient accumulation steps the batch is split into (1 = none).
-      dtype: activation dtype, `bfloat16` or `float32` (parameters stay float32).
+      dtype: the dtype of the model's products (`model/mt5.py`: `bfloat16` operands
+        accumulated in float32, or `float32`); parameters stay float32.
       optimizer: `adafactor` (T5X's fine-tuning optimizer) or `adamw`.
       num_layers: encoder and decoder depth override (None = the size's own).
       dropout_rate: dropout during the step (T5X's fine-tuning default 0.1; 0 drops the
@@ -405,9 +406,9 @@ def format_text(plan: MemoryPlan) -> str:
     """The human-readable plan: per-device bytes, then the accelerators it fits."""
     r = plan.request
     what = (
-        f"scoring ({r.param_dtype} weights, {r.dtype} activations, one decoder step)"
+        f"scoring ({r.param_dtype} weights, {r.dtype} products, one decoder step)"
         if r.scoring
-        else f"(float32), {r.dtype} activations, dropout {r.dropout_rate:g}, {r.optimizer}"
+        else f"(float32), {r.dtype} products, dropout {r.dropout_rate:g}, {r.optimizer}"
     )
     lines = [
         f"model           mT5 {r.model}: {plan.encoder_layers} encoder + "

@@ -1,0 +1,80 @@
+"""`--dtype auto`: the platform's choice of the products' dtype, the CPU flags it reports, and
+the chosen dtype in the compiled programs' keys."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from seahorse_t5x import errors
+from seahorse_t5x.inference import engine, precision
+from seahorse_t5x.model import configs, mt5
+
+CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Processor
+flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni amx_bf16 amx_tile
+bogomips\t: 4600.00
+
+processor\t: 1
+flags\t\t: fpu sse2
+"""
+
+
+def test_cpu_flags_are_read_from_the_first_flags_line(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(CPUINFO)
+    flags = precision.cpu_flags(cpuinfo)
+    assert {"avx512_bf16", "amx_bf16", "avx2"} <= flags and len(flags) == 8
+    assert precision.cpu_flags(tmp_path / "missing") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("platform", "flags", "dtype", "described"),
+    [
+        ("gpu", None, "bfloat16", "bfloat16 (auto: gpu)"),
+        ("cuda", None, "bfloat16", "bfloat16 (auto: cuda)"),
+        ("TPU", None, "bfloat16", "bfloat16 (auto: tpu)"),
+        ("cpu", {"avx2"}, "float32", "float32 (auto: cpu)"),
+        # XLA's CPU products are not faster in bfloat16 on these (docs/scoring.md): reported.
+        ("cpu", {"avx512_bf16"}, "float32", "float32 (auto: cpu with avx512_bf16)"),
+        ("cpu", {"amx_bf16", "avx512_bf16"}, "float32", "float32 (auto: cpu with avx512_bf16, amx_bf16)"),
+    ],
+)  # fmt: skip
+def test_auto_chooses_by_platform(platform, flags, dtype, described):
+    choice = precision.choose("auto", platform, None if flags is None else frozenset(flags))
+    assert (choice.dtype, choice.requested, choice.describe()) == (dtype, "auto", described)
+
+
+def test_auto_reads_the_cpu_flags_and_explicit_dtypes_pass_through(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"amx_bf16"}))
+    choice = precision.choose("auto", "cpu")
+    assert choice.bf16_flags == ("amx_bf16",) and choice.dtype == "float32"
+    assert precision.choose("bfloat16", "cpu").describe() == "bfloat16"
+    assert precision.choose("float32", "gpu").dtype == "float32"
+    assert precision.choose("auto").platform == jax.default_backend()
+    with pytest.raises(errors.UserError, match="float16 overflows"):
+        precision.choose("float16", "cpu")
+
+
+def test_each_dtype_has_its_own_compiled_programs(tmp_path):
+    config = configs.get_config("tiny", dropout_rate=0.0)
+    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0)))
+    tokens = [np.array([5, 6, 7, 1], np.int32), np.array([9, 1], np.int32)]
+    logits = {}
+    for dtype in ("float32", "bfloat16", "float32"):
+        eng = engine.Engine(
+            config.replace(dtype=dtype), (3, 4), None, 32, 2, program_cache_dir=tmp_path
+        )
+        placer = eng.placer()
+        logits.setdefault(dtype, []).append(
+            eng.label_logits(placer.stack_layers(placer.place_tree(params)), tokens)
+        )
+        assert (eng._executables.compiled_now, eng._executables.loaded) == (
+            (1, 0) if len(logits[dtype]) == 1 else (0, 0)  # the second: from memory
+        )
+    assert len(list(tmp_path.glob("*.xla"))) == 2
+    np.testing.assert_array_equal(logits["float32"][0], logits["float32"][1])
+    assert not np.array_equal(logits["float32"][0], logits["bfloat16"][0])
+    np.testing.assert_allclose(logits["float32"][0], logits["bfloat16"][0], atol=0.05)
