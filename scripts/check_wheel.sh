@@ -5,7 +5,7 @@
 #     under the installed gin folder, T5X's own named as T5X's), `seahorse-t5x demo-data`;
 #   - docs/extending.md's ```bash blocks: your own ratings -> register_rating_tasks in a
 #     module -> a small `train` from local/small_from_scratch.gin -> `evaluate` -> `report`;
-#   - with --demo, `seahorse-t5x demo` as well (about 8 minutes on 2 cores).
+#   - with --demo, `seahorse-t5x demo` as well (about 7 CPU-minutes: 8 minutes on 2 quiet cores).
 # A packaging mistake (a gin file or module left out of the wheel) fails here.
 #
 #   scripts/check_wheel.sh [--demo] [--keep DIR]

@@ -59,7 +59,8 @@ def test_auto_reads_the_cpu_flags_and_explicit_dtypes_pass_through(monkeypatch):
 
 
 def test_each_dtype_has_its_own_compiled_programs(tmp_path):
-    config = configs.get_config("tiny", dropout_rate=0.0)
+    # A distance no other test uses: its programs cannot be in this process's memory yet.
+    config = configs.get_config("tiny", dropout_rate=0.0, relative_attention_max_distance=97)
     params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0)))
     tokens = [np.array([5, 6, 7, 1], np.int32), np.array([9, 1], np.int32)]
     logits = {}
