@@ -46,7 +46,8 @@ BENCH_REQUIRES = HF_REQUIRES + ["ctranslate2==4.8.5"]
 # SeqIO's cache job (scripts/cache_tasks.sh) runs on Apache Beam; its DirectRunner caches
 # the SEAHORSE tasks on one machine; [tfrecord] brings the CRC the cache files need.
 BEAM_REQUIRES = ["apache-beam[tfrecord]==2.77.0"]
-TEST_REQUIRES = HF_REQUIRES + [
+# The tests run the benchmark's CTranslate2 conversion too (tests/test_bench_score.py).
+TEST_REQUIRES = BENCH_REQUIRES + [
     "pytest==9.2.0",
     "hypothesis==6.170.15",
     "ruff==0.17.6",

@@ -11,7 +11,7 @@ from mt5_fixtures import hf_tiny_model
 
 from seahorse_t5x import constants
 
-ctranslate2 = pytest.importorskip("ctranslate2")  # the `bench` extra
+ctranslate2 = pytest.importorskip("ctranslate2")  # the `bench` and `test` extras
 
 
 @pytest.fixture(scope="module")
