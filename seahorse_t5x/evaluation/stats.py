@@ -18,7 +18,8 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -338,6 +339,37 @@ def _two_sided_p(count_extreme: int, total: int) -> float:
     return float(min(1.0, (1 + count_extreme) / (1 + total)))
 
 
+def _paired_result(
+    statistic: str,
+    point_a: Mapping[str, Any],
+    point_b: Mapping[str, Any],
+    key: str,
+    n_resamples: int,
+    interval: bool = True,
+) -> dict:
+    """The result of comparing metrics A and B on one statistic, before any resampling:
+    both points, and `reason` naming the metric whose statistic (`key` of its points) is
+    undefined, else `difference` = A - B. With `interval`, the CI fields too (None)."""
+    result: dict[str, Any] = {
+        "statistic": statistic,
+        "a": point_a[key],
+        "b": point_b[key],
+        "difference": None,
+    }
+    if interval:
+        result.update(low=None, high=None)
+    result.update(p_value=None, n_resamples=int(n_resamples))
+    if interval:
+        result["n_valid"] = 0
+    result["reason"] = None
+    for tag, point in (("A", point_a), ("B", point_b)):
+        if point[key] is None:
+            result["reason"] = f"metric {tag}: {point['reasons'][key]}"
+            return result
+    result["difference"] = result["a"] - result["b"]
+    return result
+
+
 def paired_bootstrap(
     labels: Sequence[float],
     scores_a: Sequence[float],
@@ -364,23 +396,9 @@ def paired_bootstrap(
     _, b = _as_arrays(labels, scores_b)
     point_a = _statistics(y, a, [statistic])
     point_b = _statistics(y, b, [statistic])
-    result = {
-        "statistic": statistic,
-        "a": point_a[statistic],
-        "b": point_b[statistic],
-        "difference": None,
-        "low": None,
-        "high": None,
-        "p_value": None,
-        "n_resamples": int(n_resamples),
-        "n_valid": 0,
-        "reason": None,
-    }
-    for tag, point in (("A", point_a), ("B", point_b)):
-        if point[statistic] is None:
-            result["reason"] = f"metric {tag}: {point['reasons'][statistic]}"
-            return result
-    result["difference"] = result["a"] - result["b"]
+    result = _paired_result(statistic, point_a, point_b, statistic, n_resamples)
+    if result["reason"]:
+        return result
     rng = np.random.default_rng(seed)
     deltas = []
     for rows in _chunks(n_resamples, y.size):
@@ -448,21 +466,10 @@ def permutation_test(
     _, b = _as_arrays(labels, scores_b)
     point_a = _statistics(y, a, [statistic])
     point_b = _statistics(y, b, [statistic])
-    result = {
-        "statistic": statistic,
-        "a": point_a[statistic],
-        "b": point_b[statistic],
-        "difference": None,
-        "p_value": None,
-        "n_resamples": int(n_resamples),
-        "reason": None,
-    }
-    for tag, point in (("A", point_a), ("B", point_b)):
-        if point[statistic] is None:
-            result["reason"] = f"metric {tag}: {point['reasons'][statistic]}"
-            return result
-    observed = result["a"] - result["b"]
-    result["difference"] = observed
+    result = _paired_result(statistic, point_a, point_b, statistic, n_resamples, interval=False)
+    if result["reason"]:
+        return result
+    observed = result["difference"]
     za, zb = _exchangeable(statistic, a), _exchangeable(statistic, b)
     rng = np.random.default_rng(seed)
     extreme = 0
@@ -973,23 +980,9 @@ def level_paired_bootstrap(
     _, b = _as_arrays(labels, scores_b)
     level_fn = summary_level if level == "summary" else system_level
     point_a, point_b = level_fn(units, y, a, [kind]), level_fn(units, y, b, [kind])
-    result = {
-        "statistic": f"{level}_{kind}",
-        "a": point_a[kind],
-        "b": point_b[kind],
-        "difference": None,
-        "low": None,
-        "high": None,
-        "p_value": None,
-        "n_resamples": int(n_resamples),
-        "n_valid": 0,
-        "reason": None,
-    }
-    for tag, point in (("A", point_a), ("B", point_b)):
-        if point[kind] is None:
-            result["reason"] = f"metric {tag}: {point['reasons'][kind]}"
-            return result
-    result["difference"] = result["a"] - result["b"]
+    result = _paired_result(f"{level}_{kind}", point_a, point_b, kind, n_resamples)
+    if result["reason"]:
+        return result
     indices = unit_resamples(_n_units(units), n_resamples, seed)
     delta = (
         _level_draws(level, units, y, a, [kind], indices)[:, 0]
