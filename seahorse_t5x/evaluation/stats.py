@@ -339,6 +339,21 @@ def _two_sided_p(count_extreme: int, total: int) -> float:
     return float(min(1.0, (1 + count_extreme) / (1 + total)))
 
 
+def _with_paired_interval(
+    result: dict, delta: np.ndarray, n_resamples: int, confidence: float
+) -> dict:
+    """`result` (`_paired_result`'s) completed from the resampled differences A - B: the
+    percentile interval and the two-sided p-value of a difference of zero."""
+    entry = _interval(delta, n_resamples, confidence)
+    result.update(low=entry["low"], high=entry["high"], n_valid=entry["n_valid"])
+    result["reason"] = entry["reason"]
+    if entry["low"] is not None:
+        finite = delta[np.isfinite(delta)]
+        other_side = min(int(np.count_nonzero(finite <= 0)), int(np.count_nonzero(finite >= 0)))
+        result["p_value"] = _two_sided_p(2 * other_side, finite.size)
+    return result
+
+
 def _paired_result(
     statistic: str,
     point_a: Mapping[str, Any],
@@ -988,14 +1003,7 @@ def level_paired_bootstrap(
         _level_draws(level, units, y, a, [kind], indices)[:, 0]
         - _level_draws(level, units, y, b, [kind], indices)[:, 0]
     )
-    entry = _interval(delta, n_resamples, confidence)
-    result.update(low=entry["low"], high=entry["high"], n_valid=entry["n_valid"])
-    result["reason"] = entry["reason"]
-    if entry["low"] is not None:
-        finite = delta[np.isfinite(delta)]
-        other_side = min(int(np.count_nonzero(finite <= 0)), int(np.count_nonzero(finite >= 0)))
-        result["p_value"] = _two_sided_p(2 * other_side, finite.size)
-    return result
+    return _with_paired_interval(result, delta, n_resamples, confidence)
 
 
 def balanced_accuracy_bootstrap_ci(
@@ -1082,14 +1090,7 @@ def paired_balanced_accuracy_bootstrap(
     delta = _resampled_accuracy(y, a, threshold_a, n_resamples, seed) - _resampled_accuracy(
         y, b, threshold_b, n_resamples, seed
     )
-    entry = _interval(delta, n_resamples, confidence)
-    result.update(low=entry["low"], high=entry["high"], n_valid=entry["n_valid"])
-    result["reason"] = entry["reason"]
-    if entry["low"] is not None:
-        finite = delta[np.isfinite(delta)]
-        other_side = min(int(np.count_nonzero(finite <= 0)), int(np.count_nonzero(finite >= 0)))
-        result["p_value"] = _two_sided_p(2 * other_side, finite.size)
-    return result
+    return _with_paired_interval(result, delta, n_resamples, confidence)
 
 
 def partial_bootstrap_ci(
