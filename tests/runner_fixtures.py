@@ -143,3 +143,25 @@ def run_on_simulated_devices(script: str, path, devices: int = 8) -> dict:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line[len("RESULT ") :])
+
+
+def save_tiny_run(model_dir, seed: int, step: int = 1):
+    """A MODEL_DIR holding one step of an untrained tiny model over the demo vocabulary, as
+    the trainer saves it. Returns (config, params as host arrays)."""
+    import jax
+
+    from seahorse_t5x.model import configs, mt5
+    from seahorse_t5x.runner import checkpointing
+
+    config = configs.get_config("tiny", vocab_size=3072, dropout_rate=0.0)
+    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(seed)))
+    store = checkpointing.CheckpointStore(model_dir, keep=1)
+    store.save(
+        step,
+        params,
+        {"count": np.zeros((), np.int32)},
+        {"step": step, "batches_consumed": step},
+        {"model_config": config.to_dict(), "step": step},
+    )
+    store.close()
+    return config, jax.device_get(params)

@@ -4,7 +4,6 @@ user's own (registered by a `--module` file, as a user would)."""
 import json
 import sys
 
-import jax
 import numpy as np
 import pytest
 import runner_fixtures
@@ -12,8 +11,6 @@ import seqio
 
 from seahorse_t5x import cli, constants, input_format, vocab
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.model import configs, mt5
-from seahorse_t5x.runner import checkpointing
 
 TASK = "cli_evaluate_test_long_article_score"
 MODULE = "cli_evaluate_test_task"
@@ -65,17 +62,7 @@ def setup(tmp_path_factory):
     """(checkpoint folder, module file): a tiny untrained model and the user's task module."""
     runner_fixtures.enable_compilation_cache()
     root = tmp_path_factory.mktemp("cli_evaluate")
-    config = configs.get_config("tiny", vocab_size=3072, dropout_rate=0.0)
-    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(5)))
-    store = checkpointing.CheckpointStore(root / "run", keep=1)
-    store.save(
-        1,
-        params,
-        {"count": np.zeros((), np.int32)},
-        {"step": 1, "batches_consumed": 1},
-        {"model_config": config.to_dict(), "step": 1},
-    )
-    store.close()
+    runner_fixtures.save_tiny_run(root / "run", seed=5)
     module = root / f"{MODULE}.py"
     module.write_text(_MODULE_SOURCE)
     yield root / "run", module

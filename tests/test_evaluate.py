@@ -2,7 +2,6 @@
 
 import json
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -13,8 +12,7 @@ from sklearn.metrics import roc_auc_score
 from seahorse_t5x import cli, task_names, vocab
 from seahorse_t5x.data import ratings
 from seahorse_t5x.evaluation import baselines, score_tasks, scorefiles
-from seahorse_t5x.model import configs, mt5
-from seahorse_t5x.runner import checkpointing
+from seahorse_t5x.model import mt5
 from seahorse_t5x.task_names import question_of_task
 
 pytestmark = pytest.mark.usefixtures("runner_tasks")
@@ -22,19 +20,9 @@ pytestmark = pytest.mark.usefixtures("runner_tasks")
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    config = configs.get_config("tiny", vocab_size=3072, dropout_rate=0.0)
-    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(3)))
     model_dir = tmp_path_factory.mktemp("eval") / "run"
-    store = checkpointing.CheckpointStore(model_dir, keep=1)
-    store.save(
-        7,
-        params,
-        {"count": np.zeros((), np.int32)},
-        {"step": 7, "batches_consumed": 7},
-        {"model_config": config.to_dict(), "step": 7},
-    )
-    store.close()
-    return model_dir, config, jax.device_get(params)
+    config, params = runner_fixtures.save_tiny_run(model_dir, seed=3, step=7)
+    return model_dir, config, params
 
 
 def test_benchmark_tasks_score_rows_go_to_their_benchmark():

@@ -5,8 +5,6 @@ score tasks, its score rows carry what the protocol needs, and `report` reads th
 import json
 import pathlib
 
-import jax
-import numpy as np
 import pytest
 import runner_fixtures
 import seqio
@@ -14,8 +12,6 @@ import seqio
 from seahorse_t5x import cli, constants
 from seahorse_t5x import task_names as names
 from seahorse_t5x.data.benchmarks import registry
-from seahorse_t5x.model import configs, mt5
-from seahorse_t5x.runner import checkpointing
 
 DATA = pathlib.Path(__file__).parent / "testdata" / "benchmarks"
 PATHS = {
@@ -30,17 +26,7 @@ PATHS = {
 def checkpoint(tmp_path_factory):
     runner_fixtures.enable_compilation_cache()
     root = tmp_path_factory.mktemp("evaluate_benchmarks")
-    config = configs.get_config("tiny", vocab_size=3072, dropout_rate=0.0)
-    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(3)))
-    store = checkpointing.CheckpointStore(root / "run", keep=1)
-    store.save(
-        1,
-        params,
-        {"count": np.zeros((), np.int32)},
-        {"step": 1, "batches_consumed": 1},
-        {"model_config": config.to_dict(), "step": 1},
-    )
-    store.close()
+    runner_fixtures.save_tiny_run(root / "run", seed=3)
     return root / "run"
 
 
