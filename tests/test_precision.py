@@ -79,3 +79,37 @@ def test_each_dtype_has_its_own_compiled_programs(tmp_path):
     np.testing.assert_array_equal(logits["float32"][0], logits["float32"][1])
     assert not np.array_equal(logits["float32"][0], logits["bfloat16"][0])
     np.testing.assert_allclose(logits["float32"][0], logits["bfloat16"][0], atol=0.05)
+
+
+def _dot_precisions(dtype: str) -> set[str]:
+    """The `precision` of every matrix product in the model's forward pass and its gradient."""
+    config = configs.get_config("tiny", dropout_rate=0.0, dtype=dtype)
+    model = mt5.MT5(config)
+    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0)))
+    tokens = np.full((1, 8), 5, np.int32)
+
+    def loss(p):
+        return model.apply({"params": p}, tokens, tokens[:, :4]).sum()
+
+    found: list[str] = []
+
+    def walk(jaxpr) -> None:
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "dot_general":
+                found.append(str(eqn.params["precision"]))
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (tuple, list)) else (value,):
+                    inner = getattr(sub, "jaxpr", sub)
+                    if hasattr(inner, "eqns"):
+                        walk(inner)
+
+    walk(jax.make_jaxpr(jax.grad(loss))(params).jaxpr)
+    assert len(found) > 20  # projections, attention, output layer; forward and backward
+    return set(found)
+
+
+def test_float32_products_run_at_highest_precision_and_bfloat16_at_the_platforms():
+    # Without HIGHEST, a GPU's float32 product rounds its operands to TF32: measured on an
+    # H200 (BENCHMARKS.md), a 4096^3 product's relative error was 3.2e-4, not 2.9e-6.
+    assert _dot_precisions("float32") == {"(Precision.HIGHEST, Precision.HIGHEST)"}
+    assert _dot_precisions("bfloat16") == {"None"}

@@ -14,7 +14,9 @@ products take bfloat16 operands and accumulate and return float32
 with bfloat16 products); everything between the products (the residual stream, layer norms,
 GELU, softmax, the position bias) stays float32, so bfloat16 rounds only what enters a
 product. Parameters are float32 unless placed in bfloat16 (`--param_dtype`); logits
-are float32. In `float32` every operation is plain float32.
+are float32. In `float32` every operation is plain float32, the products at `HIGHEST`
+precision: JAX's default would let GPUs run them on TF32 units (10-bit mantissas) and TPUs
+on bfloat16 passes.
 """
 
 from __future__ import annotations
@@ -49,14 +51,33 @@ def _compute_dtype(config: MT5Config) -> jnp.dtype:
     return jnp.dtype(config.dtype)
 
 
+def precision(dtype: jnp.dtype) -> jax.lax.Precision | None:
+    """The products' precision: `HIGHEST` for float32 operands, so that float32 is float32 on
+    every platform (JAX's default lets GPUs round float32 operands to TF32 and TPUs to
+    bfloat16); the platform's native bfloat16 product for bfloat16 operands. On CPUs both
+    are the plain product."""
+    return jax.lax.Precision.HIGHEST if jnp.dtype(dtype) == jnp.float32 else None
+
+
 def dot(x: Array, kernel: Array, dtype: jnp.dtype) -> Array:
     """`x @ kernel` with operands in `dtype`, accumulated and returned in float32."""
-    return jnp.dot(x.astype(dtype), kernel.astype(dtype), preferred_element_type=jnp.float32)
+    return jnp.dot(
+        x.astype(dtype),
+        kernel.astype(dtype),
+        precision=precision(dtype),
+        preferred_element_type=jnp.float32,
+    )
 
 
 def einsum(spec: str, a: Array, b: Array, dtype: jnp.dtype) -> Array:
     """`jnp.einsum(spec, a, b)` with operands in `dtype`, accumulated and returned in float32."""
-    return jnp.einsum(spec, a.astype(dtype), b.astype(dtype), preferred_element_type=jnp.float32)
+    return jnp.einsum(
+        spec,
+        a.astype(dtype),
+        b.astype(dtype),
+        precision=precision(dtype),
+        preferred_element_type=jnp.float32,
+    )
 
 
 class RmsNorm(nn.Module):
