@@ -34,7 +34,7 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
     ),
     "compute dtype": (
         "--dtype",
-        {"score", "evaluate", "plan"},
+        {"score", "evaluate", "plan", "demo"},
         {"--compute_dtype", "--activation_dtype"},
     ),
     "weights dtype": (
@@ -168,7 +168,7 @@ def test_the_same_concept_has_the_same_default(parsers):
         for n, p in parsers.items()
         if "--dtype" in p._option_string_actions
     }
-    assert dtype == {"score": "auto", "evaluate": "auto", "plan": "float32"}
+    assert dtype == {"score": "auto", "evaluate": "auto", "demo": "auto", "plan": "float32"}
     assert parsers["plan"]._option_string_actions["--input_length"].default == (
         constants.DEFAULT_INPUT_LENGTH
     )

@@ -110,7 +110,7 @@ def test_damaged_latest_checkpoint_is_skipped_with_a_warning(runs, tmp_path, cap
     assert any("cannot be restored" in r.getMessage() for r in caplog.records)
 
 
-def _train_steps(model_dir, steps, **optimizer_settings):
+def _train_steps(model_dir, steps, dtype="auto", **optimizer_settings):
     return trainer.train(
         model_dir=str(model_dir),
         mixture_or_task_name=runner_fixtures.TASK,
@@ -122,6 +122,7 @@ def _train_steps(model_dir, steps, **optimizer_settings):
         dropout_rate=0.1,
         model_size="tiny",
         model_overrides={"vocab_size": 3072},
+        dtype=dtype,
         checkpoint_period=2,
         keep_checkpoints=2,
         validation_tasks=(),
@@ -174,3 +175,43 @@ def test_resuming_with_other_optimizer_settings_is_a_clear_error(runs, tmp_path)
     assert "clip_gradient_norm: saved 1.0, now None" in message
     assert "warmup_steps: saved 2, now 3" in message
     assert "learning_rate_schedule" not in message
+
+
+def _saved_dtype(model_dir, step):
+    store = checkpointing.CheckpointStore(model_dir, keep=2)
+    _, meta = store.restore_params(step)
+    store.close()
+    return meta["model_config"]["dtype"]
+
+
+def test_bfloat16_products_train_close_to_float32_and_are_recorded(runs, tmp_path):
+    base, whole, _ = runs
+    # DTYPE 'auto' on a CPU: float32 (XLA's bfloat16 products are not faster there).
+    assert whole.model_config.dtype == "float32" == _saved_dtype(base / "whole", STEPS)
+    bf16 = _train_steps(tmp_path / "bf16", STEPS, dtype="bfloat16")
+    assert bf16.model_config.dtype == "bfloat16" == _saved_dtype(tmp_path / "bf16", STEPS)
+    # The same run computed with bfloat16 operands: not the same numbers, nearly the same run.
+    difference = runner_fixtures.tree_max_abs_diff(whole.params, bf16.params)
+    assert 0.0 < difference < 0.05
+    assert bf16.final_loss == pytest.approx(whole.final_loss, rel=0.02)
+    assert bf16.final_loss != whole.final_loss
+
+
+def test_resuming_in_the_other_dtype_warns_and_records_it(runs, tmp_path, caplog):
+    import shutil
+
+    base, _, _ = runs
+    copy = tmp_path / "run"
+    shutil.copytree(base / "whole", copy)
+    caplog.set_level(logging.WARNING)
+    result = _train_steps(copy, STEPS + 2, dtype="bfloat16")
+    assert result.resumed_from == STEPS and result.step == STEPS + 2
+    warnings = [r.getMessage() for r in caplog.records if "products" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "trained so far with float32 products, with bfloat16 products" in warnings[0]
+    assert _saved_dtype(copy, STEPS + 2) == "bfloat16"
+
+
+def test_an_unknown_dtype_is_a_clear_error(tmp_path):
+    with pytest.raises(errors.UserError, match="DTYPE must be one of auto, float32, bfloat16"):
+        _train_steps(tmp_path / "run", 1, dtype="float16")

@@ -86,6 +86,8 @@ class DemoSettings:
       split_sizes: rows per split of the synthetic data (None: the demo's defaults).
       model: `MT5Config` fields of the demo model.
       seed: data and training seed.
+      dtype: the products' dtype for training and evaluation (`auto`: float32 on CPUs,
+        bfloat16 on GPUs and TPUs; `float32`; `bfloat16`).
     """
 
     # As many examples as 800 steps of 32 rows, in twice the updates (docs/runner.md,
@@ -111,6 +113,7 @@ class DemoSettings:
     split_sizes: dict[str, int] | None = None
     model: dict[str, Any] = dataclasses.field(default_factory=lambda: dict(DEMO_MODEL))
     seed: int = 0
+    dtype: str = "auto"
 
 
 def _table(results: dict[str, dict]) -> str:
@@ -230,6 +233,7 @@ def _train_and_evaluate(
         random_seed=settings.seed,
         model_size="tiny",
         model_overrides=settings.model,
+        dtype=settings.dtype,
         checkpoint_period=settings.eval_period or settings.train_steps,
         keep_checkpoints=1,
         validation_max_examples=settings.validation_max_examples,

@@ -50,6 +50,7 @@ MACROS: tuple[str, ...] = (
     "RANDOM_SEED",
     "MODEL_SIZE",
     "MODEL_OVERRIDES",
+    "DTYPE",
     "OPTIMIZER",
     "CHECKPOINT_PERIOD",
     "KEEP_CHECKPOINTS",

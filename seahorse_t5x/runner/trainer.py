@@ -32,6 +32,7 @@ import numpy as np
 from seahorse_t5x import errors, input_format, partitioning, vocab
 from seahorse_t5x.evaluation import score_tasks
 from seahorse_t5x.inference import engine as engine_lib
+from seahorse_t5x.inference import precision
 from seahorse_t5x.model import checkpoint_layout, configs, mt5
 from seahorse_t5x.model.configs import MT5Config
 from seahorse_t5x.runner import actions as actions_lib
@@ -78,6 +79,11 @@ class TrainConfig:
       random_seed: initialisation, data order and dropout [RANDOM_SEED].
       model_size: named size of `model.configs` when training from scratch [MODEL_SIZE].
       model_overrides: `MT5Config` fields to change (e.g. `{"num_encoder_layers": 4}`).
+      dtype: the dtype of the model's matrix products [DTYPE]: `auto` (bfloat16 on GPUs and
+        TPUs, float32 on CPUs: `inference/precision.py`), `float32` or `bfloat16`
+        (bfloat16 operands accumulated in float32, as T5X trains). Weights, gradients and
+        the optimizer state are float32 in both. A dtype in `model_overrides` is taken
+        when this is `auto`.
       optimizer: `adafactor` (T5X fine-tuning) or `adamw`.
       weight_decay: AdamW's decoupled weight decay.
       checkpoint_period: save every this many steps (and at each validation and the end).
@@ -116,6 +122,7 @@ class TrainConfig:
     random_seed: int = 0
     model_size: str = "small"
     model_overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    dtype: str = "auto"
     optimizer: str = "adafactor"
     weight_decay: float = 0.0
     checkpoint_period: int = 1000
@@ -142,6 +149,10 @@ class TrainConfig:
                 raise errors.UserError(f"{name} must be a positive int, got {value!r}")
         if self.eval_period < 0:
             raise errors.UserError(f"eval_period must be >= 0, got {self.eval_period}")
+        if self.dtype not in precision.CHOICES:
+            raise errors.UserError(
+                f"DTYPE must be one of {', '.join(precision.CHOICES)}, got {self.dtype!r}"
+            )
         if self.best_metric not in BEST_METRICS:
             raise errors.UserError(
                 f"best_metric must be one of {', '.join(BEST_METRICS)}, got {self.best_metric!r}"
@@ -255,21 +266,27 @@ class Trainer:
         )
         self.model_dir = pathlib.Path(config.model_dir).absolute()
         self.is_main_host = jax.process_index() == 0
+        # The products' dtype `DTYPE` resolves to (set with the model config).
+        self.dtype_choice: precision.Choice | None = None
 
     # --- model and state ------------------------------------------------------------------
 
     def _model_config_and_initial_params(self) -> tuple[MT5Config, Any | None]:
         cfg = self.config
+        overrides = dict(cfg.model_overrides)
+        if cfg.dtype != precision.AUTO or "dtype" not in overrides:
+            self.dtype_choice = precision.choose(cfg.dtype)
+            overrides["dtype"] = self.dtype_choice.dtype
+        else:
+            self.dtype_choice = precision.choose(overrides["dtype"])
         if cfg.initial_checkpoint_path:
             from seahorse_t5x.model import checkpoints
 
             model_config, params = checkpoints.load_checkpoint(cfg.initial_checkpoint_path)
-            model_config = model_config.replace(
-                dropout_rate=cfg.dropout_rate, **dict(cfg.model_overrides)
-            )
+            model_config = model_config.replace(dropout_rate=cfg.dropout_rate, **overrides)
             return model_config, params
         model_config = configs.get_config(
-            cfg.model_size, dropout_rate=cfg.dropout_rate, **dict(cfg.model_overrides)
+            cfg.model_size, dropout_rate=cfg.dropout_rate, **overrides
         )
         return model_config, None
 
@@ -443,7 +460,8 @@ class Trainer:
             f"training {cfg.mixture_or_task_name} on mesh data={mesh.shape['data']} "
             f"model={mesh.shape['model']} ({jax.device_count()} devices), steps {state.step}"
             f"->{cfg.train_steps}, batch {cfg.batch_size}, "
-            f"{'packed' if cfg.pack else 'padded'} {dict(cfg.task_feature_lengths)}"
+            f"{'packed' if cfg.pack else 'padded'} {dict(cfg.task_feature_lengths)}, "
+            f"{self.dtype_choice.describe()} products"
         )
         batches = input_pipeline.train_batches(run.data_config, start_batch=state.batches_consumed)
         for action in actions:
@@ -513,10 +531,17 @@ class Trainer:
     def _check_model(
         self, meta: Mapping[str, Any], model_config: MT5Config, step_dir: pathlib.Path
     ) -> None:
-        """Raises UserError when the step's `meta` records another model configuration."""
+        """Raises UserError when the step's `meta` records another model configuration.
+
+        The products' dtype is how the model is computed, not which model it is: a run may be
+        resumed in the other dtype (on another platform, say), with a warning.
+        """
         saved = meta.get(checkpoint_layout.META_MODEL_CONFIG)
-        if saved is not None and saved != model_config.to_dict():
-            changed = sorted(k for k in saved if saved.get(k) != model_config.to_dict().get(k))
+        if saved is None:
+            return
+        current = model_config.to_dict()
+        changed = sorted(k for k in saved if k != "dtype" and saved.get(k) != current.get(k))
+        if changed:
             raise errors.UserError(
                 f"{step_dir} holds a model that differs from this configuration in {changed}; "
                 "use a new MODEL_DIR (or INITIAL_CHECKPOINT_PATH to start from it)"
@@ -531,6 +556,15 @@ class Trainer:
         step_dir: pathlib.Path,
     ) -> None:
         self._check_model(meta, model_config, step_dir)
+        saved_dtype = meta.get(checkpoint_layout.META_MODEL_CONFIG, {}).get("dtype")
+        if saved_dtype not in (None, model_config.dtype):
+            log.warning(
+                "resuming %s, trained so far with %s products, with %s products: the steps "
+                "after the restored one differ from those of an uninterrupted run",
+                step_dir,
+                saved_dtype,
+                model_config.dtype,
+            )
         expected = data_config.to_json()
         differing = sorted(k for k in expected if data_state.get(k) != expected[k])
         if differing:
