@@ -260,3 +260,39 @@ def test_train_on_a_model_dir_of_another_model_is_one_error_line(tmp_path):
         "start from it)"
     ]
     assert checkpoint_layout.steps(checkpoint_layout.checkpoints_dir(model_dir)) == [2, 4]
+
+
+def _drop_a_failed_task() -> None:
+    """An asyncio task whose error nothing retrieves, collected: what a failed orbax
+    restore leaves behind."""
+    import asyncio
+    import gc
+
+    async def read():
+        raise ValueError("OUT_OF_RANGE: a truncated array file")
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(read())
+    loop.run_until_complete(asyncio.sleep(0))
+    loop.close()
+    del task
+    gc.collect()
+
+
+def test_never_retrieved_task_errors_are_dropped_only_after_a_failed_restore(monkeypatch, caplog):
+    import threading
+
+    from seahorse_t5x.model import orbax_checkpoints
+
+    monkeypatch.setattr(orbax_checkpoints, "_IO_FAILED", threading.Event())
+    orbax_checkpoints.contain_orphaned_callbacks()
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    _drop_a_failed_task()  # no restore has failed: asyncio's report stays
+    reports = [r for r in caplog.records if r.name == "asyncio"]
+    assert [r.getMessage().splitlines()[0] for r in reports] == [
+        "Task exception was never retrieved"
+    ]
+    caplog.clear()
+    orbax_checkpoints.note_failed_io()
+    _drop_a_failed_task()
+    assert [r for r in caplog.records if r.name == "asyncio"] == []

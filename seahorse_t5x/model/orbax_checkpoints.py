@@ -8,7 +8,8 @@ best or latest step to the newest intact one.
 
 A restore that fails part-way (a truncated or missing array file) leaves orbax's other
 reads in flight after orbax has closed their event loop; `contain_orphaned_callbacks` keeps
-their refused completions from printing tracebacks.
+their refused completions, and asyncio's later report of their never-retrieved errors,
+from printing tracebacks (the failure itself is reported once, as a warning or an error).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import logging
 import os
 import pathlib
 import sys
+import threading
 import traceback
 from collections.abc import Mapping
 from typing import Any
@@ -110,12 +112,37 @@ def _is_orphaned_callback(unraisable: Any) -> bool:
     return any(frame.name == "call_soon_threadsafe" for frame in frames)
 
 
+# Set once a restore or save in this process has failed: from then on, reads and writes it
+# left in flight may end in errors that nothing retrieves.
+_IO_FAILED = threading.Event()
+_NEVER_RETRIEVED = ("Task exception was never retrieved", "Future exception was never retrieved")
+
+
+def note_failed_io() -> None:
+    """Records that an orbax restore or save failed (its failure is reported by the caller)."""
+    _IO_FAILED.set()
+
+
+class _OrphanedTaskFilter(logging.Filter):
+    """Drops asyncio's "exception was never retrieved" reports once a restore or save has
+    failed: they are that failure's reads and writes, collected long after it was reported."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _IO_FAILED.is_set() and str(record.msg).startswith(_NEVER_RETRIEVED):
+            log.debug("dropped asyncio's report of an orphaned checkpoint read or write")
+            return False
+        return True
+
+
 def contain_orphaned_callbacks() -> None:
     """Drops the `RuntimeError: Event loop is closed` tracebacks of orbax reads and writes
     left in flight by a failed restore or save; other unraisable exceptions still reach the
     hook that was in place. Installed once per process, before the first restore or save:
     the refused completions arrive from tensorstore's threads, possibly long after the
     failure."""
+    asyncio_log = logging.getLogger("asyncio")
+    if not any(isinstance(f, _OrphanedTaskFilter) for f in asyncio_log.filters):
+        asyncio_log.addFilter(_OrphanedTaskFilter())
     previous = sys.unraisablehook
     if getattr(previous, "drops_orphaned_callbacks", False):
         return
@@ -159,6 +186,7 @@ def load_orbax(
             ),
         )
     except Exception as e:  # noqa: BLE001 - orbax wraps IO and format errors variously
+        note_failed_io()
         reason = " ".join(str(e).split())[:300] or type(e).__name__
         raise errors.UserError(f"cannot restore checkpoint {step_dir}: {reason}") from None
     meta = restored[layout.META_ITEM]

@@ -196,6 +196,7 @@ class CheckpointStore:
                 self.manager.save(step, args=args, force=True)
                 self.manager.wait_until_finished()
         except Exception as e:
+            orbax_checkpoints.note_failed_io()
             if not is_disk_full(e):
                 raise
             raise errors.UserError(self._disk_full(step)) from e
@@ -251,6 +252,7 @@ class CheckpointStore:
                 step, args=ocp.args.Composite(**{layout.META_ITEM: ocp.args.JsonRestore()})
             )
         except Exception:  # noqa: BLE001 - a damaged step is reported by restore_latest
+            orbax_checkpoints.note_failed_io()
             return None
         meta = restored[layout.META_ITEM]
         return dict(meta) if isinstance(meta, Mapping) else None
@@ -372,6 +374,7 @@ class CheckpointStore:
                     },
                 )
             except Exception as e:  # noqa: BLE001 - any read failure means "skip this step"
+                orbax_checkpoints.note_failed_io()
                 reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 failures.append((step, reason))
                 continue
