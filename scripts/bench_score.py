@@ -408,7 +408,8 @@ def main() -> None:
     ceiling = matmul_ceiling()
     results["matmul_ceiling_gflops"] = round(ceiling / 1e9, 1)
     if args.encoder_batches > 0 and not args.packing:
-        model = mt5.MT5(config, scan_layers=True)  # the stacked layout `params` has
+        # The stacked layout `params` has, and the engine's attention layout.
+        model = mt5.MT5(config, scan_layers=True, head_major_attention=True)
         encode_jit = jax.jit(lambda p, t: model.apply({"params": p}, t, method=mt5.MT5.encode))
         plan = [b for chunk_plan in plans for b in chunk_plan]
         picks = np.unique(np.linspace(0, len(plan) - 1, args.encoder_batches).astype(int))

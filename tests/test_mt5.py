@@ -158,6 +158,33 @@ def test_float32_model_holds_no_bfloat16():
             assert getattr(v.aval, "dtype", None) != jnp.bfloat16, e
 
 
+@pytest.mark.parametrize("scan_layers", [False, True])
+def test_head_major_attention_gives_the_same_logits_with_and_without_packing(
+    hf_and_params, scan_layers
+):
+    model, params = hf_and_params
+    if scan_layers:
+        placer = engine.Placer(TINY, partitioning.create_mesh())
+        params = placer.stack_layers(placer.place_tree(params))
+    enc = padded_batch([40, 64, 9], TINY.vocab_size, seed=12)
+    dec = _decoder_inputs(ROWS, seed=4)
+    segments = (enc > 0).astype(np.int32)
+    segments[1, 20:] = 2  # row 1 holds two packed inputs
+    dec_segments = np.ones_like(dec)
+    dec_segments[1, 3:] = 2
+
+    def logits(head_major, **segment_ids):
+        net = mt5.MT5(TINY, scan_layers=scan_layers, head_major_attention=head_major)
+        return np.asarray(
+            jax.jit(lambda p: net.apply({"params": p}, enc, dec, **segment_ids))(params)
+        )
+
+    for segment_ids in ({}, {"encoder_segment_ids": segments, "decoder_segment_ids": dec_segments}):
+        default, head_major = logits(False, **segment_ids), logits(True, **segment_ids)
+        np.testing.assert_allclose(head_major, default, atol=2e-5, rtol=1e-5)
+    np.testing.assert_allclose(head_major[0], hf_logits(model, enc, dec)[0], atol=1e-4)
+
+
 def test_packed_examples_equal_each_alone(hf_and_params):
     _, params = hf_and_params
     enc_a, enc_b = padded_batch([7], 500, seed=1)[0], padded_batch([11], 500, seed=2)[0]

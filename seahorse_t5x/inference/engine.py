@@ -143,7 +143,7 @@ def label_logits(
     config: MT5Config, label_ids: tuple[int, int], params: Any, tokens: jax.Array
 ) -> jax.Array:
     """Logits [b, 2] (float32) of the two answer tokens at the first decoder step."""
-    model = mt5.MT5(config, scan_layers=mt5.is_scanned(params))
+    model = mt5.MT5(config, scan_layers=mt5.is_scanned(params), head_major_attention=True)
     variables = {"params": params}
     with quantize.dequantizing():  # int8 weights: their outputs scaled back (else a no-op)
         encoded = model.apply(variables, tokens, method=mt5.MT5.encode)
@@ -172,7 +172,7 @@ def packed_label_logits(
     own input (and to itself): the same logits as scoring the inputs one by one. Relative
     attention sees only distances within a segment, which packing preserves.
     """
-    model = mt5.MT5(config, scan_layers=mt5.is_scanned(params))
+    model = mt5.MT5(config, scan_layers=mt5.is_scanned(params), head_major_attention=True)
     variables = {"params": params}
     with quantize.dequantizing():
         encoded = model.apply(variables, tokens, segment_ids, method=mt5.MT5.encode)
