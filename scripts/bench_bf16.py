@@ -38,8 +38,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from bench_common import (  # scripts/ is on sys.path when run
+    draw_inputs,
+    encoder_flops,
+    packed_train_batch,
+)
 
-from seahorse_t5x import constants, partitioning
+from seahorse_t5x import partitioning
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.model import configs, mt5
 from seahorse_t5x.runner import optimizers, train_step
@@ -103,26 +108,6 @@ def dots(size: int) -> dict:
         out[name] = {"tflops": round(2 * size**3 / seconds / 1e12, 2), "max_rel_error": error}
         print(f"dot {name}: {out[name]}", flush=True)
     return out
-
-
-def draw_inputs(num: int, max_length: int, vocab_size: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    lengths = np.exp(rng.normal(np.log(450.0), 0.8, num))
-    lengths = np.clip(lengths.astype(int), 100, max_length)
-    tokens = []
-    for length in lengths:
-        ids = rng.integers(2, vocab_size, size=length).astype(np.int32)
-        ids[-1] = constants.EOS_ID
-        tokens.append(ids)
-    return tokens
-
-
-def encoder_flops(config, rows: int, length: int) -> float:
-    """Forward FLOPs of the encoder on a [rows, length] batch (matmuls only)."""
-    inner = config.num_heads * config.head_dim
-    per_token = 2 * (4 * config.emb_dim * inner + 3 * config.emb_dim * config.mlp_dim)
-    attention = 2 * 2 * length * inner
-    return config.num_encoder_layers * rows * length * (per_token + attention)
 
 
 def score(args: argparse.Namespace) -> dict:
@@ -198,27 +183,6 @@ def score(args: argparse.Namespace) -> dict:
     return out
 
 
-def _train_batch(config, batch: int, input_length: int, target_length: int) -> dict:
-    rng = np.random.default_rng(0)
-    segments = np.repeat(np.arange(1, 11), input_length // 10 + 1)[:input_length]
-    target_segments = np.repeat(np.arange(1, 5), 2)[:target_length]
-    decoder_segments = np.zeros(target_length, np.int32)
-    decoder_segments[: len(target_segments)] = target_segments
-    arrays = {
-        "encoder_input_tokens": rng.integers(2, config.vocab_size, (batch, input_length)),
-        "encoder_segment_ids": np.tile(segments, (batch, 1)),
-        "encoder_positions": np.tile(
-            np.arange(input_length) % (input_length // 10 + 1), (batch, 1)
-        ),
-        "decoder_input_tokens": rng.integers(2, config.vocab_size, (batch, target_length)),
-        "decoder_target_tokens": rng.integers(2, config.vocab_size, (batch, target_length)),
-        "decoder_loss_weights": np.tile((decoder_segments > 0).astype(np.int32), (batch, 1)),
-        "decoder_segment_ids": np.tile(decoder_segments, (batch, 1)),
-        "decoder_positions": np.tile(np.arange(target_length) % 2, (batch, 1)),
-    }
-    return {k: jnp.asarray(v, jnp.int32) for k, v in arrays.items()}
-
-
 def train(args: argparse.Namespace) -> dict:
     overrides = {"dropout_rate": 0.0}
     if args.train_layers:
@@ -227,7 +191,9 @@ def train(args: argparse.Namespace) -> dict:
     mesh = partitioning.create_mesh()
     shardings = partitioning.params_shardings(mt5.abstract_params(base), mesh)
     init = jax.jit(lambda rng: mt5.unbox(mt5.init_params(base, rng)), out_shardings=shardings)
-    batch = _train_batch(base, args.train_batch, args.train_input_length, args.train_target_length)
+    batch = packed_train_batch(
+        base, args.train_batch, args.train_input_length, args.train_target_length
+    )
     optimizer = optimizers.create_optimizer("adafactor", 1e-3)
     out = {
         "size": args.train_size,

@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: the machine's fp32 matrix-product ceiling."""
+"""What the benchmark scripts share: the machine's fp32 matrix-product ceiling, the random
+scoring inputs, the encoder's FLOP count and a packed training batch."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from seahorse_t5x import constants
 
 
 def matmul_ceiling(size: int = 2048, repeats: int = 5) -> float:
@@ -20,3 +24,57 @@ def matmul_ceiling(size: int = 2048, repeats: int = 5) -> float:
         product(a, b).block_until_ready()
         best = min(best, time.perf_counter() - start)
     return 2 * size**3 / best
+
+
+def draw_inputs(
+    num: int,
+    max_length: int,
+    vocab_size: int,
+    seed: int,
+    median_length: float = 450.0,
+    sigma: float = 0.8,
+    min_length: int = 100,
+) -> list[np.ndarray]:
+    """`num` random token inputs (EOS-terminated), lengths log-normal like news articles
+    (median `median_length`), clipped to [min_length, max_length]."""
+    rng = np.random.default_rng(seed)
+    lengths = np.exp(rng.normal(np.log(median_length), sigma, num))
+    lengths = np.clip(lengths.astype(int), min_length, max_length)
+    tokens = []
+    for length in lengths:
+        ids = rng.integers(2, vocab_size, size=length).astype(np.int32)
+        ids[-1] = constants.EOS_ID
+        tokens.append(ids)
+    return tokens
+
+
+def encoder_flops(config, rows: int, length: int) -> float:
+    """Forward FLOPs of the encoder on a [rows, length] batch (matmuls only)."""
+    inner = config.num_heads * config.head_dim
+    per_token = 2 * (4 * config.emb_dim * inner + 3 * config.emb_dim * config.mlp_dim)
+    attention = 2 * 2 * length * inner  # QK^T and AV
+    return config.num_encoder_layers * rows * length * (per_token + attention)
+
+
+def packed_train_batch(
+    config, batch: int, input_length: int, target_length: int
+) -> dict[str, jax.Array]:
+    """A full training batch as packing makes it: ten examples per row, random tokens."""
+    rng = np.random.default_rng(0)
+    segments = np.repeat(np.arange(1, 11), input_length // 10 + 1)[:input_length]
+    target_segments = np.repeat(np.arange(1, 11), 2)[:target_length]
+    decoder_segments = np.zeros(target_length, np.int32)
+    decoder_segments[: len(target_segments)] = target_segments
+    arrays = {
+        "encoder_input_tokens": rng.integers(2, config.vocab_size, (batch, input_length)),
+        "encoder_segment_ids": np.tile(segments, (batch, 1)),
+        "encoder_positions": np.tile(
+            np.arange(input_length) % (input_length // 10 + 1), (batch, 1)
+        ),
+        "decoder_input_tokens": rng.integers(2, config.vocab_size, (batch, target_length)),
+        "decoder_target_tokens": rng.integers(2, config.vocab_size, (batch, target_length)),
+        "decoder_loss_weights": np.tile((decoder_segments > 0).astype(np.int32), (batch, 1)),
+        "decoder_segment_ids": np.tile(decoder_segments, (batch, 1)),
+        "decoder_positions": np.tile(np.arange(target_length) % 2, (batch, 1)),
+    }
+    return {k: jnp.asarray(v, jnp.int32) for k, v in arrays.items()}

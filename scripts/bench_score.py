@@ -44,9 +44,12 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from bench_common import matmul_ceiling  # scripts/ is on sys.path when run
+from bench_common import (  # scripts/ is on sys.path when run
+    draw_inputs,
+    encoder_flops,
+    matmul_ceiling,
+)
 
-from seahorse_t5x import constants
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import executables
 from seahorse_t5x.model import configs, hf_checkpoints, mt5
@@ -101,26 +104,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="write the results here too")
     return parser.parse_args()
-
-
-def draw_inputs(args: argparse.Namespace, vocab_size: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(args.seed)
-    lengths = np.exp(rng.normal(np.log(args.median_length), args.sigma, args.num_examples))
-    lengths = np.clip(lengths.astype(int), args.min_length, args.max_input_length)
-    tokens = []
-    for length in lengths:
-        ids = rng.integers(2, vocab_size, size=length).astype(np.int32)
-        ids[-1] = constants.EOS_ID
-        tokens.append(ids)
-    return tokens
-
-
-def encoder_flops(config, rows: int, length: int) -> float:
-    """Forward FLOPs of the encoder on a [rows, length] batch (matmuls only)."""
-    inner = config.num_heads * config.head_dim
-    per_token = 2 * (4 * config.emb_dim * inner + 3 * config.emb_dim * config.mlp_dim)
-    attention = 2 * 2 * length * inner  # QK^T and AV
-    return config.num_encoder_layers * rows * length * (per_token + attention)
 
 
 class HFScorer:
@@ -252,7 +235,15 @@ def main() -> None:
     hf_config = transformers.MT5Config(**configs.to_hf_config(config))
     hf_model = transformers.MT5ForConditionalGeneration(hf_config).eval()
     params = hf_checkpoints.from_hf_state_dict(config, hf_model.state_dict(), tied_logits=True)
-    tokens = draw_inputs(args, config.vocab_size)
+    tokens = draw_inputs(
+        args.num_examples,
+        args.max_input_length,
+        config.vocab_size,
+        args.seed,
+        args.median_length,
+        args.sigma,
+        args.min_length,
+    )
     real_tokens = sum(len(t) for t in tokens)
     print(
         f"{len(tokens)} examples, {real_tokens} tokens, lengths median "

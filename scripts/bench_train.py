@@ -24,10 +24,9 @@ import tempfile
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
-from bench_common import matmul_ceiling  # scripts/ is on sys.path when run
+from bench_common import matmul_ceiling, packed_train_batch  # scripts/ is on sys.path
 
 from seahorse_t5x import partitioning
 from seahorse_t5x.model import configs, mt5
@@ -50,25 +49,8 @@ def train_step_throughput(
         lambda rng: mt5.unbox(mt5.init_params(config, rng)), out_shardings=params_sharding
     )(jax.random.PRNGKey(0))
     opt_state = optimizer.init(params)
-    rng = np.random.default_rng(0)
     # Ten packed examples per row, as packing makes them.
-    segments = np.repeat(np.arange(1, 11), input_length // 10 + 1)[:input_length]
-    target_segments = np.repeat(np.arange(1, 11), 2)[:target_length]
-    decoder_segments = np.zeros(target_length, np.int32)
-    decoder_segments[: len(target_segments)] = target_segments
-    batch_arrays = {
-        "encoder_input_tokens": rng.integers(2, config.vocab_size, (batch, input_length)),
-        "encoder_segment_ids": np.tile(segments, (batch, 1)),
-        "encoder_positions": np.tile(
-            np.arange(input_length) % (input_length // 10 + 1), (batch, 1)
-        ),
-        "decoder_input_tokens": rng.integers(2, config.vocab_size, (batch, target_length)),
-        "decoder_target_tokens": rng.integers(2, config.vocab_size, (batch, target_length)),
-        "decoder_loss_weights": np.tile((decoder_segments > 0).astype(np.int32), (batch, 1)),
-        "decoder_segment_ids": np.tile(decoder_segments, (batch, 1)),
-        "decoder_positions": np.tile(np.arange(target_length) % 2, (batch, 1)),
-    }
-    batch_arrays = {k: jnp.asarray(v, jnp.int32) for k, v in batch_arrays.items()}
+    batch_arrays = packed_train_batch(config, batch, input_length, target_length)
 
     def step(params, opt_state, batch):
         def loss_fn(p):

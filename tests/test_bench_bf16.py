@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pytest
 import scripts_testing
@@ -10,7 +11,11 @@ import scripts_testing
 
 @pytest.fixture(scope="module")
 def bench():
-    yield from scripts_testing.loaded_script("bench_bf16")
+    sys.path.insert(0, str(scripts_testing.SCRIPTS))  # its `bench_common` import
+    try:
+        yield from scripts_testing.loaded_script("bench_bf16")
+    finally:
+        sys.path.remove(str(scripts_testing.SCRIPTS))
 
 
 def _args(**overrides) -> argparse.Namespace:
@@ -25,7 +30,7 @@ def _args(**overrides) -> argparse.Namespace:
 
 def test_scoring_reports_both_dtypes_on_the_same_inputs(bench):
     out = bench.score(_args())
-    tokens = bench.draw_inputs(12, 256, 3072, 0)
+    tokens = bench.draw_inputs(12, 256, 3072, 0)  # bench_common's, as the script draws
     assert out["examples"] == 12 and out["real_tokens"] == sum(len(t) for t in tokens)
     assert out["padded_tokens"] >= out["real_tokens"] and out["encoder_layers"] == 2
     assert out["float32"]["max_abs_p_yes_vs_float32"] == 0.0
