@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 import pytest
 import scripts_testing
@@ -11,11 +10,7 @@ import scripts_testing
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(scripts_testing.SCRIPTS))  # its `bench_common` import
-    try:
-        yield from scripts_testing.loaded_script("bench_bf16")
-    finally:
-        sys.path.remove(str(scripts_testing.SCRIPTS))
+    yield from scripts_testing.loaded_script("bench_bf16")
 
 
 def _args(**overrides) -> argparse.Namespace:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 import scripts_testing
@@ -16,11 +14,7 @@ ctranslate2 = pytest.importorskip("ctranslate2")  # the `bench` and `test` extra
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(scripts_testing.SCRIPTS))  # its `bench_common` import
-    try:
-        yield from scripts_testing.loaded_script("bench_score")
-    finally:
-        sys.path.remove(str(scripts_testing.SCRIPTS))
+    yield from scripts_testing.loaded_script("bench_score")
 
 
 def test_ctranslate2_float32_gives_hf_p_yes_and_int8_stays_close(bench, tmp_path):
