@@ -64,9 +64,13 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.11,<3.14",
-    packages=find_packages(include=["seahorse_t5x", "seahorse_t5x.*"]),
-    # The gin files travel with the package, each folder of them a package (seahorse_t5x.gin,
-    # seahorse_t5x.gin.runs, ...) so gin finds `seahorse_t5x/gin/runs/finetune.gin` as T5X's.
+    # The library is seahorse_t5x/; the top-level tasks/ folder installs inside it as
+    # seahorse_t5x.tasks, the one import path of the task registrations. The gin files stay in
+    # seahorse_t5x/gin/, each folder of them a package (seahorse_t5x.gin, seahorse_t5x.gin.runs,
+    # ...) so gin finds `seahorse_t5x/gin/runs/finetune.gin` as T5X's: a top-level gin/ package
+    # would stand in for gin-config itself wherever the checkout is the current folder.
+    packages=[*find_packages(include=["seahorse_t5x", "seahorse_t5x.*"]), "seahorse_t5x.tasks"],
+    package_dir={"seahorse_t5x.tasks": "tasks"},
     package_data={
         "": ["*.gin"],
         "seahorse_t5x": ["assets/*", "assets/**/*", "data/lexicons.json"],

@@ -44,9 +44,8 @@ from bench_common import (  # scripts/ is on sys.path when run
     packed_train_batch,
 )
 
-from seahorse_t5x import partitioning
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.model import configs, mt5, partitioning
 from seahorse_t5x.runner import optimizers, train_step
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random

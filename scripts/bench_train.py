@@ -28,8 +28,7 @@ import numpy as np
 import optax
 from bench_common import matmul_ceiling, packed_train_batch  # scripts/ is on sys.path
 
-from seahorse_t5x import partitioning
-from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.model import configs, mt5, partitioning
 from seahorse_t5x.runner import input_pipeline, optimizers, train_step
 
 SECTION = "## Training"

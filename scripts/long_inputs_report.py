@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from seahorse_t5x import errors, input_format, vocab
+    from seahorse_t5x import errors
+    from seahorse_t5x.formats import input_format, vocab
 
     try:
         input_format.check_input_length(args.input_length, "--input_length")

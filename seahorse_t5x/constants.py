@@ -82,7 +82,7 @@ TARGET_YES = "1"
 TARGET_NO = "0"
 
 # Input length of the paper's models (the input's format and its shortest length:
-# `seahorse_t5x.input_format`).
+# `seahorse_t5x.formats.input_format`).
 DEFAULT_INPUT_LENGTH = 2048
 # T5 special ids: padding (also the decoder start) and end of sequence.
 PAD_ID = 0

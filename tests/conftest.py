@@ -56,7 +56,7 @@ def demo_vocabulary():
     """The shipped demo SentencePiece vocabulary as a plain `seqio.SentencePieceVocabulary`."""
     import seqio
 
-    from seahorse_t5x import vocab
+    from seahorse_t5x.formats import vocab
 
     return seqio.SentencePieceVocabulary(vocab.demo_vocab_path())
 

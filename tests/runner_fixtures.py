@@ -13,7 +13,7 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import vocab
+from seahorse_t5x.formats import vocab
 
 TASK = "runner_test_synthetic"
 SCORE_TASK = "runner_test_synthetic_score"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import pathlib
 
-from seahorse_t5x import vocab
+from seahorse_t5x.formats import vocab
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "tasks"
 

@@ -6,7 +6,8 @@ import pytest
 import sentencepiece as spm
 import seqio
 
-from seahorse_t5x import errors, vocab
+from seahorse_t5x import errors
+from seahorse_t5x.formats import vocab
 
 CORPUS_WORDS = "Yes No Ja Nein the summary article is good bad 1 0 maybe".split()
 

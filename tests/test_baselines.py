@@ -7,8 +7,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
-from seahorse_t5x.data import splits
-from seahorse_t5x.evaluation import baselines, rouge, scorefiles
+from seahorse_t5x.data import scorefiles, splits
+from seahorse_t5x.scoring import baselines, rouge
 
 BENCHMARKS = pathlib.Path(__file__).parent / "testdata" / "benchmarks"
 

@@ -253,7 +253,7 @@ def task_env(task_vocab_file, monkeypatch):
 def _task_examples(name: str, split: str = "test") -> list[dict]:
     import seqio
 
-    from seahorse_t5x import vocab
+    from seahorse_t5x.formats import vocab
     from seahorse_t5x.tasks import benchmarks as benchmark_tasks  # noqa: F401 (registers)
 
     task = seqio.get_mixture_or_task(name)

@@ -9,7 +9,8 @@ import pytest
 import runner_fixtures
 import seqio
 
-from seahorse_t5x import cli, constants, input_format, vocab
+from seahorse_t5x import cli, constants
+from seahorse_t5x.formats import input_format, vocab
 from seahorse_t5x.inference import engine as engine_lib
 
 TASK = "cli_evaluate_test_long_article_score"
@@ -24,8 +25,8 @@ _MODULE_SOURCE = f'''"""A user's score task in the intermediate schema of seahor
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import vocab
-from seahorse_t5x.tasks import registry
+from seahorse_t5x.formats import vocab
+from seahorse_t5x.tasks import premise_hypothesis
 
 ROWS = {ROWS!r}
 
@@ -51,7 +52,7 @@ if {TASK!r} not in seqio.TaskRegistry.names():
         "inputs": seqio.Feature(vocab.deferred_vocabulary(), add_eos=True),
         "targets": seqio.Feature(vocab.deferred_vocabulary(), add_eos=True),
     }}
-    registry.add_premise_hypothesis_task(
+    premise_hypothesis.add_premise_hypothesis_task(
         {TASK!r}, seqio.FunctionDataSource(_dataset, splits=("test",)), features, score_mode=True
     )
 '''

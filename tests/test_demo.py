@@ -8,9 +8,9 @@ import pytest
 import runner_fixtures
 from sklearn.metrics import roc_auc_score
 
-from seahorse_t5x import cli, constants, errors, vocab
-from seahorse_t5x.data import splits
-from seahorse_t5x.evaluation import scorefiles
+from seahorse_t5x import cli, constants, errors
+from seahorse_t5x.data import scorefiles, splits
+from seahorse_t5x.formats import vocab
 from seahorse_t5x.inference import scorer as scorer_lib
 from seahorse_t5x.model import checkpoints
 from seahorse_t5x.runner import demo

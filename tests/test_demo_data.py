@@ -11,8 +11,9 @@ import pytest
 import sentencepiece as spm
 from sklearn.metrics import roc_auc_score
 
-from seahorse_t5x import constants, vocab
+from seahorse_t5x import constants
 from seahorse_t5x.data import demo_data
+from seahorse_t5x.formats import vocab
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -9,11 +9,12 @@ import runner_fixtures
 from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
-from seahorse_t5x import cli, task_names, vocab
-from seahorse_t5x.data import ratings
-from seahorse_t5x.evaluation import baselines, score_tasks, scorefiles
+from seahorse_t5x import cli
+from seahorse_t5x.data import ratings, scorefiles
+from seahorse_t5x.formats import task_names, vocab
+from seahorse_t5x.formats.task_names import question_of_task
 from seahorse_t5x.model import mt5
-from seahorse_t5x.task_names import question_of_task
+from seahorse_t5x.scoring import baselines, evaluate
 
 pytestmark = pytest.mark.usefixtures("runner_tasks")
 
@@ -36,11 +37,11 @@ def test_benchmark_tasks_score_rows_go_to_their_benchmark():
     }
     for task, expected in cases.items():
         assert task_names.benchmark_of_task(task, ratings.rating_questions()) == expected, task
-    examples = score_tasks.TaskExamples(
+    examples = evaluate.TaskExamples(
         "metal_hallucinations.de", 4, [np.zeros(3, np.int32)] * 2, np.array([1.0, 0.5]),
         [{"gem_id": "a"}, {"gem_id": "b"}],
     )  # fmt: skip
-    rows = score_tasks.score_rows(examples, np.array([0.25, 0.75]), "m")
+    rows = evaluate.score_rows(examples, np.array([0.25, 0.75]), "m")
     assert [(r["benchmark"], r["question"], r["label"], r["score"]) for r in rows] == [
         ("metal", "hallucinations", 1, 0.25),
         ("metal", "hallucinations", 0.5, 0.75),
@@ -71,7 +72,7 @@ def test_metrics_table_puts_each_task_beside_the_majority_baseline():
             "majority_baseline": baselines.majority_metrics([0.5, 1.0, 0.0]),
         },
     }
-    assert score_tasks.metrics_table(results, "m (test)").to_markdown() == (
+    assert evaluate.metrics_table(results, "m (test)").to_markdown() == (
         "### m (test)\n\n"
         "| question | task | n | Yes rate | Pearson rho | ROC-AUC | majority rho | majority ROC |\n"
         "|---|---|---|---|---|---|---|---|\n"
@@ -123,7 +124,7 @@ def test_evaluate_writes_score_files_metrics_and_table(checkpoint, tmp_path, cap
     assert "| question | task | n |" in table and runner_fixtures.SCORE_TASK in table
 
     # The bucketed, padded batch gives each example the score of a lone, unpadded pass.
-    examples = score_tasks.load_task_examples(runner_fixtures.SCORE_TASK, "test", 64)
+    examples = evaluate.load_task_examples(runner_fixtures.SCORE_TASK, "test", 64)
     yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary())
     model = mt5.MT5(config)
     for index in (0, 17):

@@ -10,8 +10,8 @@ import runner_fixtures
 import seqio
 
 from seahorse_t5x import cli, constants
-from seahorse_t5x import task_names as names
 from seahorse_t5x.data.benchmarks import registry
+from seahorse_t5x.formats import task_names as names
 
 DATA = pathlib.Path(__file__).parent / "testdata" / "benchmarks"
 PATHS = {

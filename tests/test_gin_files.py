@@ -33,22 +33,22 @@ def _function_parameters(path: pathlib.Path, name: str) -> tuple[str, ...]:
 
 def _project_configurables() -> dict[str, tuple[str, ...]]:
     return {
-        "seahorse_t5x.vocab.vocabulary_path": _function_parameters(
-            t5x.ROOT / "seahorse_t5x" / "vocab.py", "vocabulary_path"
+        "seahorse_t5x.formats.vocab.vocabulary_path": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "formats" / "vocab.py", "vocabulary_path"
         ),
-        "seahorse_t5x.vocab.demo_vocab_path": _function_parameters(
-            t5x.ROOT / "seahorse_t5x" / "vocab.py", "demo_vocab_path"
+        "seahorse_t5x.formats.vocab.demo_vocab_path": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "formats" / "vocab.py", "demo_vocab_path"
         ),
         # Referenced, not configured: a feature converter class T5X instantiates.
         "seahorse_t5x.tasks.packing.FirstFitPackingConverter": (),
         "seahorse_t5x.tasks.seahorse.data_dir": _function_parameters(
-            t5x.ROOT / "seahorse_t5x" / "tasks" / "seahorse.py", "data_dir"
+            t5x.ROOT / "tasks" / "seahorse.py", "data_dir"
         ),
-        "seahorse_t5x.t5x_models.label_scoring_model": _function_parameters(
-            t5x.ROOT / "seahorse_t5x" / "t5x_models.py", "label_scoring_model"
+        "seahorse_t5x.model.t5x_models.label_scoring_model": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "model" / "t5x_models.py", "label_scoring_model"
         ),
-        "seahorse_t5x.ice_format.answer_words": _function_parameters(
-            t5x.ROOT / "seahorse_t5x" / "ice_format.py", "answer_words"
+        "seahorse_t5x.formats.ice_format.answer_words": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "formats" / "ice_format.py", "answer_words"
         ),
     }
 

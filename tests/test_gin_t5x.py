@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from seahorse_t5x import vocab
 from seahorse_t5x.evaluation import seqio_metrics
+from seahorse_t5x.formats import vocab
 from tests import gin_t5x_testing as t5x
 
 # Fine-tuning experiments; the ICE inference gins (ice_*.gin) have their own tests.
@@ -177,7 +177,7 @@ def test_model_gin_vocabulary_equals_the_tasks(size, monkeypatch):
     assert resolved.includes[0] == f"t5x/examples/t5/mt5/{size}.gin"
     b = resolved.bindings
     model_file = b[("", "seqio.SentencePieceVocabulary", "sentencepiece_model_file")]
-    task_path = b[("", "seahorse_t5x.vocab.vocabulary_path", "path")]
+    task_path = b[("", "seahorse_t5x.formats.vocab.vocabulary_path", "path")]
     assert t5x.is_macro(model_file, "VOCAB_PATH") and t5x.is_macro(task_path, "VOCAB_PATH")
     # T5X compares path strings and extra_ids: the tasks' default must be the same string.
     monkeypatch.delenv("SEAHORSE_VOCAB", raising=False)
@@ -231,7 +231,7 @@ def test_eval_and_infer_gins_score_at_training_lengths(name, t5x_gin, user_macro
 
 def _assert_label_scoring(resolved: t5x.Resolved, score_aux: bool) -> None:
     assert resolved.macros["MODEL"] == ("@", "t5x_models.label_scoring_model", True)
-    function = "seahorse_t5x.t5x_models.label_scoring_model"
+    function = "seahorse_t5x.model.t5x_models.label_scoring_model"
     assert resolved.bindings[("", function, "model")] == ("@", "models.EncoderDecoderModel", True)
     assert resolved.bindings.get(("", function, "score_aux"), False) is score_aux
     assert "seahorse_t5x/gin/runs/label_scoring.gin" in resolved.includes

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from seahorse_t5x import vocab
+from seahorse_t5x.formats import vocab
 from tests import gin_t5x_testing as t5x
 from tests.test_gin_t5x import _header, _required_in_header
 
@@ -46,7 +46,7 @@ def test_flan_t5_model_gin_shares_the_t5_vocabulary_with_the_tasks(size):
     assert resolved.includes == [f"t5x/examples/t5/t5_1_1/{size}.gin"]
     b = resolved.bindings
     model_file = b[("", "seqio.SentencePieceVocabulary", "sentencepiece_model_file")]
-    task_path = b[("", "seahorse_t5x.vocab.vocabulary_path", "path")]
+    task_path = b[("", "seahorse_t5x.formats.vocab.vocabulary_path", "path")]
     assert t5x.is_macro(model_file, "VOCAB_PATH") and t5x.is_macro(task_path, "VOCAB_PATH")
     assert resolved.macros["VOCAB_PATH"] == T5_VOCAB_PATH
     # T5X's T5.1.1 gins leave extra_ids at 0, as the project's task vocabulary does.
@@ -86,7 +86,7 @@ def test_ice_gin_runs_t5x_infer_in_score_mode(path):
     assert "seahorse_t5x.tasks" in resolved.imports
     # LabelScoringModel scores the ICE tasks' own answer words, as `evaluate` does.
     assert resolved.macros["MODEL"] == ("@", "t5x_models.label_scoring_model", True)
-    function = "seahorse_t5x.t5x_models.label_scoring_model"
+    function = "seahorse_t5x.model.t5x_models.label_scoring_model"
     assert resolved.bindings[("", function, "answer_words")] == (
         "@",
         "ice_format.answer_words",

@@ -12,9 +12,10 @@ import pytest
 import seqio
 
 import seahorse_t5x.tasks  # noqa: F401  (registers the tasks)
-from seahorse_t5x import constants, errors, ice_format, vocab
-from seahorse_t5x.evaluation import score_tasks
-from seahorse_t5x.task_names import question_of_task
+from seahorse_t5x import constants, errors
+from seahorse_t5x.formats import ice_format, vocab
+from seahorse_t5x.formats.task_names import question_of_task
+from seahorse_t5x.scoring import evaluate
 from seahorse_t5x.tasks import ice as ice_tasks
 
 EOS = 1
@@ -244,14 +245,14 @@ def test_rows_draw_same_language_demonstrations_deterministically(data_dir):
     )
     assert [r["demo_gem_ids"] for r in german] == [first[2]["demo_gem_ids"]]
     # Another seed, other draws.
-    gin.bind_parameter("seahorse_t5x.ice_format.ice_settings.seed", 3)
+    gin.bind_parameter("seahorse_t5x.formats.ice_format.ice_settings.seed", 3)
     other = ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice_format.STRATIFIED)
     assert [r["demo_gem_ids"] for r in other] != [r["demo_gem_ids"] for r in first]
 
 
 def test_the_rated_article_is_never_its_own_demonstration(data_dir):
     for seed in range(10):
-        gin.bind_parameter("seahorse_t5x.ice_format.ice_settings.seed", seed)
+        gin.bind_parameter("seahorse_t5x.formats.ice_format.ice_settings.seed", seed)
         (row,) = ice_tasks.ice_rows(
             "validation", question=QUESTION, shots=4, mode=ice_format.UNIFORM
         )
@@ -259,7 +260,7 @@ def test_the_rated_article_is_never_its_own_demonstration(data_dir):
 
 
 def test_stratified_draw_beyond_the_pool_names_task_and_language():
-    gin.bind_parameter("seahorse_t5x.ice_format.ice_settings.yes_fraction", 1.0)
+    gin.bind_parameter("seahorse_t5x.formats.ice_format.ice_settings.yes_fraction", 1.0)
     with pytest.raises(errors.UserError, match=r"ice_q4_k4_stratified, language de: .* 4 .*Yes"):
         ice_tasks.ice_rows("test", question=QUESTION, shots=4, mode=ice_format.STRATIFIED)
 
@@ -325,7 +326,7 @@ def test_answer_words_come_from_the_environment(monkeypatch, demo_vocabulary):
 
 
 def test_evaluate_reads_ice_tasks_as_score_tasks():
-    examples = score_tasks.load_task_examples("ice_q4_k2_uniform", "test", 128)
+    examples = evaluate.load_task_examples("ice_q4_k2_uniform", "test", 128)
     assert examples.question == QUESTION
     assert examples.labels.tolist() == [1.0, 0.0, 0.0, 1.0]
     assert [m["system"] for m in examples.metadata] == [
@@ -348,7 +349,8 @@ def test_bad_settings_are_user_errors():
 
 def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path):
     from seahorse_t5x import cli
-    from seahorse_t5x.evaluation import scorefiles, t5x_infer
+    from seahorse_t5x.data import scorefiles
+    from seahorse_t5x.scoring import t5x_scores
 
     examples = _examples("ice_q4_k2_uniform", 2048)
     # What t5x/infer.py writes in score mode with the ICE gins' LabelScoringModel: the
@@ -379,13 +381,13 @@ def test_t5x_infer_output_of_an_ice_task_becomes_a_score_file(data_dir, tmp_path
 
     # The same records under a SEAHORSE score task's name: not its target, refused at line 1.
     with pytest.raises(errors.DataError, match=r"-score.jsonl-00000-of-00001:1 field") as info:
-        t5x_infer.convert([str(infer)], "seahorse_q4_score", str(data_dir), "test", "m")
+        t5x_scores.convert([str(infer)], "seahorse_q4_score", str(data_dir), "test", "m")
     assert "expected the constant target '1' of a score task, got 'Yes'" in str(info.value)
     infer.write_text("".join(json.dumps(r) + "\n" for r in reversed(records)))
     with pytest.raises(errors.DataError, match="not in the same order"):
-        t5x_infer.convert([str(infer)], "ice_q4_k2_uniform", str(data_dir), "test", "m")
+        t5x_scores.convert([str(infer)], "ice_q4_k2_uniform", str(data_dir), "test", "m")
     with pytest.raises(errors.UserError, match="ice_q4_k2_uniform has the splits validation, test"):
-        t5x_infer.convert([str(infer)], "ice_q4_k2_uniform", str(data_dir), "train", "m")
+        t5x_scores.convert([str(infer)], "ice_q4_k2_uniform", str(data_dir), "train", "m")
 
 
 def test_preprocessors_on_tiny_datasets(demo_vocabulary):

@@ -13,8 +13,9 @@ from scipy import stats as sp_stats
 from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
-from seahorse_t5x.data import benchmarks
-from seahorse_t5x.evaluation import import_scores, report, scorefiles, t5x_infer
+from seahorse_t5x.data import benchmarks, scorefiles
+from seahorse_t5x.evaluation import report
+from seahorse_t5x.scoring import import_scores, t5x_scores
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "import_scores"
 PREPARED = TESTDATA / "prepared"
@@ -408,7 +409,7 @@ def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_
     assert frame["gem_id"].tolist() == [r["gem_id"] for r in rows]
     assert frame["label"].tolist() == [float(r["q4"]) for r in rows]
     assert frame["score"].tolist() == [-0.5 * (k + 1) for k in range(len(rows))]
-    _, counts = t5x_infer.convert(
+    _, counts = t5x_scores.convert(
         [str(infer)], "ice_q4_k2_uniform", str(PREPARED), "test", "ice", join_by_position=True
     )
     # No aux.log_p_no: T5X's own model's log P(target), kept as the score.

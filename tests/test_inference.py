@@ -25,12 +25,13 @@ import runner_fixtures
 from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
-from seahorse_t5x import cli, errors, partitioning, vocab
+from seahorse_t5x import cli, errors
 from seahorse_t5x.cli import inference_flags
 from seahorse_t5x.cli import score as score_cli
+from seahorse_t5x.formats import vocab
 from seahorse_t5x.inference import engine, inputs
 from seahorse_t5x.inference import scorer as scorer_lib
-from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.model import configs, mt5, partitioning
 from seahorse_t5x.runner import checkpointing, trainer
 
 TESTS = pathlib.Path(__file__).resolve().parent
@@ -372,7 +373,8 @@ _MESH_SCRIPT = textwrap.dedent(
     import json, sys
     sys.path.insert(0, {tests!r})
     import jax, numpy as np
-    from seahorse_t5x import partitioning, vocab
+    from seahorse_t5x.model import partitioning
+    from seahorse_t5x.formats import vocab
     from seahorse_t5x.inference import scorer as scorer_lib
     from seahorse_t5x.model import configs, mt5
     from mt5_fixtures import save_hf_tiny
@@ -624,7 +626,7 @@ _PROGRAMS_SCRIPT = textwrap.dedent(
     """
     import json
     import numpy as np
-    from seahorse_t5x import vocab
+    from seahorse_t5x.formats import vocab
     from seahorse_t5x.inference import engine, inputs
     from seahorse_t5x.model import checkpoints
 

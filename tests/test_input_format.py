@@ -7,7 +7,8 @@ import itertools
 
 import pytest
 
-from seahorse_t5x import errors, input_format
+from seahorse_t5x import errors
+from seahorse_t5x.formats import input_format
 
 
 def test_input_text_is_the_three_parts_joined():

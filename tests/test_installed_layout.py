@@ -9,9 +9,10 @@ import zipfile
 import gin
 import pytest
 
-from seahorse_t5x import cli, errors, user_modules
+from seahorse_t5x import cli, errors
 from seahorse_t5x.cli import gin_path
 from seahorse_t5x.runner import gin_config
+from seahorse_t5x.tasks import user_modules
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GIN_DIR = ROOT / "seahorse_t5x" / "gin"
@@ -183,6 +184,6 @@ def test_the_wheel_carries_every_gin_file_and_task_module(tmp_path):
     assert {n for n in names if n.endswith(".gin")} == {
         f"seahorse_t5x/gin/{g}" for g in SOURCE_GINS
     }
-    tasks = {p.name for p in (ROOT / "seahorse_t5x" / "tasks").glob("*.py")}
+    tasks = {p.name for p in (ROOT / "tasks").glob("*.py")}
     assert {n.rsplit("/", 1)[1] for n in names if n.startswith("seahorse_t5x/tasks/")} == tasks
     assert "seahorse_t5x/assets/demo_spm.model" in names

@@ -18,9 +18,9 @@ from mt5_fixtures import (
     padded_batch,
 )
 
-from seahorse_t5x import errors, partitioning
+from seahorse_t5x import errors
 from seahorse_t5x.inference import engine
-from seahorse_t5x.model import configs, hf_checkpoints, mt5
+from seahorse_t5x.model import configs, hf_checkpoints, mt5, partitioning
 
 
 @pytest.fixture(scope="module")

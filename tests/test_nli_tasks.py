@@ -8,7 +8,7 @@ import seqio
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from seahorse_t5x import vocab
+from seahorse_t5x.formats import vocab
 from seahorse_t5x.tasks import nli
 
 LENGTHS = {"inputs": 128, "targets": 4}

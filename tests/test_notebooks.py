@@ -8,9 +8,10 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from seahorse_t5x import constants, vocab
-from seahorse_t5x.data import splits
-from seahorse_t5x.evaluation import baselines, rouge, scorefiles
+from seahorse_t5x import constants
+from seahorse_t5x.data import scorefiles, splits
+from seahorse_t5x.formats import vocab
+from seahorse_t5x.scoring import baselines, rouge
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 

@@ -12,8 +12,8 @@ import pytest
 import runner_fixtures
 from jax.sharding import PartitionSpec as P
 
-from seahorse_t5x import errors, partitioning
-from seahorse_t5x.model import configs, mt5
+from seahorse_t5x import errors
+from seahorse_t5x.model import configs, mt5, partitioning
 
 TESTS = pathlib.Path(__file__).resolve().parent
 

@@ -9,7 +9,8 @@ import tasks_testing
 import tensorflow as tf
 from seqio import test_utils
 
-from seahorse_t5x import constants, errors, input_format
+from seahorse_t5x import constants, errors
+from seahorse_t5x.formats import input_format
 from seahorse_t5x.tasks import postprocessors, preprocessors
 
 EOS = 1

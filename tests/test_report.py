@@ -10,7 +10,8 @@ from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
-from seahorse_t5x.evaluation import report, scorefiles, stats, tables
+from seahorse_t5x.data import scorefiles
+from seahorse_t5x.evaluation import report, stats, tables
 
 SCORES = pathlib.Path(__file__).parent / "testdata" / "scores"
 SCORE_FILES = [SCORES / "mt5_seahorse.jsonl", SCORES / "rougeL.jsonl", SCORES / "benchmarks.jsonl"]

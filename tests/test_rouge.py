@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from seahorse_t5x.evaluation import rouge
+from seahorse_t5x.scoring import rouge
 
 
 def _lcs_by_table(a, b):

@@ -14,8 +14,9 @@ from hub_fixtures import add_to_cache
 from mt5_fixtures import save_hf_tiny
 
 import seahorse_t5x
-from seahorse_t5x import cli, errors, vocab
-from seahorse_t5x.evaluation import scorefiles
+from seahorse_t5x import cli, errors
+from seahorse_t5x.data import scorefiles
+from seahorse_t5x.formats import vocab
 from seahorse_t5x.inference import executables
 from seahorse_t5x.inference import scorer as scorer_lib
 

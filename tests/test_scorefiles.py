@@ -6,7 +6,7 @@ import math
 import pytest
 
 from seahorse_t5x import errors
-from seahorse_t5x.evaluation import scorefiles
+from seahorse_t5x.data import scorefiles
 
 
 def _row(**overrides):

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from mt5_fixtures import save_hf_tiny
 
-from seahorse_t5x import cli, constants, errors, vocab
+from seahorse_t5x import cli, constants, errors
 from seahorse_t5x.cli import score as score_cli
+from seahorse_t5x.formats import vocab
 from seahorse_t5x.inference import engine, inputs
 from seahorse_t5x.inference import scorer as scorer_lib
 

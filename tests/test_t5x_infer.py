@@ -12,7 +12,8 @@ from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import errors
 from seahorse_t5x.cli import main as cli_main
-from seahorse_t5x.evaluation import scorefiles, t5x_infer
+from seahorse_t5x.data import scorefiles
+from seahorse_t5x.scoring import t5x_scores
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata"
 
@@ -84,7 +85,7 @@ def data_dir(tmp_path):
 def test_single_file_joins_labels_and_slices_by_position(tmp_path, data_dir):
     infer = tmp_path / "seahorse_q4_score-score.jsonl-00000-of-00001"
     _write_infer(infer, _labelled())
-    rows, counts = t5x_infer.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
+    rows, counts = t5x_scores.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
     assert counts == {"examples": 4, "non_finite_scores": 0, "unchecked": 0, "log_p_target": 0}
     assert [r["gem_id"] for r in rows] == [
         "xsum-test-1",
@@ -113,12 +114,12 @@ def test_output_of_t5x_own_model_keeps_its_log_p_target_with_a_warning(tmp_path,
     # is log P('1' EOS) over the whole vocabulary, written as it is.
     infer = tmp_path / "old.jsonl"
     _write_infer(infer, _labelled(), two_way=False)
-    rows, counts = t5x_infer.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
+    rows, counts = t5x_scores.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
     assert counts == {"examples": 4, "non_finite_scores": 0, "unchecked": 0, "log_p_target": 4}
     assert [r["score"] for r in rows] == [-0.1, -2.3, -0.05, -3.0]
     assert all(r["log_p_yes"] == r["score"] for r in rows)
     assert {r["score_kind"] for r in rows} == {"log_p_target"}
-    (warning,) = t5x_infer.join_warnings(counts)
+    (warning,) = t5x_scores.join_warnings(counts)
     assert warning.startswith("the 4 scores carry no aux.log_p_no: they are T5X's log P(target)")
 
 
@@ -132,7 +133,7 @@ def test_mixed_or_inconsistent_two_way_records_are_refused(tmp_path, data_dir):
     lines[2] = json.dumps(old)
     mixed.write_text("\n".join(lines) + "\n")
     with pytest.raises(errors.DataError) as e:
-        t5x_infer.convert([str(mixed)], "seahorse_q4_score", data_dir, "test", "m")
+        t5x_scores.convert([str(mixed)], "seahorse_q4_score", data_dir, "test", "m")
     assert (e.value.line, e.value.field) == (3, "aux.log_p_no")
     assert e.value.reason.startswith("missing, unlike the first record")
     # log P(no) that is not the rest of the two-way softmax: not LabelScoringModel's scores.
@@ -144,12 +145,12 @@ def test_mixed_or_inconsistent_two_way_records_are_refused(tmp_path, data_dir):
     lines[1] = json.dumps(record)
     bad.write_text("\n".join(lines) + "\n")
     with pytest.raises(errors.DataError, match=r"bad.jsonl:2 field 'aux.log_p_no'.* = 0\.70679"):
-        t5x_infer.convert([str(bad)], "seahorse_q4_score", data_dir, "test", "m")
+        t5x_scores.convert([str(bad)], "seahorse_q4_score", data_dir, "test", "m")
     record["aux"] = {"log_p_no": "-0.5"}
     lines[1] = json.dumps(record)
     bad.write_text("\n".join(lines) + "\n")
     with pytest.raises(errors.DataError, match="expected a number, got '-0.5'"):
-        t5x_infer.convert([str(bad)], "seahorse_q4_score", data_dir, "test", "m")
+        t5x_scores.convert([str(bad)], "seahorse_q4_score", data_dir, "test", "m")
 
 
 def test_shards_are_interleaved_back_into_dataset_order(tmp_path, data_dir):
@@ -160,16 +161,16 @@ def test_shards_are_interleaved_back_into_dataset_order(tmp_path, data_dir):
         path = tmp_path / f"seahorse_q4_score-score.jsonl-{k:05d}-of-00003"
         _write_infer(path, labelled[k::3])
         paths.append(str(path))
-    rows, _ = t5x_infer.convert(paths[::-1], "seahorse_q4_score", data_dir, "test", "m")
+    rows, _ = t5x_scores.convert(paths[::-1], "seahorse_q4_score", data_dir, "test", "m")
     assert [r["gem_id"] for r in rows] == [r[0] for r in labelled]
     with pytest.raises(errors.UserError, match=r"shards \[1\] of 3 are missing"):
-        t5x_infer.convert([paths[0], paths[2]], "seahorse_q4_score", data_dir, "test", "m")
+        t5x_scores.convert([paths[0], paths[2]], "seahorse_q4_score", data_dir, "test", "m")
 
 
 def test_language_task_selects_that_language(tmp_path, data_dir):
     infer = tmp_path / "de.jsonl"
     _write_infer(infer, _labelled("de"))
-    rows, _ = t5x_infer.convert([str(infer)], "seahorse_q4_score.de", data_dir, "test", "m")
+    rows, _ = t5x_scores.convert([str(infer)], "seahorse_q4_score.de", data_dir, "test", "m")
     assert [r["gem_id"] for r in rows] == ["mlsum_de-test-2", "mlsum_de-test-4"]
     assert [r["label"] for r in rows] == [0, 1]
 
@@ -178,7 +179,7 @@ def test_count_mismatch_names_task_split_and_counts(tmp_path, data_dir):
     infer = tmp_path / "out.jsonl"
     _write_infer(infer, _labelled()[:3])
     with pytest.raises(errors.UserError, match="has 3 examples but .* has 4 rows labelled for Q4"):
-        t5x_infer.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
+        t5x_scores.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
 
 
 def test_reordered_output_is_refused_with_file_and_line(tmp_path, data_dir):
@@ -186,22 +187,22 @@ def test_reordered_output_is_refused_with_file_and_line(tmp_path, data_dir):
     infer = tmp_path / "out.jsonl"
     _write_infer(infer, [labelled[1], labelled[0], *labelled[2:]])
     with pytest.raises(errors.DataError, match=r"out.jsonl:1 field 'inputs.inputs_pretokenized'"):
-        t5x_infer.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
+        t5x_scores.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
 
 
 def test_predict_mode_output_and_bad_task_are_refused(tmp_path, data_dir):
     infer = tmp_path / "out.jsonl"
     infer.write_text(json.dumps({"inputs": {}, "prediction": "1"}) + "\n")
     with pytest.raises(errors.DataError, match="predict-mode output"):
-        t5x_infer.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
+        t5x_scores.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
     with pytest.raises(errors.UserError, match="not a SEAHORSE score task") as info:
-        t5x_infer.score_task("seahorse_q4")
+        t5x_scores.score_task("seahorse_q4")
     assert str(info.value).endswith("(the score task of seahorse_q4 is seahorse_q4_score)")
-    task = t5x_infer.score_task("seahorse_all_q6_score")
+    task = t5x_scores.score_task("seahorse_all_q6_score")
     assert (task.benchmark, task.question, task.language) == ("seahorse", 6, None)
-    task = t5x_infer.score_task("seahorse_q2_score.vi")
+    task = t5x_scores.score_task("seahorse_q2_score.vi")
     assert (task.question, task.language, task.splits) == (2, "vi", ("train", "validation", "test"))
-    assert t5x_infer.score_task("ice_q4_k2_uniform.de").splits == ("validation", "test")
+    assert t5x_scores.score_task("ice_q4_k2_uniform.de").splits == ("validation", "test")
 
 
 def test_cli_writes_a_score_file_the_report_reads(tmp_path, data_dir, capsys):
@@ -225,9 +226,9 @@ def test_real_t5x_infer_output(tmp_path):
     """Output of `python -m t5x.infer` with gin/runs/infer_score.gin (a tiny mT5 trained with
     gin/experiments/seahorse_q4_small.gin on the demo data), its first 11 lines, and the 12
     prepared validation rows they came from (row 8 has no Q4 label)."""
-    folder = TESTDATA / "t5x_infer"
+    folder = TESTDATA / "t5x_scores"
     infer = folder / "seahorse_q4_score-score.jsonl-00000-of-00001"
-    rows, counts = t5x_infer.convert(
+    rows, counts = t5x_scores.convert(
         [str(infer)], "seahorse_q4_score", str(folder / "prepared"), "validation", "tiny"
     )
     prepared = [json.loads(line) for line in (folder / "prepared" / "validation.jsonl").open()]
@@ -250,7 +251,7 @@ def test_real_t5x_infer_output_of_label_scoring_model_is_the_p_yes_of_score(tmp_
     and the 22 labelled rows."""
     folder = TESTDATA / "t5x_infer_label_scoring"
     infer = folder / "seahorse_q4_score-score.jsonl-00000-of-00001"
-    rows, counts = t5x_infer.convert(
+    rows, counts = t5x_scores.convert(
         [str(infer)], "seahorse_q4_score", str(folder / "prepared"), "test", "smoke_t5x"
     )
     assert counts == {"examples": 22, "non_finite_scores": 0, "unchecked": 0, "log_p_target": 0}
@@ -279,10 +280,10 @@ def test_output_without_inputs_is_not_joined_blindly(tmp_path, data_dir):
     infer = tmp_path / "scores.jsonl"
     infer.write_text("".join(json.dumps({"score": -0.5 - i}) + "\n" for i in range(4)))
     with pytest.raises(errors.DataError) as e:
-        t5x_infer.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
+        t5x_scores.convert([str(infer)], "seahorse_q4_score", data_dir, "test", "m")
     assert (e.value.line, e.value.field) == (1, "inputs.inputs_pretokenized")
     assert "--join_by_position" in e.value.reason
-    rows, counts = t5x_infer.convert(
+    rows, counts = t5x_scores.convert(
         [str(infer)], "seahorse_q4_score", data_dir, "test", "m", join_by_position=True
     )
     assert counts["unchecked"] == 4
@@ -408,7 +409,7 @@ def test_a_rating_tasks_output_is_joined_to_the_sets_rows(tone, tmp_path):
         "targets_pretokenized": "1",
     }
     infer = _write_records(tmp_path / "tone_polite_score-score.jsonl-00000-of-00001", records)
-    rows, counts = t5x_infer.convert([infer], "tone_polite_score", None, "test", "tone_t5x")
+    rows, counts = t5x_scores.convert([infer], "tone_polite_score", None, "test", "tone_t5x")
     assert counts == {
         "examples": 4,
         "non_finite_scores": 0,
@@ -469,7 +470,7 @@ def test_a_rating_tasks_output_is_joined_to_the_sets_rows(tone, tmp_path):
     # --data_dir, when given, is the folder read (a copy of the set's rows, here).
     copy = tmp_path / "copy"
     _write_tone(copy)
-    again, _ = t5x_infer.convert([infer], "tone_polite_score", str(copy), "test", "tone_t5x")
+    again, _ = t5x_scores.convert([infer], "tone_polite_score", str(copy), "test", "tone_t5x")
     assert again == rows
     path = tmp_path / "tone.jsonl"
     scorefiles.write_score_file(path, rows)
@@ -478,14 +479,14 @@ def test_a_rating_tasks_output_is_joined_to_the_sets_rows(tone, tmp_path):
 
 def test_a_rating_tasks_language_and_multi_question_variants(tone, tmp_path):
     infer = _write_records(tmp_path / "en.jsonl", _t5x_records("tone_polite_score.en", [-1, -2]))
-    rows, _ = t5x_infer.convert([infer], "tone_polite_score.en", None, "test", "m")
+    rows, _ = t5x_scores.convert([infer], "tone_polite_score.en", None, "test", "m")
     assert [(r["gem_id"], r["label"]) for r in rows] == [("t-1", 1), ("test:7", 0)]
     records = _t5x_records("tone_all_polite_score", [-1, -2, -3, -4])
     assert records[1]["inputs"]["inputs_pretokenized"] == (
         "question: polite premise: Der Laden ist zu. hypothesis: Geh weg."
     )
     infer = _write_records(tmp_path / "all.jsonl", records)
-    rows, _ = t5x_infer.convert([infer], "tone_all_polite_score", None, "test", "m")
+    rows, _ = t5x_scores.convert([infer], "tone_all_polite_score", None, "test", "m")
     assert [r["label"] for r in rows] == [1, 0, 1, 0]
     assert {r["question"] for r in rows} == {"polite"}
 
@@ -494,7 +495,7 @@ def test_a_rating_tasks_output_out_of_order_or_split_is_refused(tone, tmp_path):
     records = _t5x_records("tone_polite_score", [-0.1, -2.0, -0.3, -1.5])
     infer = _write_records(tmp_path / "out.jsonl", [records[1], records[0], *records[2:]])
     with pytest.raises(errors.DataError) as info:
-        t5x_infer.convert([infer], "tone_polite_score", None, "test", "m")
+        t5x_scores.convert([infer], "tone_polite_score", None, "test", "m")
     assert str(info.value) == (
         f"{infer}:1 field 'inputs.inputs_pretokenized': does not end with the summary of row 1 "
         "labelled for 'polite' in test.jsonl for tone_polite_score (gem_id 't-1'): the output "
@@ -502,21 +503,21 @@ def test_a_rating_tasks_output_out_of_order_or_split_is_refused(tone, tmp_path):
     )
     infer = _write_records(tmp_path / "short.jsonl", records[:3])
     with pytest.raises(errors.UserError) as info:
-        t5x_infer.convert([infer], "tone_polite_score.en", None, "test", "m")
+        t5x_scores.convert([infer], "tone_polite_score.en", None, "test", "m")
     assert str(info.value) == (
         f"the infer output has 3 examples but {tone / 'test.jsonl'} has 2 rows labelled for "
         "'polite' in en: was it inferred with task tone_polite_score.en, split test and this "
         "data folder?"
     )
     with pytest.raises(errors.UserError) as info:
-        t5x_infer.convert([infer], "tone_polite_score", None, "train", "m")
+        t5x_scores.convert([infer], "tone_polite_score", None, "train", "m")
     assert str(info.value) == "--split 'train': tone_polite_score has the splits validation, test"
     for name, hint in (
         ("tone_polite", "the score task of tone_polite is tone_polite_score"),
         ("tone_all_score", "tone_all_score is a mixture"),
     ):
         with pytest.raises(errors.UserError, match="not a SEAHORSE score task") as info:
-            t5x_infer.score_task(name)
+            t5x_scores.score_task(name)
         assert hint in str(info.value)
 
 

@@ -1,4 +1,4 @@
-"""`seahorse_t5x.t5x_models`: the two-way log-softmax of `LabelScoringModel.score_batch`
+"""`seahorse_t5x.model.t5x_models`: the two-way log-softmax of `LabelScoringModel.score_batch`
 against numpy, the module without T5X, and (where T5X is installed) the class on a tiny
 T5X network against T5X's own logits and this project's `score` engine."""
 
@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from seahorse_t5x import t5x_models
+from seahorse_t5x.model import t5x_models
 
 
 def _numpy_two_way(first_step_logits: np.ndarray, yes: int, no: int) -> np.ndarray:
@@ -54,19 +54,19 @@ def test_module_imports_without_t5x_and_says_so_only_when_the_class_is_used(monk
     monkeypatch.setattr(seahorse_t5x, "t5x_models", t5x_models)
     monkeypatch.setitem(sys.modules, "t5x", None)
     monkeypatch.setitem(sys.modules, "t5x.models", None)
-    monkeypatch.delitem(sys.modules, "seahorse_t5x.t5x_models")
-    module = importlib.import_module("seahorse_t5x.t5x_models")
+    monkeypatch.delitem(sys.modules, "seahorse_t5x.model.t5x_models")
+    module = importlib.import_module("seahorse_t5x.model.t5x_models")
     assert module is not t5x_models
     assert module.AUX_LOG_P_NO == "log_p_no"
     assert module.label_log_probs(jnp.zeros((1, 1, 4)), (1, 2)).shape == (1, 2)
     message = (
-        "seahorse_t5x.t5x_models.LabelScoringModel is a T5X model class and needs T5X, which "
+        "seahorse_t5x.model.t5x_models.LabelScoringModel is a T5X model class and needs T5X, which "
         "seahorse-t5x does not install"
     )
     with pytest.raises(ImportError, match=message):
         module.LabelScoringModel  # noqa: B018
     with pytest.raises(ImportError, match=message):
-        from seahorse_t5x.t5x_models import LabelScoringModel  # noqa: F401
+        from seahorse_t5x.model.t5x_models import LabelScoringModel  # noqa: F401
     with pytest.raises(ImportError, match=message):
         module.label_scoring_model(object())
     assert not hasattr(module, "NoSuchThing")
@@ -83,7 +83,7 @@ def _tiny_t5x_model():
     network = pytest.importorskip("t5x.examples.t5.network")
     from t5x import adafactor
 
-    from seahorse_t5x import vocab
+    from seahorse_t5x.formats import vocab
 
     config = network.T5Config(
         vocab_size=3072,
@@ -112,7 +112,7 @@ def test_label_scoring_model_on_a_tiny_t5x_network():
     pytest.importorskip("t5x")
     import jax
 
-    from seahorse_t5x import vocab
+    from seahorse_t5x.formats import vocab
 
     base = _tiny_t5x_model()
     scoring = t5x_models.label_scoring_model(base, score_aux=True)
@@ -158,7 +158,7 @@ def test_label_scoring_model_on_a_tiny_t5x_network():
 
 def test_ice_answer_words_are_the_ice_settings_words(monkeypatch):
     # What the ICE experiment gins hand to label_scoring_model: the words the prompts ask for.
-    from seahorse_t5x import ice_format
+    from seahorse_t5x.formats import ice_format
 
     monkeypatch.delenv(ice_format.ENV_ANSWER_WORDS, raising=False)
     assert ice_format.answer_words() == ("Yes", "No")

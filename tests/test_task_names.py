@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from seahorse_t5x import constants, errors, task_names
+from seahorse_t5x import constants, errors
+from seahorse_t5x.formats import task_names
 
 
 def test_seahorse_names_round_trip():

@@ -15,8 +15,9 @@ import tasks_testing
 from sklearn import metrics as sk_metrics
 
 import seahorse_t5x.tasks  # noqa: F401  (registers the tasks)
-from seahorse_t5x import constants, errors, input_format, vocab
+from seahorse_t5x import constants, errors
 from seahorse_t5x.evaluation import seqio_metrics
+from seahorse_t5x.formats import input_format, vocab
 from seahorse_t5x.tasks import seahorse
 
 EOS = 1
@@ -230,7 +231,7 @@ def test_gin_binds_data_dir_and_vocabulary_after_import(tmp_path, monkeypatch):
         gin.parse_config(
             [
                 f"seahorse_t5x.tasks.seahorse.data_dir.path = '{tasks_testing.TESTDATA}'",
-                "seahorse_t5x.vocab.vocabulary_path.path = '/models/spm.model'",
+                "seahorse_t5x.formats.vocab.vocabulary_path.path = '/models/spm.model'",
             ]
         )
         assert seahorse.data_dir() == str(tasks_testing.TESTDATA)
@@ -246,7 +247,9 @@ def test_gin_vocabulary_binding_reaches_get_vocabulary(monkeypatch):
     # What the trainer's size check and the label ids use must be what the tasks use.
     monkeypatch.setenv(constants.ENV_VOCAB, "/nonexistent/spm.model")
     try:
-        gin.parse_config(f"seahorse_t5x.vocab.vocabulary_path.path = '{vocab.demo_vocab_path()}'")
+        gin.parse_config(
+            f"seahorse_t5x.formats.vocab.vocabulary_path.path = '{vocab.demo_vocab_path()}'"
+        )
         resolved = vocab.get_vocabulary()
         task_vocab = seqio.get_mixture_or_task("seahorse_q1").output_features["inputs"].vocabulary
         assert resolved == task_vocab  # the task's vocabulary resolves while gin binds it

@@ -5,8 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from seahorse_t5x import partitioning
-from seahorse_t5x.model import configs, mt5
+from seahorse_t5x.model import configs, mt5, partitioning
 from seahorse_t5x.runner import train_step
 
 BATCH, INPUTS, TARGETS = 4, 12, 4

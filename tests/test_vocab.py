@@ -3,7 +3,8 @@
 import gin
 import pytest
 
-from seahorse_t5x import constants, errors, vocab
+from seahorse_t5x import constants, errors
+from seahorse_t5x.formats import vocab
 
 
 @pytest.fixture
@@ -15,7 +16,7 @@ def clean(monkeypatch):
 
 
 def _bind_gin(path):
-    gin.bind_parameter("seahorse_t5x.vocab.vocabulary_path.path", path)
+    gin.bind_parameter("seahorse_t5x.formats.vocab.vocabulary_path.path", path)
 
 
 def test_each_level_wins_over_the_ones_after_it(clean, tmp_path):
@@ -95,7 +96,9 @@ def test_a_gin_reference_or_a_scoped_binding_is_evaluated_as_t5x_gins_write_it(c
     gin.clear_config()
     # A binding in a gin scope applies inside that scope only (the demo binds its own).
     with gin.unlock_config():
-        gin.bind_parameter("outer/inner/seahorse_t5x.vocab.vocabulary_path.path", "/scoped.model")
+        gin.bind_parameter(
+            "outer/inner/seahorse_t5x.formats.vocab.vocabulary_path.path", "/scoped.model"
+        )
     assert vocab.resolve_vocabulary_path() == vocab.MT5_VOCAB_PATH
     with gin.config_scope("outer"), gin.config_scope("inner"):
         assert vocab.resolve_vocabulary_path() == "/scoped.model"

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from mt5_fixtures import save_hf_tiny
 
-from seahorse_t5x import cli, errors, input_format, vocab
+from seahorse_t5x import cli, errors
+from seahorse_t5x.formats import input_format, vocab
 from seahorse_t5x.inference import inputs, windows
 from seahorse_t5x.inference import scorer as scorer_lib
 

@@ -6,11 +6,13 @@ import argparse
 import collections
 import pathlib
 
-from seahorse_t5x import constants, errors, fileio, vocab
+from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.cli import flags
-from seahorse_t5x.data import benchmarks, splits
+from seahorse_t5x.data import benchmarks, scorefiles, splits
 from seahorse_t5x.data.benchmarks import registry
-from seahorse_t5x.evaluation import baselines, rouge, scorefiles, stats
+from seahorse_t5x.evaluation import stats
+from seahorse_t5x.formats import vocab
+from seahorse_t5x.scoring import baselines, rouge
 
 HELP = "Write score files for the model-free baselines (majority class, ROUGE-L)."
 EXAMPLE = (

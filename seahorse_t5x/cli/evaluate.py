@@ -91,8 +91,9 @@ def _benchmark_tasks(name: str, path: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors, fileio, input_format
-    from seahorse_t5x import task_names as names
+    from seahorse_t5x import errors, fileio
+    from seahorse_t5x.formats import input_format
+    from seahorse_t5x.formats import task_names as names
 
     if args.batch_size < 1:
         raise errors.UserError(f"--batch_size must be at least 1, got {args.batch_size}")
@@ -109,10 +110,11 @@ def run(args: argparse.Namespace) -> int:
     words = inference_flags.label_words(args)
 
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
-    from seahorse_t5x import user_modules, vocab
-    from seahorse_t5x.evaluation import score_tasks
+    from seahorse_t5x.formats import vocab
     from seahorse_t5x.inference import inputs
     from seahorse_t5x.inference import scorer as scorer_lib
+    from seahorse_t5x.scoring import evaluate
+    from seahorse_t5x.tasks import user_modules
 
     # The user's tasks are registered before any task name is resolved (or the model loaded).
     user_modules.import_modules(args.module)
@@ -123,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UserError("--benchmark_path needs --benchmark NAME")
     if not requested:
         raise errors.UserError("give --tasks (e.g. seahorse_q4_score) and/or --benchmark NAME")
-    task_names = score_tasks.expand_task_names(requested)
+    task_names = evaluate.expand_task_names(requested)
     if words is None and all(n.startswith("ice_") for n in task_names):
-        from seahorse_t5x import ice_format
+        from seahorse_t5x.formats import ice_format
 
         words = ice_format.ice_settings().answer_words  # what the ICE tasks' prompts ask for
     inference_flags.enable_compilation_cache(args)
@@ -155,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     # The tasks' inputs are encoded with the scorer's vocabulary too, and cut as --truncation
     # says.
     with vocab.chosen_vocabulary(vocab_path), _tasks_truncate(scorer.truncation):
-        results = score_tasks.evaluate(
+        results = evaluate.evaluate(
             scorer,
             task_names,
             args.split,
@@ -163,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
             metric_name=name,
             max_examples=args.max_examples,
             window_settings=(
-                score_tasks.WindowSettings(args.window_overlap, args.window_aggregate)
+                evaluate.WindowSettings(args.window_overlap, args.window_aggregate)
                 if args.long_inputs == "windows"
                 else None
             ),
@@ -187,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
             },
         )
     print()
-    print(score_tasks.metrics_table(results, title).to_markdown())
+    print(evaluate.metrics_table(results, title).to_markdown())
     print(
         f"results in {pathlib.Path(args.output_dir).resolve()}, "
         f"dtype {scorer.dtype_choice.describe()}"

@@ -117,7 +117,7 @@ def add_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
 
 def add_module(parser: argparse.ArgumentParser) -> None:
     """`--module`: the user's own modules (task registrations), imported before any task
-    name is resolved (`seahorse_t5x.user_modules.import_modules`)."""
+    name is resolved (`seahorse_t5x.tasks.user_modules.import_modules`)."""
     parser.add_argument(
         "--module",
         action="append",

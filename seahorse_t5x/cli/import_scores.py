@@ -26,7 +26,7 @@ EXAMPLE = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from seahorse_t5x.evaluation import import_scores
+    from seahorse_t5x.scoring import import_scores
 
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
@@ -132,7 +132,8 @@ def _questions(text: str | None, benchmark: str, scores: str) -> tuple[int, ...]
 
 def _metal_llm(args: argparse.Namespace) -> int:
     from seahorse_t5x import fileio
-    from seahorse_t5x.evaluation import import_scores, scorefiles
+    from seahorse_t5x.data import scorefiles
+    from seahorse_t5x.scoring import import_scores
 
     fileio.check_output_path(args.output, "directory", "--output")
     result = import_scores.metal_llm_scores(args.metal_llm)
@@ -172,7 +173,8 @@ def _t5x_infer(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from seahorse_t5x import errors, fileio
-    from seahorse_t5x.evaluation import import_scores, scorefiles
+    from seahorse_t5x.data import scorefiles
+    from seahorse_t5x.scoring import import_scores
 
     if args.metal_llm:
         return _metal_llm(args)

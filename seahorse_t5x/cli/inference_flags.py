@@ -7,7 +7,8 @@ import argparse
 import os
 import pathlib
 
-from seahorse_t5x import constants, input_format
+from seahorse_t5x import constants
+from seahorse_t5x.formats import input_format
 from seahorse_t5x.inference import precision, windows
 
 ENV_COMPILATION_CACHE = "SEAHORSE_COMPILATION_CACHE"
@@ -142,14 +143,14 @@ def mesh_shape(args: argparse.Namespace) -> tuple[int, int] | None:
     """(data, model) from --mesh, checked before the model or the data is read; None: default."""
     if not args.mesh:
         return None
-    from seahorse_t5x import partitioning
+    from seahorse_t5x.model import partitioning
 
     return partitioning.parse_mesh(args.mesh)
 
 
 def create_mesh(shape: tuple[int, int] | None):
     """The mesh for `mesh_shape(args)`: every device on `data` when None."""
-    from seahorse_t5x import partitioning
+    from seahorse_t5x.model import partitioning
 
     if shape is None:
         return partitioning.create_mesh()
@@ -185,6 +186,6 @@ def label_words(args: argparse.Namespace) -> tuple[str, str] | None:
     """(yes word, no word) from --label_words, checked; None when not given."""
     if not args.label_words:
         return None
-    from seahorse_t5x import vocab
+    from seahorse_t5x.formats import vocab
 
     return vocab.parse_answer_words(args.label_words)

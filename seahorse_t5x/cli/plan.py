@@ -113,7 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import partitioning
+    from seahorse_t5x.model import partitioning
 
     data, model_parallel = partitioning.parse_mesh(args.mesh)
     request = plan.PlanRequest(

@@ -453,7 +453,7 @@ def label_of(row: dict[str, Any], question: int, single: bool) -> Any:
 def score_file_row(
     row: dict[str, Any], metric: str, benchmark: str, question: int, label: Any, score: Any
 ) -> dict[str, Any]:
-    """A score-file row (`evaluation/scorefiles.py`) for an input row and one question."""
+    """A score-file row (`data/scorefiles.py`) for an input row and one question."""
     kept = {k: v for k, v in row.items() if k not in _NOT_IN_SCORE_ROWS and k != "score"}
     return {
         "metric": metric,
@@ -474,7 +474,7 @@ def check_labels(
       UserError: a question without any labelled row; DataError: a label the score files
         refuse (the file and line named), unless `skip_bad_rows`.
     """
-    from seahorse_t5x.evaluation import scorefiles
+    from seahorse_t5x.data import scorefiles
 
     single = len(questions) == 1
     labelled = dict.fromkeys(questions, 0)
@@ -517,7 +517,7 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise errors.UserError(f"--batch_size must be at least 1, got {args.batch_size}")
     if args.input_length is not None:
-        from seahorse_t5x import input_format
+        from seahorse_t5x.formats import input_format
 
         input_format.check_input_length(args.input_length, "--input_length")
     if args.metric is not None and not args.metric.strip():
@@ -538,7 +538,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_names(output_path, input_path, args.resume, args.overwrite)
     # Hub names are fetched (or found in the HF cache) and checked once, before any scoring.
     plan = [(question, checkpoints.resolve(name)) for question, name in plan]
-    from seahorse_t5x import partitioning  # JAX and the model: only once the input is good
+    from seahorse_t5x.model import partitioning  # JAX and the model: only once the input is good
 
     partitioning.maybe_initialize_distributed(
         args.coordinator_address, args.num_processes, args.process_id
@@ -710,7 +710,7 @@ def _write_output(args, input_path, output_path, plan) -> dict[str, Any]:
     rows with `score_qN` (bad rows with nulls and their error), or with `--metric` the
     score-file rows of the labelled ones. Returns the counts and per-question summaries."""
     from seahorse_t5x import fileio
-    from seahorse_t5x.evaluation import scorefiles
+    from seahorse_t5x.data import scorefiles
 
     questions = [q for q, _ in plan]
     single = len(questions) == 1

@@ -70,24 +70,25 @@ def write_score_file(
     metric: str,
     join_by_position: bool = False,
 ) -> int:
-    """Converts the infer output (`t5x_infer.convert`) and writes the score file, after
+    """Converts the infer output (`t5x_scores.convert`) and writes the score file, after
     checking `output` can be written; prints what was written and the join's warnings."""
     from seahorse_t5x import fileio
-    from seahorse_t5x.evaluation import scorefiles, t5x_infer
+    from seahorse_t5x.data import scorefiles
+    from seahorse_t5x.scoring import t5x_scores
 
     fileio.check_output_path(output, "file", flag="--output")
-    rows, counts = t5x_infer.convert(
+    rows, counts = t5x_scores.convert(
         infer_output, task, data_dir, split, metric, join_by_position=join_by_position
     )
     written = scorefiles.write_score_file(output, rows)
     print(f"wrote {written} scores for {task} ({split}) to {output}")
-    for warning in t5x_infer.join_warnings(counts):
+    for warning in t5x_scores.join_warnings(counts):
         print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import user_modules
+    from seahorse_t5x.tasks import user_modules
 
     # The user's modules first: one may register the rating set whose task was inferred.
     user_modules.import_modules(args.module)

@@ -147,8 +147,8 @@ def _remove_if_unused(model_dir: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import gin
 
-    from seahorse_t5x import user_modules
     from seahorse_t5x.runner import gin_config, trainer
+    from seahorse_t5x.tasks import user_modules
 
     # The user's modules (task registrations) first: the gin files name their tasks.
     user_modules.import_modules(args.module)

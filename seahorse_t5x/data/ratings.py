@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 import gin
 
 from seahorse_t5x import constants, errors, fileio
-from seahorse_t5x import task_names as names
+from seahorse_t5x.formats import task_names as names
 
 Opener = Callable[[str], contextlib.AbstractContextManager[Iterable[str]]]
 

@@ -1,6 +1,6 @@
 """The `report` command's logic: score files or a prepared dataset -> tables, plots, JSON.
 
-From score files (`evaluation/scorefiles.py`), per benchmark, metric and question:
+From score files (`data/scorefiles.py`), per benchmark, metric and question:
 Pearson ρ and ROC-AUC (Spearman and Kendall for graded labels) with 95% bootstrap
 intervals, breakdowns by slice fields, and a paired bootstrap between metrics on the same
 items. From a prepared dataset folder (`prepare` output): the paper's Tables 1, 3 and 8,
@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from seahorse_t5x import constants, errors, fileio
-from seahorse_t5x.data import splits
-from seahorse_t5x.evaluation import plots, protocols, scorefiles, stats, tables
+from seahorse_t5x.data import scorefiles, splits
+from seahorse_t5x.evaluation import plots, protocols, stats, tables
 
 DEFAULT_BY: tuple[str, ...] = ("language", "dataset", "system")
 MFACE = "mface"

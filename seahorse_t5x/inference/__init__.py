@@ -2,7 +2,7 @@
 
 `score`, `evaluate`, the trainer's validation and the benchmark scripts all go through it:
 - `inputs`: token ids of `premise: ARTICLE hypothesis: SUMMARY` in numpy, cut as
-  `seahorse_t5x.input_format` says, exactly as the SeqIO preprocessors cut them;
+  `seahorse_t5x.formats.input_format` says, exactly as the SeqIO preprocessors cut them;
 - `engine`: the label logits at the first decoder step, the length-bucket batch plan, and
   parameters and batches placed on a `data x model` mesh with the runner's logical-axis rules;
 - `windows`: long articles split at sentence boundaries into windows beside the whole

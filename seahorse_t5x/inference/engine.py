@@ -7,7 +7,7 @@
   one of a few fixed lengths, with rows chosen to keep tokens per batch about constant; jit
   compiles one program per (rows, length) shape, not per batch.
 - A `data x model` mesh: parameters are sharded by their logical axes with the runner's
-  rules (`seahorse_t5x.partitioning`), batches are split over `data`. Every process builds
+  rules (`seahorse_t5x.model.partitioning`), batches are split over `data`. Every process builds
   the same batch plan and hands the devices it owns their slice of each batch, so on a
   multi-host slice each process scores its share of the rows; the label logits come back
   replicated, so every process holds all scores in input order.
@@ -42,9 +42,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from seahorse_t5x import constants, errors, input_format, partitioning
+from seahorse_t5x import constants, errors
+from seahorse_t5x.formats import input_format
 from seahorse_t5x.inference import executables, quantize
-from seahorse_t5x.model import mt5
+from seahorse_t5x.model import mt5, partitioning
 from seahorse_t5x.model.configs import MT5Config
 
 logger = logging.getLogger(__name__)

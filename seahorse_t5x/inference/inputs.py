@@ -1,6 +1,6 @@
 """Model inputs for scoring: token ids in numpy, cut exactly like the SeqIO tasks.
 
-The text, its length budget and its truncation modes are `seahorse_t5x.input_format`'s, as
+The text, its length budget and its truncation modes are `seahorse_t5x.formats.input_format`'s, as
 for `seahorse_t5x.tasks.preprocessors`: `premise: {article} hypothesis: {summary}` (or
 `question: {prompt} premise: ...` for a multi-question model), cut inside the article so the
 whole summary and EOS fit (`keep_summary`), or from the right as in the paper (`right`).
@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seahorse_t5x import constants, errors, input_format
+from seahorse_t5x import constants, errors
+from seahorse_t5x.formats import input_format
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 from jax.sharding import Mesh
 
-from seahorse_t5x import constants, errors, input_format, task_names
-from seahorse_t5x import vocab as vocab_lib
+from seahorse_t5x import constants, errors
+from seahorse_t5x.formats import input_format, task_names
+from seahorse_t5x.formats import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import inputs, precision, windows
 from seahorse_t5x.model import checkpoints

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seahorse_t5x import errors, input_format
+from seahorse_t5x import errors
+from seahorse_t5x.formats import input_format
 from seahorse_t5x.inference import inputs
 
 LONG_INPUTS_TRUNCATE = "truncate"

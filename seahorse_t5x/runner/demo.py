@@ -196,7 +196,7 @@ def _task_settings(data_dir: str):
 
     with gin.unlock_config():
         gin.bind_parameter(f"{_GIN_SCOPE}/seahorse_t5x.tasks.seahorse.data_dir.path", data_dir)
-        gin.bind_parameter(f"{_GIN_SCOPE}/seahorse_t5x.vocab.vocabulary_path.path", "demo")
+        gin.bind_parameter(f"{_GIN_SCOPE}/seahorse_t5x.formats.vocab.vocabulary_path.path", "demo")
     with gin.config_scope(_GIN_SCOPE):
         yield
 
@@ -207,9 +207,9 @@ def _train_and_evaluate(
     log: Callable[[str], None],
     started: float,
 ) -> dict[str, Any]:
-    from seahorse_t5x.evaluation import score_tasks
     from seahorse_t5x.inference import scorer as scorer_lib
     from seahorse_t5x.runner import checkpointing, trainer
+    from seahorse_t5x.scoring import evaluate
 
     log(f"== 2/3 training a small mT5-shaped model on {MIXTURE} (all six questions) ==")
     model_dir = output_dir / "model"
@@ -256,7 +256,7 @@ def _train_and_evaluate(
         batch_size=settings.batch_size,
         dtype=result.model_config.dtype,
     )
-    results = score_tasks.evaluate(
+    results = evaluate.evaluate(
         scorer,
         tasks,
         "test",

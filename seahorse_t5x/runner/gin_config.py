@@ -30,7 +30,8 @@ from collections.abc import Iterator, Sequence
 import gin
 import gin.config
 
-from seahorse_t5x import errors, user_modules
+from seahorse_t5x import errors
+from seahorse_t5x.tasks import user_modules
 
 # T5X's macro names (and this runner's few additions) that `--gin.NAME=value` accepts.
 MACROS: tuple[str, ...] = (

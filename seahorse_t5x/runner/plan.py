@@ -231,8 +231,7 @@ def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, An
     import jax
     import jax.numpy as jnp
 
-    from seahorse_t5x import partitioning
-    from seahorse_t5x.model import mt5
+    from seahorse_t5x.model import mt5, partitioning
     from seahorse_t5x.runner import input_pipeline, optimizers, train_step
 
     config = _model_config(request, num_layers)
@@ -276,8 +275,8 @@ def _compile_scoring(request: PlanRequest, num_layers: int | None) -> tuple[Any,
     import jax
     import jax.numpy as jnp
 
-    from seahorse_t5x import partitioning
     from seahorse_t5x.inference import engine
+    from seahorse_t5x.model import partitioning
 
     config = _model_config(request, num_layers).replace(dropout_rate=0.0)
     mesh = partitioning.create_mesh(

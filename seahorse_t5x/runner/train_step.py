@@ -18,8 +18,7 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from seahorse_t5x import partitioning
-from seahorse_t5x.model import mt5
+from seahorse_t5x.model import mt5, partitioning
 
 # T5X's auxiliary `z_loss * log(Z)^2` weight (keeps logits from drifting).
 DEFAULT_Z_LOSS = 1e-4

@@ -29,11 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from seahorse_t5x import errors, input_format, partitioning, vocab
-from seahorse_t5x.evaluation import score_tasks
+from seahorse_t5x import errors
+from seahorse_t5x.formats import input_format, vocab
+from seahorse_t5x.formats.task_names import question_of_task
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import precision
-from seahorse_t5x.model import checkpoint_layout, configs, mt5
+from seahorse_t5x.model import checkpoint_layout, configs, mt5, partitioning
 from seahorse_t5x.model.configs import MT5Config
 from seahorse_t5x.runner import actions as actions_lib
 from seahorse_t5x.runner import (
@@ -43,7 +44,7 @@ from seahorse_t5x.runner import (
     optimizers,
     train_step,
 )
-from seahorse_t5x.task_names import question_of_task
+from seahorse_t5x.scoring import evaluate
 
 log = logging.getLogger(__name__)
 
@@ -588,7 +589,7 @@ class _Validator:
         self.trainer = trainer
         self.input_length = int(cfg.task_feature_lengths["inputs"])
         self.examples = [
-            score_tasks.load_task_examples(
+            evaluate.load_task_examples(
                 name, cfg.validation_split, self.input_length, cfg.validation_max_examples
             )
             for name in task_names
@@ -614,7 +615,7 @@ class _Validator:
         scalars: dict[str, float] = {}
         for examples in self.examples:
             scores = self.engine.p_yes(params, examples.tokens)
-            result = score_tasks.question_metrics(examples.labels, scores)
+            result = evaluate.question_metrics(examples.labels, scores)
             result["question"] = examples.question
             results[examples.task_name] = result
             for name in BEST_METRICS:

@@ -3,7 +3,7 @@
 The default is mT5's `mc4.250000.100extra` model, spelled exactly as T5X's mT5 model gins
 spell it (T5X refuses a task whose vocabulary differs from the model's). It can be pointed
 at a local `.model` file with the `SEAHORSE_VOCAB` environment variable, or with gin
-(`seahorse_t5x.vocab.vocabulary_path.path = "..."`). The demo and the tests use the small
+(`seahorse_t5x.formats.vocab.vocabulary_path.path = "..."`). The demo and the tests use the small
 vocabulary shipped in `seahorse_t5x/assets/`.
 
 Every caller resolves the path in one order, `RESOLUTION_ORDER`, through
@@ -30,7 +30,7 @@ MT5_VOCAB_PATH = "gs://t5-data/vocabs/mc4.250000.100extra/sentencepiece.model"
 # vocabulary with extra_ids = 0.
 MT5_EXTRA_IDS = 0
 
-_ASSETS = pathlib.Path(__file__).parent / "assets"
+_ASSETS = pathlib.Path(__file__).parents[1] / "assets"
 
 
 def demo_vocab_path() -> str:
@@ -42,18 +42,18 @@ def demo_vocab_path() -> str:
 # (`resolve_vocabulary_path`); docs/scoring.md writes it down for users.
 RESOLUTION_ORDER = (
     "an explicit choice (a command's --vocab, an argument, `chosen_vocabulary`)",
-    "the gin binding `seahorse_t5x.vocab.vocabulary_path.path`",
+    "the gin binding `seahorse_t5x.formats.vocab.vocabulary_path.path`",
     f"the {constants.ENV_VOCAB} environment variable",
     "the vocabulary a runner checkpoint records (`score`, `evaluate`)",
     "the `spiece.model` an HF checkpoint ships beside its weights (`score`, `evaluate`)",
     "mT5's mc4.250000.100extra model",
 )
 
-_GIN_PATH = "seahorse_t5x.vocab.vocabulary_path.path"
+_GIN_PATH = "seahorse_t5x.formats.vocab.vocabulary_path.path"
 _chosen: list[str] = []
 
 
-@gin.configurable(module="seahorse_t5x.vocab")
+@gin.configurable(module="seahorse_t5x.formats.vocab")
 def vocabulary_path(path: str | None = None) -> str:
     """The vocabulary's SentencePiece model path (`resolve_vocabulary_path` without a
     checkpoint). The value `demo` names the shipped demo vocabulary.

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seahorse_t5x import constants, errors, input_format
-from seahorse_t5x import task_names as names
-from seahorse_t5x.data import ratings
-from seahorse_t5x.evaluation import baselines, scorefiles, stats, tables
+from seahorse_t5x import constants, errors
+from seahorse_t5x.data import ratings, scorefiles
+from seahorse_t5x.evaluation import stats, tables
+from seahorse_t5x.formats import input_format
+from seahorse_t5x.formats import task_names as names
+from seahorse_t5x.scoring import baselines
 
 if TYPE_CHECKING:
     from seahorse_t5x.inference.scorer import Scorer

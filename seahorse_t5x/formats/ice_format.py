@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 import gin
 import numpy as np
 
-from seahorse_t5x import errors, vocab
+from seahorse_t5x import errors
+from seahorse_t5x.formats import vocab
 
 ENV_ANSWER_WORDS = "SEAHORSE_ICE_ANSWER_WORDS"
 DEFAULT_ANSWER_WORDS: tuple[str, str] = ("Yes", "No")
@@ -55,7 +56,7 @@ class IceSettings:
     answer_words: tuple[str, str] = DEFAULT_ANSWER_WORDS
 
 
-@gin.configurable(module="seahorse_t5x.ice_format")
+@gin.configurable(module="seahorse_t5x.formats.ice_format")
 def ice_settings(
     seed: int = 0,
     yes_fraction: float = 0.5,

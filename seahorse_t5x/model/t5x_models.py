@@ -12,7 +12,7 @@ Used from gin (`gin/runs/label_scoring.gin`, included by `runs/infer_score.gin`,
 `runs/eval.gin` and `runs/finetune.gin`) over whatever model the model gin builds, so its
 network, vocabulary, optimizer and feature converter stay the model gin's:
 
-    from seahorse_t5x import t5x_models
+    from seahorse_t5x.model import t5x_models
     from t5x import models
     MODEL = @t5x_models.label_scoring_model()
     t5x_models.label_scoring_model.model = @models.EncoderDecoderModel()
@@ -67,12 +67,12 @@ def _define_model_class() -> type:
         from t5x import models
     except ImportError as error:
         raise ImportError(
-            f"seahorse_t5x.t5x_models.{_MODEL_CLASS} is a T5X model class and needs T5X, "
+            f"seahorse_t5x.model.t5x_models.{_MODEL_CLASS} is a T5X model class and needs T5X, "
             f"which seahorse-t5x does not install ({error}); install T5X as docs/tpu.md "
             "says, or score with `seahorse-t5x score`, which needs no T5X"
         ) from error
 
-    from seahorse_t5x import vocab as vocab_lib
+    from seahorse_t5x.formats import vocab as vocab_lib
 
     class LabelScoringModel(models.EncoderDecoderModel):
         """T5X's `EncoderDecoderModel` whose `score_batch` gives log P(yes) (two-way, float32).

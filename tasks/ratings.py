@@ -3,7 +3,7 @@
 Rows of `{data_dir}/{split}.jsonl` rated for questions of the user's own (format and checks:
 `seahorse_t5x.data.ratings`) become tasks shaped exactly like SEAHORSE's: the same
 premise/hypothesis chain, summary-keeping truncation, postprocessors and metrics
-(`registry.add_premise_hypothesis_task`). For a set `chat` with the question `polite`:
+(`premise_hypothesis.add_premise_hypothesis_task`). For a set `chat` with the question `polite`:
 
   chat_polite                  target "1"/"0" from the `polite` rating (training, predict)
   chat_polite.{lang}           the same, one language (when the rows carry `language`)
@@ -30,16 +30,17 @@ import seqio
 import tensorflow as tf
 from absl import logging
 
-from seahorse_t5x import constants, errors, vocab
-from seahorse_t5x import task_names as names
+from seahorse_t5x import constants, errors
 from seahorse_t5x.data import ratings
-from seahorse_t5x.tasks import registry
+from seahorse_t5x.formats import task_names as names
+from seahorse_t5x.formats import vocab
+from seahorse_t5x.tasks import premise_hypothesis
 
 # The intermediate schema of preprocessors.py with the question's prompt for the
 # multi-question input. No int `question`: a rating question is a name, and the task name
 # says which (`data.ratings.rating_task_of`).
 _OUTPUT_SIGNATURE = {
-    **{k: v for k, v in registry.SCHEMA_SIGNATURE.items() if k != "question"},
+    **{k: v for k, v in premise_hypothesis.SCHEMA_SIGNATURE.items() if k != "question"},
     "question_prompt": tf.TensorSpec((), tf.string),
 }
 
@@ -244,7 +245,7 @@ def _add_tasks(rating_set: ratings.RatingSet, output_features: Mapping[str, seqi
                 *((lang, False) for lang in rating_set.languages),
                 (None, True),
             ):
-                registry.add_premise_hypothesis_task(
+                premise_hypothesis.add_premise_hypothesis_task(
                     names.rating_task(
                         rating_set.name,
                         question,
@@ -398,7 +399,7 @@ def register_rating_tasks(
             + (f" and {len(clashes) - 5} more" if len(clashes) > 5 else "")
             + "; choose another name or question"
         )
-    output_features = registry.output_features(
+    output_features = premise_hypothesis.output_features(
         None if vocabulary is None else vocab.get_vocabulary(vocabulary)
     )
     try:

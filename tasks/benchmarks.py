@@ -39,11 +39,11 @@ import seqio
 import tensorflow as tf
 from absl import logging
 
-from seahorse_t5x import task_names as names
 from seahorse_t5x.data import benchmarks
 from seahorse_t5x.data.benchmarks import registry as benchmark_registry
 from seahorse_t5x.evaluation import seqio_metrics, stats
-from seahorse_t5x.tasks import postprocessors, registry
+from seahorse_t5x.formats import task_names as names
+from seahorse_t5x.tasks import postprocessors, premise_hypothesis
 
 MFACE_SPLITS: tuple[str, ...] = ("train", "validation", "test", "all")
 TEST_ONLY: tuple[str, ...] = ("test",)
@@ -267,10 +267,10 @@ def _add_task(
     postprocess_fn: Callable[..., object],
     metric_fn: Callable[..., dict[str, float]],
 ) -> None:
-    registry.add_premise_hypothesis_task(
+    premise_hypothesis.add_premise_hypothesis_task(
         name,
         seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
-        registry.output_features(),
+        premise_hypothesis.output_features(),
         score_mode=True,
         postprocess_fn=postprocess_fn,
         metric_fns=[metric_fn],

@@ -1,6 +1,6 @@
 """Model-free baselines of the paper: majority class and ROUGE-L (article vs summary).
 
-Both write the per-example score rows of `evaluation/scorefiles.py`, so `report` ranks them
+Both write the per-example score rows of `data/scorefiles.py`, so `report` ranks them
 beside the learnt metrics.
 
 - `majority`: every item gets the same score, the training set's Yes rate for the question.
@@ -8,7 +8,7 @@ beside the learnt metrics.
   pair is a tie) and Pearson rho is undefined (zero variance). `majority_metrics` states
   both, because a generic ROC routine refuses constant scores.
 - `rouge_l`: ROUGE-L F-measure of the summary against its own article on SentencePiece
-  tokens (`evaluation/rouge.py`); the same score for all six questions.
+  tokens (`scoring/rouge.py`); the same score for all six questions.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from seahorse_t5x import constants, errors
-from seahorse_t5x.evaluation import rouge
+from seahorse_t5x.scoring import rouge
 
 MAJORITY = "majority"
 ROUGE_L = "rouge_l"

@@ -26,11 +26,11 @@ input fits `sequence_length["inputs"]` with its EOS: the demonstrations' article
 demonstrations are dropped (the last first). The rated summary is never cut unless it
 alone cannot fit (`summary_truncated`).
 
-The sampling and fitting are `seahorse_t5x.ice_format`'s. Settings are read when a dataset is
-built: gin `seahorse_t5x.ice_format.ice_settings` (`seed`, `yes_fraction`, `answer_words`), and for
+The sampling and fitting are `seahorse_t5x.formats.ice_format`'s. Settings are read when a dataset is
+built: gin `seahorse_t5x.formats.ice_format.ice_settings` (`seed`, `yes_fraction`, `answer_words`), and for
 the answer words also the environment variable SEAHORSE_ICE_ANSWER_WORDS (e.g. `Ja,Nein`).
 The target is the yes word, so T5X's score mode gives log P(yes word); the scorer compares
-the two words' first pieces (`seahorse_t5x.vocab.answer_token_ids`).
+the two words' first pieces (`seahorse_t5x.formats.vocab.answer_token_ids`).
 """
 
 from __future__ import annotations
@@ -42,10 +42,11 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import constants, errors, ice_format, input_format
-from seahorse_t5x import task_names as names
+from seahorse_t5x import constants, errors
 from seahorse_t5x.evaluation import seqio_metrics
-from seahorse_t5x.tasks import postprocessors, registry, seahorse
+from seahorse_t5x.formats import ice_format, input_format
+from seahorse_t5x.formats import task_names as names
+from seahorse_t5x.tasks import postprocessors, premise_hypothesis, seahorse
 
 SHOTS: tuple[int, ...] = (2, 4)
 
@@ -61,7 +62,7 @@ _OUTPUT_SIGNATURE = {
     "demo_labels": tf.TensorSpec((None,), tf.int64),
     "demo_gem_ids": tf.TensorSpec((None,), tf.string),
     "query_rest": tf.TensorSpec((), tf.string),
-    **registry.SCHEMA_SIGNATURE,
+    **premise_hypothesis.SCHEMA_SIGNATURE,
 }
 
 
@@ -217,7 +218,7 @@ def fit_ice_inputs(
     output_features: Mapping[str, seqio.Feature],
 ) -> tf.data.Dataset:
     """Builds `inputs` (without EOS) within `sequence_length["inputs"] - 1` tokens
-    (`seahorse_t5x.ice_format.fit_ice_tokens`), and the four count features it reports.
+    (`seahorse_t5x.formats.ice_format.fit_ice_tokens`), and the four count features it reports.
 
     With inputs length 9 (budget 8), marker ids("Article:") = [m], instruction [1000],
     demonstration article [10, 10, 10] and rest [30], rated article [20, 20], rest [40]:
@@ -316,7 +317,7 @@ def _register() -> None:
                             splits=ice_format.QUERY_SPLITS,
                         ),
                         preprocessors=ice_preprocessors(),
-                        output_features=registry.output_features(),
+                        output_features=premise_hypothesis.output_features(),
                         postprocess_fn=postprocessors.score_postprocessor,
                         metric_fns=[seqio_metrics.score_metrics],
                     )

@@ -34,7 +34,7 @@ from absl import logging
 
 from seahorse_t5x import constants
 from seahorse_t5x.data import benchmarks
-from seahorse_t5x.tasks import registry
+from seahorse_t5x.tasks import premise_hypothesis
 
 XNLI_LANGUAGES: tuple[str, ...] = (
     "ar",
@@ -79,7 +79,7 @@ NLI_MIXTURE_RATES: dict[str, float] = {
 # autograph on every dataset build is wasted time.
 _no_autograph = tf.autograph.experimental.do_not_convert
 
-_OUTPUT_SIGNATURE = registry.SCHEMA_SIGNATURE
+_OUTPUT_SIGNATURE = premise_hypothesis.SCHEMA_SIGNATURE
 
 
 def _schema(
@@ -201,10 +201,10 @@ def local_nli_dataset(
 
 def _add_task(name: str, dataset_fn: Callable[..., tf.data.Dataset], splits) -> None:
     """A training-format task (target "1"/"0"), evaluated by decoding ("1"/"0" accuracy)."""
-    registry.add_premise_hypothesis_task(
+    premise_hypothesis.add_premise_hypothesis_task(
         name,
         seqio.FunctionDataSource(dataset_fn=dataset_fn, splits=splits),
-        registry.output_features(),
+        premise_hypothesis.output_features(),
         score_mode=False,
     )
 

@@ -11,7 +11,7 @@ one intermediate schema, then reuses `premise_hypothesis_preprocessors(...)`:
   question          int64    passed through untouched
 
 The model input, its length budget and its two truncation modes are
-`seahorse_t5x.input_format`'s: `premise: {premise} hypothesis: {hypothesis}` (multi-question:
+`seahorse_t5x.formats.input_format`'s: `premise: {premise} hypothesis: {hypothesis}` (multi-question:
 `question: {prompt} premise: ... hypothesis: ...`), cut inside the premise at the token level
 so the question, both markers, the whole hypothesis and EOS fit (`keep_summary`, the
 default), or cut from the right as in the SEAHORSE paper (`right`).
@@ -31,7 +31,8 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import constants, input_format
+from seahorse_t5x import constants
+from seahorse_t5x.formats import input_format
 
 # The map functions hold no Python control flow on tensors: converting them with autograph
 # on every dataset build is wasted time.

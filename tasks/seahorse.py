@@ -30,14 +30,14 @@ import seqio
 import tensorflow as tf
 
 from seahorse_t5x import constants, errors
-from seahorse_t5x import task_names as names
 from seahorse_t5x.data import splits
-from seahorse_t5x.tasks import registry
+from seahorse_t5x.formats import task_names as names
+from seahorse_t5x.tasks import premise_hypothesis
 
 # The intermediate schema of preprocessors.py, with the question's prompt for the
 # multi-question input.
 _OUTPUT_SIGNATURE = {
-    **registry.SCHEMA_SIGNATURE,
+    **premise_hypothesis.SCHEMA_SIGNATURE,
     "question_prompt": tf.TensorSpec((), tf.string),
 }
 
@@ -179,12 +179,12 @@ def _add_task(
     score_mode: bool = False,
     multi_question: bool = False,
 ) -> None:
-    registry.add_premise_hypothesis_task(
+    premise_hypothesis.add_premise_hypothesis_task(
         names.seahorse_task(
             question, language=language, score=score_mode, multi_question=multi_question
         ),
         SeahorseSplitSource(question, language),
-        registry.output_features(),
+        premise_hypothesis.output_features(),
         score_mode=score_mode,
         multi_question=multi_question,
     )

@@ -61,9 +61,9 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from seahorse_t5x import constants, errors, fileio, ice_format, input_format, task_names
-from seahorse_t5x.data import ratings, splits
-from seahorse_t5x.evaluation import scorefiles
+from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x.data import ratings, scorefiles, splits
+from seahorse_t5x.formats import ice_format, input_format, task_names
 
 _SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
 
@@ -431,7 +431,7 @@ def _check_two_way(path: str, number: int, log_p_yes: float, log_p_no: float) ->
             number,
             f"aux.{AUX_LOG_P_NO}",
             f"exp(score) + exp(log_p_no) = {total:.6g}, not 1: not the two-way log P(yes) "
-            "and log P(no) of seahorse_t5x.t5x_models.LabelScoringModel",
+            "and log P(no) of seahorse_t5x.model.t5x_models.LabelScoringModel",
         )
 
 
@@ -578,7 +578,7 @@ def join_warnings(counts: dict[str, int]) -> list[str]:
     if counts.get("log_p_target"):
         warnings.append(
             f"the {counts['log_p_target']} scores carry no aux.log_p_no: they are T5X's log "
-            "P(target) over the whole vocabulary (a model other than seahorse_t5x.t5x_models."
+            "P(target) over the whole vocabulary (a model other than seahorse_t5x.model.t5x_models."
             "LabelScoringModel), written as they are (score_kind log_p_target), not as the "
             "two-way P(yes) of `score`; infer with runs/infer_score.gin for P(yes)"
         )

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 import seqio
 import tensorflow as tf
 
-from seahorse_t5x import vocab
 from seahorse_t5x.evaluation import seqio_metrics
+from seahorse_t5x.formats import vocab
 from seahorse_t5x.tasks import postprocessors, preprocessors
 
 # The intermediate schema of `seahorse_t5x.tasks.preprocessors`, as a source yields it (tasks add
@@ -66,7 +66,7 @@ def add_premise_hypothesis_task(
     """Registers a task whose source yields premise/hypothesis examples.
 
     Args:
-      name: the task name (`seahorse_t5x.task_names` builds them).
+      name: the task name (`seahorse_t5x.formats.task_names` builds them).
       source: yields the intermediate schema (`premise`, `hypothesis`, `label`, `question`,
         metadata strings; `question_prompt` with `multi_question`).
       output_features: `inputs` and `targets` features (`output_features()`).
