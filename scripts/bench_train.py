@@ -9,7 +9,7 @@ Measures, on this machine:
    data's length distribution (the `seahorse_all` mixture).
 
 Usage:
-  python scripts/bench_train.py [--steps 3] [--batch 1] [--write BENCHMARKS.md]
+  python scripts/bench_train.py [--steps 3] [--batch 1] [--write PERFORMANCE.md]
 
 With --write, the `## Training` section of the file is replaced (or appended).
 """
@@ -149,7 +149,7 @@ def markdown(ceiling: float, step: dict, shares: dict[int, dict], cpu: str) -> s
 
 def write_section(path: pathlib.Path, text: str) -> None:
     """Replaces the `## Training` section of `path` (appends it when absent)."""
-    content = path.read_text() if path.exists() else "# Benchmarks\n"
+    content = path.read_text() if path.exists() else "# Performance\n"
     start = content.find(SECTION + "\n")
     if start == -1:
         content = content.rstrip("\n") + "\n\n" + text

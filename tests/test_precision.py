@@ -110,6 +110,6 @@ def _dot_precisions(dtype: str) -> set[str]:
 
 def test_float32_products_run_at_highest_precision_and_bfloat16_at_the_platforms():
     # Without HIGHEST, a GPU's float32 product rounds its operands to TF32: measured on an
-    # H200 (BENCHMARKS.md), a 4096^3 product's relative error was 3.2e-4, not 2.9e-6.
+    # H200 (PERFORMANCE.md), a 4096^3 product's relative error was 3.2e-4, not 2.9e-6.
     assert _dot_precisions("float32") == {"(Precision.HIGHEST, Precision.HIGHEST)"}
     assert _dot_precisions("bfloat16") == {"None"}

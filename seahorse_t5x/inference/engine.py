@@ -61,7 +61,7 @@ _FINE_BUCKETS = (
 )  # fmt: skip
 LADDERS = ("1.4", "1.2", "2")
 # Once compiled programs are cheap (scanned layers) and kept on disk, the finer ladder's
-# extra shapes cost less than the padding they save (BENCHMARKS.md).
+# extra shapes cost less than the padding they save (PERFORMANCE.md).
 DEFAULT_LADDER = "1.2"
 # Row cap for short buckets: past it, CPU/accelerator throughput no longer grows.
 MAX_ROWS_PER_BATCH = 256

@@ -3,7 +3,7 @@
 `bfloat16` (bfloat16 operands, float32 accumulation: `model/mt5.py`) where the platform's
 bfloat16 products are fast: GPUs and TPUs, whose bfloat16 units run at several times their
 float32 rate (on an NVIDIA H200 the engine scored mT5-XXL-wide layers 8.9x faster in
-bfloat16 than in float32, and the runner trained them 4.2x faster: BENCHMARKS.md). `float32` on CPUs, with or without bfloat16 instructions (`avx512_bf16`,
+bfloat16 than in float32, and the runner trained them 4.2x faster: PERFORMANCE.md). `float32` on CPUs, with or without bfloat16 instructions (`avx512_bf16`,
 `amx_bf16`): measured with this project's XLA (jaxlib 0.10) on an Intel Xeon with
 AVX512-BF16, its bfloat16 x bfloat16 -> float32 products ran at about half the float32 rate
 and the engine at 0.73x its float32 speed (docs/scoring.md), so the CPU flags are reported,
