@@ -226,7 +226,7 @@ def test_real_t5x_infer_output(tmp_path):
     """Output of `python -m t5x.infer` with gin/runs/infer_score.gin (a tiny mT5 trained with
     gin/experiments/seahorse_q4_small.gin on the demo data), its first 11 lines, and the 12
     prepared validation rows they came from (row 8 has no Q4 label)."""
-    folder = TESTDATA / "t5x_scores"
+    folder = TESTDATA / "t5x_infer"
     infer = folder / "seahorse_q4_score-score.jsonl-00000-of-00001"
     rows, counts = t5x_scores.convert(
         [str(infer)], "seahorse_q4_score", str(folder / "prepared"), "validation", "tiny"
