@@ -49,9 +49,9 @@ def test_bfloat16_logits_are_scored_in_float32():
 def test_module_imports_without_t5x_and_says_so_only_when_the_class_is_used(monkeypatch):
     # A fresh import of the module with T5X made unimportable (the package's attribute put
     # back afterwards too).
-    import seahorse_t5x
+    from seahorse_t5x import model
 
-    monkeypatch.setattr(seahorse_t5x, "t5x_models", t5x_models)
+    monkeypatch.setattr(model, "t5x_models", t5x_models)
     monkeypatch.setitem(sys.modules, "t5x", None)
     monkeypatch.setitem(sys.modules, "t5x.models", None)
     monkeypatch.delitem(sys.modules, "seahorse_t5x.model.t5x_models")

@@ -85,7 +85,7 @@ def test_a_gin_reference_or_a_scoped_binding_is_evaluated_as_t5x_gins_write_it(c
     # T5X gins bind `VOCAB_PATH = @vocab.demo_vocab_path()` and pass the macro on.
     gin.parse_config(
         "from __gin__ import dynamic_registration\n"
-        "from seahorse_t5x import vocab\n"
+        "from seahorse_t5x.formats import vocab\n"
         "VOCAB_PATH = @vocab.demo_vocab_path()\n"
         "vocab.vocabulary_path.path = %VOCAB_PATH\n"
     )
