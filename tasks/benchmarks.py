@@ -40,9 +40,9 @@ import tensorflow as tf
 from absl import logging
 
 from seahorse_t5x.data import benchmarks
+from seahorse_t5x.data.benchmarks import metal, mface, true
 from seahorse_t5x.data.benchmarks import registry as benchmark_registry
 from seahorse_t5x.evaluation import seqio_metrics, stats
-from seahorse_t5x.formats import task_names as names
 from seahorse_t5x.tasks import postprocessors, premise_hypothesis
 
 MFACE_SPLITS: tuple[str, ...] = ("train", "validation", "test", "all")
@@ -179,25 +179,14 @@ def registered_dataset(
 
 
 def task_benchmarks() -> list[benchmark_registry.Benchmark]:
-    """The registered benchmarks whose score tasks are `{name}_{dimension}_score`: those
-    with their own protocol (mFACE, TRUE and METAL keep their names above)."""
-    return [
-        benchmark_registry.get(name)
-        for name in benchmark_registry.names()
-        if benchmark_registry.get(name).protocol.kind != benchmark_registry.PAPER
-    ]
+    """The registered benchmarks whose score tasks are the usual
+    `{name}_{dimension}_score[.{dataset}]` (those that name their own tasks are above)."""
+    return [b for b in benchmark_registry.benchmarks() if b.tasks is None]
 
 
 def registered_task_names(benchmark: benchmark_registry.Benchmark) -> list[str]:
     """Its score tasks: per dimension, all rows, then one per dataset."""
-    out = []
-    for dimension in benchmark.dimensions:
-        out.append(names.benchmark_score_task(benchmark.name, dimension))
-        out += [
-            names.benchmark_score_task(benchmark.name, dimension, suffix)
-            for suffix in benchmark.datasets
-        ]
-    return out
+    return benchmark.task_names()
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -277,32 +266,15 @@ def _add_task(
     )
 
 
-def mface_task_names(five_languages: bool = False) -> list[str]:
-    return [names.mface_task(d, five_languages) for d in benchmarks.MFACE_DIMENSIONS]
-
-
-def true_task_names() -> list[str]:
-    return [names.true_task(d) for d in benchmarks.TRUE_DATASETS]
-
-
-def metal_task_names(with_languages: bool = True) -> list[str]:
-    task_list = []
-    for metric in benchmarks.METAL_METRICS:
-        task_list.append(names.metal_task(metric))
-        if with_languages:
-            task_list.extend(names.metal_task(metric, lang) for lang in benchmarks.METAL_LANGUAGES)
-    return task_list
-
-
 def task_names() -> list[str]:
-    """Every mFACE, TRUE and METAL task name this module registers (the other registered
-    benchmarks' are `registered_task_names`)."""
-    return (
-        mface_task_names()
-        + mface_task_names(five_languages=True)
-        + true_task_names()
-        + metal_task_names()
-    )
+    """Every task name of the benchmarks that name their own tasks (mFACE, TRUE, METAL;
+    the other registered benchmarks' are `registered_task_names`)."""
+    return [
+        name
+        for b in benchmark_registry.benchmarks()
+        if b.tasks is not None
+        for name in b.task_names()
+    ]
 
 
 MIXTURE_NAMES: tuple[str, ...] = ("mface_all", "mface_all_5lang", "true_all", "metal_all")
@@ -312,7 +284,7 @@ def _register() -> None:
     for dimension in benchmarks.MFACE_DIMENSIONS:
         for five_languages, languages in ((False, None), (True, benchmarks.MFACE_5LANG)):
             _add_task(
-                names.mface_task(dimension, five_languages),
+                mface.task_name(dimension, five_languages),
                 functools.partial(mface_dataset, dimension=dimension, languages=languages),
                 MFACE_SPLITS,
                 mface_postprocessor,
@@ -320,7 +292,7 @@ def _register() -> None:
             )
     for dataset in benchmarks.TRUE_DATASETS:
         _add_task(
-            names.true_task(dataset),
+            true.task_name(dataset),
             functools.partial(true_dataset, dataset=dataset),
             TEST_ONLY,
             postprocessors.score_postprocessor,
@@ -329,23 +301,23 @@ def _register() -> None:
     for metric in benchmarks.METAL_METRICS:
         for language in (None, *benchmarks.METAL_LANGUAGES):
             _add_task(
-                names.metal_task(metric, language),
+                metal.task_name(metric, language),
                 functools.partial(metal_dataset, metric=metric, language=language),
                 TEST_ONLY,
                 postprocessors.score_postprocessor,
                 graded_score_metrics,
             )
     # Evaluation-only mixtures: T5X evaluates each sub-task on its own.
-    seqio.MixtureRegistry.add("mface_all", mface_task_names(), default_rate=1.0)
-    seqio.MixtureRegistry.add("mface_all_5lang", mface_task_names(True), default_rate=1.0)
-    seqio.MixtureRegistry.add("true_all", true_task_names(), default_rate=1.0)
-    seqio.MixtureRegistry.add("metal_all", metal_task_names(False), default_rate=1.0)
+    seqio.MixtureRegistry.add("mface_all", mface.task_names(False), default_rate=1.0)
+    seqio.MixtureRegistry.add("mface_all_5lang", mface.task_names(True), default_rate=1.0)
+    seqio.MixtureRegistry.add("true_all", true.task_names(), default_rate=1.0)
+    seqio.MixtureRegistry.add("metal_all", metal.task_names(False), default_rate=1.0)
     for declared in task_benchmarks():
         graded = declared.label_kind == benchmark_registry.LABEL_GRADED
         for dimension in declared.dimensions:
             for suffix in (None, *declared.datasets):
                 _add_task(
-                    names.benchmark_score_task(declared.name, dimension, suffix),
+                    benchmark_registry.score_task(declared.name, dimension, suffix),
                     functools.partial(
                         registered_dataset,
                         benchmark=declared.name,
@@ -356,7 +328,7 @@ def _register() -> None:
                     postprocessors.score_postprocessor,
                     graded_score_metrics if graded else seqio_metrics.score_metrics,
                 )
-        whole = [names.benchmark_score_task(declared.name, d) for d in declared.dimensions]
+        whole = [benchmark_registry.score_task(declared.name, d) for d in declared.dimensions]
         seqio.MixtureRegistry.add(declared.task_mixture, whole, default_rate=1.0)
 
 

@@ -32,7 +32,6 @@ from absl import logging
 
 from seahorse_t5x import constants, errors
 from seahorse_t5x.data import ratings
-from seahorse_t5x.formats import task_names as names
 from seahorse_t5x.formats import vocab
 from seahorse_t5x.tasks import premise_hypothesis
 
@@ -246,7 +245,7 @@ def _add_tasks(rating_set: ratings.RatingSet, output_features: Mapping[str, seqi
                 (None, True),
             ):
                 premise_hypothesis.add_premise_hypothesis_task(
-                    names.rating_task(
+                    ratings.rating_task(
                         rating_set.name,
                         question,
                         language=language,
@@ -261,7 +260,10 @@ def _add_tasks(rating_set: ratings.RatingSet, output_features: Mapping[str, seqi
     train, score = rating_set.mixture_names
     seqio.MixtureRegistry.add(
         train,
-        [names.rating_task(rating_set.name, q, multi_question=True) for q in rating_set.questions],
+        [
+            ratings.rating_task(rating_set.name, q, multi_question=True)
+            for q in rating_set.questions
+        ],
         # Proportional to each question's labelled train rows (counted when mixing).
         default_rate=seqio.mixing_rate_num_examples if "train" in rating_set.splits else 1.0,
     )
@@ -269,7 +271,7 @@ def _add_tasks(rating_set: ratings.RatingSet, output_features: Mapping[str, seqi
     seqio.MixtureRegistry.add(
         score,
         [
-            names.rating_task(rating_set.name, q, score=True, multi_question=True)
+            ratings.rating_task(rating_set.name, q, score=True, multi_question=True)
             for q in rating_set.questions
         ],
         default_rate=1.0,
@@ -364,13 +366,13 @@ def register_rating_tasks(
         is registered then), a name already registered (call `remove_rating_tasks` first),
         or, with `languages=None`, a data folder that is not set or a missing split file.
     """
-    name, questions, _ = names.check_rating_names(name, questions)
+    name, questions, _ = ratings.check_rating_names(name, questions)
     if isinstance(languages, str):
         raise errors.UserError(
             f"languages: expected a list of codes such as ['en'], got {languages!r}"
         )
     if languages is not None:
-        _, _, languages = names.check_rating_names(name, questions, languages)
+        _, _, languages = ratings.check_rating_names(name, questions, languages)
     prompts = _check_prompts(prompts, questions)
     splits = _check_splits(splits)
     if ratings.get_rating_set(name) is not None:
@@ -385,11 +387,11 @@ def register_rating_tasks(
         languages=(),
         splits=splits,
         data_dir=None if data_dir is None else os.fspath(data_dir),
-        mixture_names=(names.rating_mixture(name), names.rating_mixture(name, score=True)),
+        mixture_names=(ratings.rating_mixture(name), ratings.rating_mixture(name, score=True)),
     )
     if languages is None:
         languages = _languages_in_data(rating_set)
-    task_list = tuple(names.rating_task_names(name, questions, languages))
+    task_list = tuple(ratings.rating_task_names(name, questions, languages))
     rating_set = dataclasses.replace(rating_set, languages=tuple(languages), task_names=task_list)
     taken = set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names())
     clashes = [n for n in rating_set.names if n in taken]

@@ -11,7 +11,8 @@ from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli
 from seahorse_t5x.data import ratings, scorefiles
-from seahorse_t5x.formats import task_names, vocab
+from seahorse_t5x.evaluation import task_rows
+from seahorse_t5x.formats import vocab
 from seahorse_t5x.formats.task_names import question_of_task
 from seahorse_t5x.model import mt5
 from seahorse_t5x.scoring import baselines, evaluate
@@ -36,7 +37,7 @@ def test_benchmark_tasks_score_rows_go_to_their_benchmark():
         "ice_q4_k2_stratified": ("seahorse", None),
     }
     for task, expected in cases.items():
-        assert task_names.benchmark_of_task(task, ratings.rating_questions()) == expected, task
+        assert task_rows.benchmark_of_task(task, ratings.rating_questions()) == expected, task
     examples = evaluate.TaskExamples(
         "metal_hallucinations.de", 4, [np.zeros(3, np.int32)] * 2, np.array([1.0, 0.5]),
         [{"gem_id": "a"}, {"gem_id": "b"}],

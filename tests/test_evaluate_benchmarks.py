@@ -11,7 +11,7 @@ import seqio
 
 from seahorse_t5x import cli, constants
 from seahorse_t5x.data.benchmarks import registry
-from seahorse_t5x.formats import task_names as names
+from seahorse_t5x.evaluation import task_rows
 
 DATA = pathlib.Path(__file__).parent / "testdata" / "benchmarks"
 PATHS = {
@@ -39,7 +39,7 @@ def test_registered_benchmarks_have_score_tasks_per_dimension_and_dataset():
     assert "llm_aggrefact_supported_score.factcheck_gpt" in registered
     assert {"aggrefact_consistency_score.cnndm", "aggrefact_consistency_score.xsum"} <= registered
     assert len(seqio.get_mixture_or_task("summeval_all_score").tasks) == 4
-    assert names.benchmark_of_task("frank_factuality_score.bbc", []) == ("frank", "factuality")
+    assert task_rows.benchmark_of_task("frank_factuality_score.bbc", []) == ("frank", "factuality")
 
 
 def _evaluate(checkpoint, name, split, out):

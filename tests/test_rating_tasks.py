@@ -18,8 +18,8 @@ import tasks_testing
 
 from seahorse_t5x import constants, errors
 from seahorse_t5x.data import ratings, scorefiles
-from seahorse_t5x.evaluation import seqio_metrics
-from seahorse_t5x.formats import task_names, vocab
+from seahorse_t5x.evaluation import seqio_metrics, task_rows
+from seahorse_t5x.formats import vocab
 from seahorse_t5x.scoring import evaluate
 from seahorse_t5x.tasks import ratings as rating_tasks
 from seahorse_t5x.tasks import register_rating_tasks, remove_rating_tasks
@@ -302,7 +302,7 @@ def test_score_rows_belong_to_the_rating_set_and_its_question(chat):
         "metal_task_quality.de": ("metal", "task_quality"),
     }
     for task, expected in cases.items():
-        assert task_names.benchmark_of_task(task, ratings.rating_questions()) == expected, task
+        assert task_rows.benchmark_of_task(task, ratings.rating_questions()) == expected, task
     examples = evaluate.load_task_examples("chat_polite_score", "test", 128)
     assert examples.labels.tolist() == [POLITE[i % 5] for i in range(10)]
     scores = np.linspace(0.1, 0.9, 10)

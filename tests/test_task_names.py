@@ -1,10 +1,17 @@
-"""Task names: every registered name parses back to what built it, and nothing else parses."""
+"""Task names: every registered name parses back to what built it, and nothing else parses.
+
+SEAHORSE/ICE names are `formats.task_names`', the benchmarks' come from their registry
+entries, rating sets' from `data.ratings`, and `evaluation.task_rows` says whose rows a
+score task's are."""
 
 from __future__ import annotations
 
 import pytest
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x.data import ratings
+from seahorse_t5x.data.benchmarks import metal, mface, registry, true
+from seahorse_t5x.evaluation import task_rows
 from seahorse_t5x.formats import task_names
 
 
@@ -31,28 +38,33 @@ def test_ice_names_round_trip():
 
 
 def test_benchmark_names():
-    assert task_names.mface_task("attribution") == "mface_attribution"
-    assert task_names.mface_task("attribution", five_languages=True) == "mface_attribution_5lang"
-    assert task_names.true_task("frank") == "true_frank"
-    assert task_names.metal_task("task_quality") == "metal_task_quality"
-    assert task_names.metal_task("task_quality", "hi") == "metal_task_quality.hi"
+    assert mface.task_name("attribution") == "mface_attribution"
+    assert mface.task_name("attribution", five_languages=True) == "mface_attribution_5lang"
+    assert true.task_name("frank") == "true_frank"
+    assert metal.task_name("task_quality") == "metal_task_quality"
+    assert metal.task_name("task_quality", "hi") == "metal_task_quality.hi"
+    assert registry.score_task("frank", "factuality", "bbc") == "frank_factuality_score.bbc"
 
 
 def test_benchmark_names_parse_back_to_their_benchmark_and_question():
-    from seahorse_t5x.data import benchmarks
-
-    for dimension in benchmarks.MFACE_DIMENSIONS:
+    for dimension in mface.MFACE_DIMENSIONS:
         for five in (False, True):
-            name = task_names.mface_task(dimension, five_languages=five)
-            assert task_names.parse_benchmark_task(name) == ("mface", dimension)
-    for dataset in benchmarks.TRUE_DATASETS:
-        assert task_names.parse_benchmark_task(task_names.true_task(dataset)) == ("true", 4)
-    for metric in benchmarks.METAL_METRICS:
-        for language in (None, *benchmarks.METAL_LANGUAGES):
-            name = task_names.metal_task(metric, language)
-            assert task_names.parse_benchmark_task(name) == ("metal", metric)
+            name = mface.task_name(dimension, five_languages=five)
+            assert registry.benchmark_of_task(name) == ("mface", dimension)
+    for dataset in true.TRUE_DATASETS:
+        assert registry.benchmark_of_task(true.task_name(dataset)) == ("true", 4)
+    for metric in metal.METAL_METRICS:
+        for language in (None, *metal.METAL_LANGUAGES):
+            name = metal.task_name(metric, language)
+            assert registry.benchmark_of_task(name) == ("metal", metric)
+    # Every registered benchmark's task names parse back to it.
+    for benchmark in registry.benchmarks():
+        names = benchmark.task_names()
+        assert names, benchmark.name
+        for name in names:
+            assert registry.benchmark_of_task(name)[0] == benchmark.name, name
     for other in ("mface_fluency", "true_nope", "metal_nope.de", "seahorse_q4_score", "mface"):
-        assert task_names.parse_benchmark_task(other) is None
+        assert registry.benchmark_of_task(other) is None
 
 
 def test_benchmark_of_task_names_the_rows_of_every_kind_of_task():
@@ -68,8 +80,8 @@ def test_benchmark_of_task_names_the_rows_of_every_kind_of_task():
         "ice_q4_k2_uniform.de": ("seahorse", None),
     }
     for name, expected in cases.items():
-        assert task_names.benchmark_of_task(name, sets) == expected, name
-    assert task_names.benchmark_of_task("chat_polite_score", {}) == ("seahorse", None)
+        assert task_rows.benchmark_of_task(name, sets) == expected, name
+    assert task_rows.benchmark_of_task("chat_polite_score", {}) == ("seahorse", None)
 
 
 @pytest.mark.parametrize(
@@ -96,14 +108,14 @@ def test_other_names_are_not_ice_tasks(name):
 def test_rating_names_round_trip_with_the_registered_sets():
     sets = {"chat": ("polite", "formal"), "chat_x": ("polite",)}
     built = [
-        task_names.RatingTask("chat", q, language, score, False)
+        ratings.RatingTask("chat", q, language, score, False)
         for q in ("polite", "formal")
         for language in (None, "de", "pt_br")
         for score in (False, True)
     ]
-    built += [task_names.RatingTask("chat", "polite", None, s, True) for s in (False, True)]
-    built += [task_names.RatingTask("chat", None, None, s, True) for s in (False, True)]
-    built += [task_names.RatingTask("chat_x", "polite", "en", score=True)]
+    built += [ratings.RatingTask("chat", "polite", None, s, True) for s in (False, True)]
+    built += [ratings.RatingTask("chat", None, None, s, True) for s in (False, True)]
+    built += [ratings.RatingTask("chat_x", "polite", "en", score=True)]
     assert [t.name for t in built[-5:]] == [
         "chat_all_polite",
         "chat_all_polite_score",
@@ -112,12 +124,12 @@ def test_rating_names_round_trip_with_the_registered_sets():
         "chat_x_polite_score.en",
     ]
     for task in built:
-        parsed = task_names.parse_rating_task(task.name, sets)
+        parsed = ratings.parse_rating_task(task.name, sets)
         assert (parsed.benchmark, parsed.question) == (task.benchmark, task.question), task
         assert parsed == task
         # With the set names only (no questions), the longer set name wins.
-        assert task_names.parse_rating_task(task.name, list(sets)) == parsed
-    assert task_names.rating_task_names("chat", ["polite"], ["de"]) == [
+        assert ratings.parse_rating_task(task.name, list(sets)) == parsed
+    assert ratings.rating_task_names("chat", ["polite"], ["de"]) == [
         "chat_polite",
         "chat_polite.de",
         "chat_all_polite",
@@ -140,11 +152,11 @@ def test_rating_names_round_trip_with_the_registered_sets():
     ],
 )
 def test_other_names_are_not_rating_tasks(name):
-    assert task_names.parse_rating_task(name, {"chat": ("polite",)}) is None
+    assert ratings.parse_rating_task(name, {"chat": ("polite",)}) is None
 
 
 def test_rating_names_are_checked():
-    assert task_names.check_rating_names("chat", ["polite"], ["en"]) == (
+    assert ratings.check_rating_names("chat", ["polite"], ["en"]) == (
         "chat",
         ("polite",),
         ("en",),
@@ -157,4 +169,30 @@ def test_rating_names_are_checked():
         ("chat", ["id"], "question 'id'"),
     ):
         with pytest.raises(errors.UserError, match=message):
-            task_names.check_rating_names(name, questions)
+            ratings.check_rating_names(name, questions)
+
+
+def test_reserved_rating_set_names_are_the_task_families_and_every_benchmark():
+    assert ratings.reserved_names() == {
+        "seahorse",
+        "ice",
+        "xnli",
+        "nli",
+        "aggrefact",
+        "frank",
+        "llm_aggrefact",
+        "metal",
+        "mface",
+        "mface_5lang",
+        "summeval",
+        "true",
+    }
+    assert ratings.ROW_FIELDS == {
+        "article",
+        "summary",
+        "language",
+        "system",
+        "dataset",
+        "gem_id",
+        "id",
+    }

@@ -31,11 +31,13 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
 import gin
 
 from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x.data.benchmarks import registry
 from seahorse_t5x.formats import task_names as names
 
 Opener = Callable[[str], contextlib.AbstractContextManager[Iterable[str]]]
@@ -117,7 +119,7 @@ def check_row(
             )
         row[field] = value
     language = row["language"]
-    if language is not None and not names.is_identifier(language):
+    if language is not None and not is_identifier(language):
         raise errors.DataError(
             path,
             line,
@@ -289,6 +291,201 @@ def read_file(
     return result
 
 
+# ----------------------------------------------------------------------------- names
+
+# The project's own task families, besides the registered benchmarks.
+TASK_FAMILIES: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK, names.ICE_PREFIX, "xnli", "nli")
+# Fields of a rating row that are not questions.
+ROW_FIELDS: frozenset[str] = frozenset((*TEXT_FIELDS, *SLICE_FIELDS, *ID_FIELDS))
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
+# `q4` would read as SEAHORSE's question 4 in score files and reports.
+_NUMBERED_QUESTION = re.compile(r"q\d+")
+
+
+def reserved_names() -> frozenset[str]:
+    """Names a rating set may not take: the project's task families and every registered
+    benchmark's name, with their language subsets' (`mface_5lang`)."""
+    return frozenset((*TASK_FAMILIES, *registry.reported_names()))
+
+
+@dataclasses.dataclass(frozen=True)
+class RatingTask:
+    """What a rating-set task or mixture name says (`question` None: the `_all` mixtures)."""
+
+    benchmark: str
+    question: str | None
+    language: str | None = None
+    score: bool = False
+    multi_question: bool = False
+
+    @property
+    def name(self) -> str:
+        if self.question is None:
+            return rating_mixture(self.benchmark, score=self.score)
+        return rating_task(
+            self.benchmark,
+            self.question,
+            language=self.language,
+            score=self.score,
+            multi_question=self.multi_question,
+        )
+
+
+def rating_task(
+    benchmark: str,
+    question: str,
+    *,
+    language: str | None = None,
+    score: bool = False,
+    multi_question: bool = False,
+) -> str:
+    """A rating-set task name.
+
+    >>> rating_task("chat", "polite", language="de", score=True)
+    'chat_polite_score.de'
+    >>> rating_task("chat", "polite", multi_question=True)
+    'chat_all_polite'
+    """
+    all_part = f"{names.ALL}_" if multi_question else ""
+    name = f"{benchmark}_{all_part}{question}" + (names.SCORE_SUFFIX if score else "")
+    return names.with_language(name, language)
+
+
+def rating_mixture(benchmark: str, score: bool = False) -> str:
+    """`chat_all` (training, multi-question input) or `chat_all_score` (its score tasks)."""
+    return f"{benchmark}_{names.ALL}" + (names.SCORE_SUFFIX if score else "")
+
+
+def is_identifier(value: object) -> bool:
+    """Whether `value` may be part of a rating-set name: a lowercase identifier (`polite`)."""
+    return isinstance(value, str) and _IDENTIFIER.fullmatch(value) is not None
+
+
+def _check_identifier(value: object, what: str) -> str:
+    if not is_identifier(value):
+        raise errors.UserError(
+            f"{what} {value!r}: expected a lowercase identifier (a letter, then letters, "
+            "digits or _), e.g. 'polite'"
+        )
+    return value
+
+
+def check_rating_names(
+    name: object, questions: object, languages: Iterable[object] = ()
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """Checks the parts of a rating set's task names; returns them as (name, questions,
+    languages) tuples.
+
+    A name, question or language is a lowercase identifier. The name is none of the
+    project's own (`reserved_names()`). A question is not `all` or `score`, does not
+    start with `all_` or end with `_score` (each would make two names the same), is not
+    `q4`-like (score files read that as a SEAHORSE question) and is not a row field
+    (`article`, `summary`, `language`, `system`, `dataset`, `gem_id`, `id`).
+
+    Raises:
+      UserError: naming the value that is wrong and what was expected.
+    """
+    _check_identifier(name, "rating set name")
+    reserved = reserved_names()
+    if name in reserved:
+        raise errors.UserError(
+            f"rating set name {name!r} is the project's own; choose another "
+            f"(reserved: {', '.join(sorted(reserved))})"
+        )
+    if isinstance(questions, str) or not isinstance(questions, Iterable):
+        raise errors.UserError(
+            f"questions: expected a list of question names such as ['polite'], got {questions!r}"
+        )
+    questions = tuple(questions)
+    if not questions:
+        raise errors.UserError("questions: expected at least one question name, got none")
+    for question in questions:
+        _check_identifier(question, "question")
+        if (
+            question in (names.ALL, names.SCORE_SUFFIX[1:])
+            or question.startswith(f"{names.ALL}_")
+            or question.endswith(names.SCORE_SUFFIX)
+            or _NUMBERED_QUESTION.fullmatch(question)
+            or question in ROW_FIELDS
+        ):
+            raise errors.UserError(
+                f"question {question!r}: expected a name that is not 'all' or 'score', does "
+                f"not start with 'all_' or end with '{names.SCORE_SUFFIX}', is not like 'q4' and is not a row "
+                f"field ({', '.join(sorted(ROW_FIELDS))})"
+            )
+    repeated = sorted({q for q in questions if questions.count(q) > 1})
+    if repeated:
+        raise errors.UserError(f"questions: {', '.join(repeated)} given more than once")
+    languages = tuple(languages)
+    for language in languages:
+        _check_identifier(language, "language")
+    return name, questions, languages
+
+
+def rating_task_names(
+    benchmark: str, questions: Iterable[str], languages: Iterable[str] = ()
+) -> list[str]:
+    """Every task name of a rating set, in registration order (its mixtures not included):
+    per question, training then score mode, each as all rows, one per language, and the
+    multi-question input.
+
+    >>> rating_task_names("chat", ["polite"], ["de"])[:3]
+    ['chat_polite', 'chat_polite.de', 'chat_all_polite']
+    """
+    languages = tuple(languages)
+    out = []
+    for question in questions:
+        for score in (False, True):
+            out.append(rating_task(benchmark, question, score=score))
+            out.extend(
+                rating_task(benchmark, question, language=lang, score=score) for lang in languages
+            )
+            out.append(rating_task(benchmark, question, score=score, multi_question=True))
+    return out
+
+
+def parse_rating_task(
+    name: str, rating_sets: Mapping[str, Collection[str]] | Collection[str]
+) -> RatingTask | None:
+    """The rating set (benchmark) and question a task name belongs to, or None.
+
+    Args:
+      name: a task or mixture name.
+      rating_sets: the registered rating sets: their names, or a mapping from each name to
+        its questions (then only those questions parse). A name that two sets could claim
+        goes to the longer set name.
+
+    >>> parse_rating_task("chat_polite_score.de", {"chat": ["polite"]}).question
+    'polite'
+    >>> parse_rating_task("chat_all", ["chat"]).question is None
+    True
+    """
+    base, dot, language = name.partition(".")
+    if dot and not _IDENTIFIER.fullmatch(language):
+        return None
+    for benchmark in sorted(rating_sets, key=len, reverse=True):
+        if not base.startswith(f"{benchmark}_"):
+            continue
+        rest = base[len(benchmark) + 1 :]
+        score = rest.endswith(names.SCORE_SUFFIX)
+        if score:
+            rest = rest[: -len(names.SCORE_SUFFIX)]
+        if rest == names.ALL:
+            if language:
+                continue
+            return RatingTask(benchmark, None, score=score, multi_question=True)
+        multi = rest.startswith(f"{names.ALL}_")
+        if multi:
+            rest = rest[len(names.ALL) + 1 :]
+        known = rating_sets[benchmark] if isinstance(rating_sets, Mapping) else None
+        if not _IDENTIFIER.fullmatch(rest) or (known is not None and rest not in known):
+            continue
+        if multi and language:
+            continue
+        return RatingTask(benchmark, rest, language or None, score, multi)
+    return None
+
+
 # ----------------------------------------------------------------------------- rating sets
 
 
@@ -403,12 +600,12 @@ def is_rating_benchmark(benchmark: str) -> bool:
 
 def rating_questions() -> dict[str, tuple[str, ...]]:
     """Each registered rating set's questions, by set name: what
-    `task_names.parse_rating_task` and `task_names.benchmark_of_task` take."""
+    `parse_rating_task` and `evaluation.task_rows.benchmark_of_task` take."""
     return {name: s.questions for name, s in _RATING_SETS.items()}
 
 
-def rating_task_of(task_name: str) -> names.RatingTask | None:
+def rating_task_of(task_name: str) -> RatingTask | None:
     """The registered rating set and question of a task or mixture name, else None
     (`chat_polite_score.de` -> benchmark `chat`, question `polite`, once `chat` is registered
     with the question `polite`)."""
-    return names.parse_rating_task(task_name, rating_questions())
+    return parse_rating_task(task_name, rating_questions())

@@ -20,7 +20,7 @@ import numpy as np
 
 from seahorse_t5x import constants, errors
 from seahorse_t5x.data import ratings, scorefiles
-from seahorse_t5x.evaluation import stats, tables
+from seahorse_t5x.evaluation import stats, tables, task_rows
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.formats import task_names as names
 from seahorse_t5x.scoring import baselines
@@ -162,14 +162,14 @@ def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
 
 def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> list[dict]:
     """Score-file rows (docs/architecture.md contract) for one task, under the benchmark
-    and question the task belongs to (`task_names.benchmark_of_task`, with the rating sets
+    and question the task belongs to (`task_rows.benchmark_of_task`, with the rating sets
     registered now).
 
     The rows of a rating set's task also say `"label_kind": "binary"` (their labels are the
     integers 0/1, as `report` checks) and leave out the slice fields its rows lack (an empty
     `language` is no language).
     """
-    benchmark, question = names.benchmark_of_task(examples.task_name, ratings.rating_questions())
+    benchmark, question = task_rows.benchmark_of_task(examples.task_name, ratings.rating_questions())
     rating = ratings.is_rating_benchmark(benchmark)
     if question is None:
         question = examples.question if examples.question is not None else examples.task_name
@@ -324,7 +324,7 @@ def evaluate(
         if examples.question is not None:
             result["question"] = examples.question
         else:
-            result["question"] = names.benchmark_of_task(task_name, ratings.rating_questions())[1]
+            result["question"] = task_rows.benchmark_of_task(task_name, ratings.rating_questions())[1]
         results[task_name] = result
         rows[task_name] = score_rows(examples, scores, metric_name)
         if log:

@@ -170,7 +170,7 @@ def score_task(task: str) -> ScoreTask:
     if rating is None:
         raise _unknown_task(task)
     if rating.question is None:
-        example = task_names.rating_task(
+        example = ratings.rating_task(
             rating.benchmark, "<question>", score=True, multi_question=True
         )
         raise _unknown_task(

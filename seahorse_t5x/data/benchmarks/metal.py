@@ -367,6 +367,28 @@ def read_all(
     return [read_metal(path, metric, articles) for metric in METAL_METRICS]
 
 
+def task_name(metric: str, language: str | None = None) -> str:
+    """`metal_task_quality`, or `metal_task_quality.hi` for one language."""
+    name = f"{METAL_BENCHMARK}_{metric}"
+    return name if language is None else f"{name}.{language}"
+
+
+def task_names(with_languages: bool = True) -> list[str]:
+    """Its score tasks: per metric, all languages, then one per language."""
+    out = []
+    for metric in METAL_METRICS:
+        out.append(task_name(metric))
+        if with_languages:
+            out += [task_name(metric, language) for language in METAL_LANGUAGES]
+    return out
+
+
+def task_question(name: str) -> str | None:
+    """The metric of a METAL task name (any language suffix), else None."""
+    base = name.split(".")[0]
+    return next((m for m in METAL_METRICS if base == task_name(m)), None)
+
+
 BENCHMARK = registry.Benchmark(
     name=METAL_BENCHMARK,
     title="METAL",
@@ -390,4 +412,5 @@ BENCHMARK = registry.Benchmark(
     },
     mixture="metal_all",
     options=("xlsum_articles", "labels_only"),
+    tasks=registry.TaskNames(task_names, task_question),
 )

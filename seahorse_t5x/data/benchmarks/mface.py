@@ -28,7 +28,7 @@ MFACE_DIMENSIONS: dict[str, tuple[str, int]] = {
     "attribution": ("q2", 4),
     "informativeness": ("q3", 6),
 }
-MFACE_COLUMNS: tuple[str, ...] = ("id", "lang", "split", "input", "summary", "system")
+MFACE_CSV_COLUMNS: tuple[str, ...] = ("id", "lang", "split", "input", "summary", "system")
 # The five SEAHORSE languages that XL-Sum (hence mFACE) covers: XL-Sum has no German.
 MFACE_5LANG: tuple[str, ...] = ("en", "es", "ru", "tr", "vi")
 # A graded mFACE label (mean of three raters' 0/1 answers) counts as Yes for ROC-AUC when
@@ -76,7 +76,7 @@ def read_mface(
     label_column = f"{column_prefix}_avg"
     p = common.existing_file(path or mface_path(), "mFACE CSV", MFACE_SOURCE)
     rows = common.csv_rows(p)
-    header = common.csv_header(p, rows, (*MFACE_COLUMNS, label_column))
+    header = common.csv_header(p, rows, (*MFACE_CSV_COLUMNS, label_column))
     keep_languages = (
         None if languages is None else {common.normalize_language(x) for x in languages}
     )
@@ -123,6 +123,31 @@ def read_mface(
     return common.ReadResult(str(p), examples, drops)
 
 
+# The five-language subset's name part: its tasks are `mface_{dimension}_5lang` and its score
+# rows' benchmark in the report `mface_5lang`.
+FIVE_LANGUAGES = "5lang"
+
+
+def task_name(dimension: str, five_languages: bool = False) -> str:
+    """`mface_attribution`, or `mface_attribution_5lang` for SEAHORSE's five XL-Sum languages."""
+    return f"mface_{dimension}" + (f"_{FIVE_LANGUAGES}" if five_languages else "")
+
+
+def task_names(five_languages: bool | None = None) -> list[str]:
+    """Its score tasks: every dimension on all languages, then on the five (None: both)."""
+    chosen = (False, True) if five_languages is None else (five_languages,)
+    return [task_name(d, five) for five in chosen for d in MFACE_DIMENSIONS]
+
+
+def task_question(name: str) -> str | None:
+    """The dimension of an mFACE task name (`mface_quality_5lang` -> `quality`), else None."""
+    base = name.split(".")[0]
+    for dimension in MFACE_DIMENSIONS:
+        if base in (task_name(dimension), task_name(dimension, five_languages=True)):
+            return dimension
+    return None
+
+
 def read_all(path: str, languages: Sequence[str] | None = None) -> list[common.ReadResult]:
     """Every mFACE dimension (the registry's reader): one `ReadResult` per dimension."""
     return [read_mface(path, dimension, languages) for dimension in MFACE_DIMENSIONS]
@@ -147,4 +172,12 @@ BENCHMARK = registry.Benchmark(
     splits=("train", "validation", "test", "all"),
     mixture="mface_all",
     options=("languages",),
+    display_names={d: d.capitalize() for d in MFACE_DIMENSIONS},
+    table=registry.PaperTable(
+        6, "Table 6: mFACE", "Each cell: ρ/roc; ROC-AUC against the raters' majority."
+    ),
+    subset=registry.LanguageSubset(
+        FIVE_LANGUAGES, MFACE_5LANG, "5 SEAHORSE languages", "all languages"
+    ),
+    tasks=registry.TaskNames(task_names, task_question),
 )

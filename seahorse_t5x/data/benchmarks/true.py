@@ -32,8 +32,15 @@ TRUE_DATASETS: dict[str, tuple[str, str]] = {
     "vitaminc": ("vitc_dev_download.csv", "VitaminC"),
     "paws": ("paws_download.csv", "PAWS"),
 }
+# Other names score files give TRUE's datasets by (the CSVs' own file names).
+TRUE_ALIASES: dict[str, str] = {
+    "mnbm": "mnbn",
+    "qags_cnndm": "qags_c",
+    "qags_xsum": "qags_x",
+    "vitc": "vitaminc",
+}
 TRUE_QUESTION = 4
-TRUE_COLUMNS: tuple[str, ...] = ("grounding", "generated_text", "label")
+TRUE_CSV_COLUMNS: tuple[str, ...] = ("grounding", "generated_text", "label")
 
 
 def true_dir(path: str | None = None) -> str:
@@ -74,7 +81,7 @@ def read_true(dataset: str, directory: str | os.PathLike | None = None) -> commo
     p = common.existing_file(true_file(dataset, directory), f"TRUE {dataset} CSV", TRUE_SOURCE)
     display = TRUE_DATASETS[dataset][1]
     rows = common.csv_rows(p)
-    header = common.csv_header(p, rows, TRUE_COLUMNS)
+    header = common.csv_header(p, rows, TRUE_CSV_COLUMNS)
     model_column = "model" if "model" in header else None
     examples: list[dict] = []
     drops: list[errors.DataError] = []
@@ -102,6 +109,21 @@ def read_true(dataset: str, directory: str | os.PathLike | None = None) -> commo
             }
         )
     return common.ReadResult(str(p), examples, drops)
+
+
+def task_name(dataset: str) -> str:
+    """`true_frank` for TRUE's FRANK."""
+    return f"true_{dataset}"
+
+
+def task_names() -> list[str]:
+    """Its score tasks, one per dataset."""
+    return [task_name(d) for d in TRUE_DATASETS]
+
+
+def task_question(name: str) -> int | None:
+    """The SEAHORSE question (4) of a TRUE task name, else None."""
+    return TRUE_QUESTION if name.split(".")[0] in task_names() else None
 
 
 def read_all(directory: str) -> list[common.ReadResult]:
@@ -144,4 +166,10 @@ BENCHMARK = registry.Benchmark(
     path_kind="folder",
     questions={str(TRUE_QUESTION): TRUE_QUESTION},
     mixture="true_all",
+    display_names={
+        **{key: display for key, (_, display) in TRUE_DATASETS.items()},
+        **{alias: TRUE_DATASETS[key][1] for alias, key in TRUE_ALIASES.items()},
+    },
+    table=registry.PaperTable(7, "Table 7: TRUE benchmark"),
+    tasks=registry.TaskNames(task_names, task_question),
 )
