@@ -182,7 +182,7 @@ def test_local_family_folder(tmp_path, tiny_dir):
     }
     with pytest.raises(
         errors.UserError,
-        match=r"not \[2, 3, 5, 6\]: add q2/, or score questions 1,4 only \(--questions 1,4\)",
+        match=r"not \[2, 3, 5, 6\]: add q2/, or score questions 1,4 only \(questions 1,4\)",
     ):
         checkpoints.family_members(family)
     assert checkpoints.family_members(family / "q1") is None

@@ -305,7 +305,7 @@ def test_nothing_kept_is_an_error_and_writes_nothing(tmp_path, capsys):
         f"{train}:2 field 'gem_id': no article for 'xlsum_english-validation-6416' in the "
         "article sources); article sources: 1 records read, 0 articles for the ratings' "
         "gem_ids, 1 bad records (expected rating rows whose gem_id has an article in "
-        "--articles; nothing was written)\n"
+        "the article sources; nothing was written)\n"
     )
     # Neither empty split files nor a report are published.
     assert not out.exists()

@@ -101,7 +101,7 @@ def _nothing_kept(
         + (f" ({reasons}; first: {first.as_error()})" if first else "")
         + f"; article sources: {records} records read, {added} articles for the ratings' "
         f"gem_ids, {bad} bad records (expected rating rows whose gem_id has an article in "
-        "--articles; nothing was written)"
+        "the article sources; nothing was written)"
     )
 
 
@@ -130,7 +130,9 @@ def prepare(
       DataError: malformed files, or any drop when strict.
     """
     if not article_sources:
-        raise errors.UserError("no article source given; pass --articles PATH")
+        raise errors.UserError(
+            "no article source given (articles: a GEM Parquet export or JSON Lines file)"
+        )
     fileio.check_output_path(output_dir, "directory", flag="--output_dir")
     split_files = find_split_files(seahorse_dir)
     read = {split: readers.read_ratings(path, strict) for split, path in split_files.items()}

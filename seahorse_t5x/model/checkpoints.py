@@ -180,7 +180,7 @@ def family_members(
             raise errors.UserError(
                 f"{path} holds checkpoints for questions {sorted(found)} but not "
                 f"{missing}: add q{missing[0]}/, or score questions {held} only "
-                f"(--questions {held})"
+                f"(questions {held})"
             )
         return {q: str(found[q][0]) for q in wanted}
     if path.exists():
