@@ -7,6 +7,9 @@ from __future__ import annotations
 
 # The `benchmark` of score-file rows for SEAHORSE items (docs/architecture.md, score files).
 SEAHORSE_BENCHMARK = "seahorse"
+# What an item is sliced by: the fields a split-file row, a benchmark example and a score-file
+# row carry under these names, in this order (`report --by` groups by them).
+SLICE_FIELDS: tuple[str, ...] = ("gem_id", "language", "dataset", "system")
 
 # The six SEAHORSE questions, 1-based as in the paper and the TSV columns.
 QUESTIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)

@@ -106,7 +106,7 @@ def ice_rows(
                 "hypothesis": row["hypothesis"],
                 "label": row["label"],
                 "question": question,
-                **{k: row[k] for k in ("gem_id", "language", "dataset", "system")},
+                **{k: row[k] for k in constants.SLICE_FIELDS},
             }
         )
     return out

@@ -19,14 +19,20 @@ when asked, an explicit de-duplication that keeps the first row and counts the o
 
 Rows whose score is null, NaN or infinite are read (their `score` is NaN) so the report can
 count them; `drop_missing_scores` removes them and says how many per metric and question.
+
+Every producer (`score`, `evaluate`, `t5x-scores`, `baselines`, `import-scores`, METAL's LLM
+scores) builds its rows with `score_row` and writes them with `ScoreFileWriter` (or
+`write_score_file`, a list of rows at once).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import pathlib
 from collections.abc import Iterable, Mapping, Sequence
+from typing import IO
 
 import pandas as pd
 
@@ -34,7 +40,6 @@ from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import ratings
 
 REQUIRED_FIELDS: tuple[str, ...] = ("metric", "benchmark", "question", "label", "score")
-SLICE_FIELDS: tuple[str, ...] = ("gem_id", "language", "dataset", "system")
 # What identifies an item (with metric, benchmark and question): the fields a row carries.
 ITEM_FIELDS: tuple[str, ...] = ("gem_id", "system", "summary")
 # Columns added by the reader: which file and line a row came from.
@@ -178,7 +183,7 @@ def validate_row(row: object, path: str, line: int, exact_labels: bool = False) 
     else:
         # -inf (log 0) and NaN are kept as NaN: counted as missing by the report.
         out["score"] = float(score) if math.isfinite(score) else math.nan
-    for field in (*SLICE_FIELDS, "summary"):
+    for field in (*constants.SLICE_FIELDS, "summary"):
         value = row.get(field)
         if isinstance(value, float) and math.isnan(value):
             out[field] = value = None  # a missing value in a pandas-made row
@@ -187,11 +192,129 @@ def validate_row(row: object, path: str, line: int, exact_labels: bool = False) 
     return out
 
 
-def write_score_file(path: str | pathlib.Path, rows: Iterable[Mapping]) -> int:
-    """Writes score rows as JSON Lines (UTF-8), validating each row first.
+def score_row(
+    *,
+    metric: str,
+    benchmark: str,
+    question: int | str,
+    label: object,
+    score: object,
+    details: Mapping[str, object] | None = None,
+    label_kind: str | None = None,
+    slices: Mapping[str, object] | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> dict:
+    """One score-file row, its fields in the order every score file holds them.
 
-    Missing scores (None/NaN) and NaN in any other field are written as `null`; parent
-    folders are created.
+    The order: the required fields (`metric`, `benchmark`, `question`, `label`, `score`),
+    then `details` (what the score is made of, e.g. `log_p_yes`, `score_kind`, `llm_score`),
+    `label_kind`, the slice fields (`constants.SLICE_FIELDS`, in that order) and `extra`.
+    For example `score_row(metric="m", benchmark="seahorse", question=4, label=1, score=0.9,
+    slices={"system": "t5", "gem_id": "x-1", "summary": "..."})` is
+    `{"metric": "m", "benchmark": "seahorse", "question": 4, "label": 1, "score": 0.9,
+    "gem_id": "x-1", "system": "t5"}`.
+
+    Args:
+      metric, benchmark, question, label, score: the required fields, as given (the writer
+        checks and normalizes them).
+      details: fields that describe the score, right after it.
+      label_kind: `"binary"` or `"graded"` (`LABEL_KIND_FIELD`); left out when None.
+      slices: a mapping holding the slice fields (e.g. a split-file row or a benchmark
+        example): those it has are kept, other keys ignored. Leave out the ones a row
+        should not carry before passing it.
+      extra: further columns, in their order (kept by the reader, ignored otherwise).
+
+    Raises:
+      ValueError: a field given twice (e.g. a required field in `extra`).
+    """
+    row: dict = {
+        "metric": metric,
+        "benchmark": benchmark,
+        "question": question,
+        "label": label,
+        "score": score,
+    }
+    more: list[tuple[str, object]] = list((details or {}).items())
+    if label_kind is not None:
+        more.append((LABEL_KIND_FIELD, label_kind))
+    if slices is not None:
+        more += [(k, slices[k]) for k in constants.SLICE_FIELDS if k in slices]
+    more += list((extra or {}).items())
+    for key, value in more:
+        if key in row:
+            raise ValueError(f"score_row: field {key!r} given twice")
+        row[key] = value
+    return row
+
+
+class ScoreFileWriter:
+    """Writes score rows to one file as JSON Lines (UTF-8), row by row.
+
+    The file appears under its name only when the `with` block ends without an exception
+    (`fileio.atomic_writer`); parent folders are created. With `validate` (the default) each
+    row is checked with `validate_row` (a `DataError` names the file and the row's 1-based
+    position) and written normalized: `question` as an int where it is a number, labels
+    1.0/0.0 as 1/0, and a missing score (None/NaN) or NaN in any field as `null`. Without it
+    rows are written as given (the caller has checked them, e.g. against its input's lines).
+
+        with scorefiles.ScoreFileWriter(path) as writer:
+            for ...:
+                writer.write(scorefiles.score_row(metric=..., ...))
+        print(writer.count)
+    """
+
+    def __init__(self, path: str | pathlib.Path, *, validate: bool = True) -> None:
+        self.path = pathlib.Path(path)
+        self.validate = validate
+        self.count = 0
+        self._stack = contextlib.ExitStack()
+        self._file: IO[str] | None = None
+
+    def __enter__(self) -> ScoreFileWriter:
+        self._file = self._stack.enter_context(
+            fileio.atomic_writer(self.path, "w", encoding="utf-8")
+        )
+        return self
+
+    def __exit__(self, *exc_info: object) -> bool | None:
+        self._file = None
+        return self._stack.__exit__(*exc_info)
+
+    def write(self, row: Mapping) -> None:
+        """Writes one row (checked first with `validate`).
+
+        Raises:
+          errors.DataError: with `validate`, a field missing or wrong; the file is then not
+            written when the error leaves the `with` block.
+          RuntimeError: outside the `with` block.
+        """
+        if self._file is None:
+            raise RuntimeError(f"write {self.path} inside `with ScoreFileWriter(...)`")
+        if self.validate:
+            line = json.dumps(
+                _record_for_file(row, str(self.path), self.count + 1),
+                ensure_ascii=False,
+                allow_nan=False,
+                default=_to_json,
+            )
+        else:
+            line = json.dumps(row, ensure_ascii=False)
+        self._file.write(line + "\n")
+        self.count += 1
+
+
+def _record_for_file(row: Mapping, path: str, line: int) -> dict:
+    clean = validate_row(row, path, line)
+    # NaN (pandas' missing value) in any field is written as null: strict JSON.
+    record = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+    record["question"] = _question_for_file(clean["question"])
+    record["label"] = _plain_number(clean["label"])
+    record["score"] = None if math.isnan(clean["score"]) else clean["score"]
+    return record
+
+
+def write_score_file(path: str | pathlib.Path, rows: Iterable[Mapping]) -> int:
+    """Writes score rows (see `ScoreFileWriter`, validating each).
 
     Returns:
       The number of rows written.
@@ -200,20 +323,10 @@ def write_score_file(path: str | pathlib.Path, rows: Iterable[Mapping]) -> int:
       errors.DataError: a row lacks a required field or holds a wrong value (the line is
         the row's 1-based position); nothing is left half-written.
     """
-    path = pathlib.Path(path)
-    lines = []
-    for number, row in enumerate(rows, start=1):
-        clean = validate_row(row, str(path), number)
-        # NaN (pandas' missing value) in any field is written as null: strict JSON.
-        record = {
-            k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()
-        }
-        record["question"] = _question_for_file(clean["question"])
-        record["label"] = _plain_number(clean["label"])
-        record["score"] = None if math.isnan(clean["score"]) else clean["score"]
-        lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False, default=_to_json))
-    fileio.atomic_write_text(path, "".join(line + "\n" for line in lines))
-    return len(lines)
+    with ScoreFileWriter(path) as writer:
+        for row in rows:
+            writer.write(row)
+    return writer.count
 
 
 def _question_for_file(normalized: str) -> int | str:
@@ -272,7 +385,7 @@ def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
 
 
 def _normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    for field in (*SLICE_FIELDS, "summary"):
+    for field in (*constants.SLICE_FIELDS, "summary"):
         if field not in frame.columns:
             frame[field] = None
         # Files without the field leave NaN after concat: absent is None, like a null.

@@ -17,10 +17,9 @@ from collections.abc import Callable, Iterable, Iterator
 
 from seahorse_t5x import constants, errors, fileio
 
-# The fields a score row carries from its split-file row (`report` slices by them).
-SLICE_FIELDS: tuple[str, ...] = ("gem_id", "language", "dataset", "system")
-# The string fields of a row, in the order `prepare` writes them (labels follow).
-TEXT_FIELDS: tuple[str, ...] = (*SLICE_FIELDS, "summary", "article")
+# The string fields of a row, in the order `prepare` writes them (labels follow); a score
+# row carries the slice fields from it.
+TEXT_FIELDS: tuple[str, ...] = (*constants.SLICE_FIELDS, "summary", "article")
 LABEL_FIELDS: tuple[str, ...] = constants.LABEL_FIELDS
 FIELDS: tuple[str, ...] = (*TEXT_FIELDS, *LABEL_FIELDS)
 

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x.data import scorefiles
 from seahorse_t5x.scoring import rouge
 
 MAJORITY = "majority"
@@ -75,10 +76,6 @@ def majority_metrics(labels: Sequence[float]) -> dict:
     }
 
 
-def _slice_fields(row: dict) -> dict:
-    return {k: row.get(k) for k in ("gem_id", "language", "dataset", "system") if k in row}
-
-
 def seahorse_score_rows(
     rows: Sequence[dict],
     metric: str,
@@ -99,14 +96,14 @@ def seahorse_score_rows(
             if label is None:
                 continue
             out.append(
-                {
-                    "metric": metric,
-                    "benchmark": constants.SEAHORSE_BENCHMARK,
-                    "question": q,
-                    "label": int(label),
-                    "score": float(score),
-                    **_slice_fields(row),
-                }
+                scorefiles.score_row(
+                    metric=metric,
+                    benchmark=constants.SEAHORSE_BENCHMARK,
+                    question=q,
+                    label=int(label),
+                    score=float(score),
+                    slices=row,
+                )
             )
     return out
 
@@ -140,16 +137,17 @@ def benchmark_score_rows(
     """
     out: list[dict] = []
     for example, score in zip(examples, scores, strict=True):
-        row = {
-            "metric": metric,
-            "benchmark": benchmark,
-            "question": example["question"],
-            "label": example["label"],
-            "score": float(score),
-            **_slice_fields(example),
-        }
-        if "label_binary" in example:
-            row["label_binary"] = example["label_binary"]
-        row.update({k: example[k] for k in row_fields if example.get(k) not in (None, "")})
-        out.append(row)
+        extra = {"label_binary": example["label_binary"]} if "label_binary" in example else {}
+        extra.update({k: example[k] for k in row_fields if example.get(k) not in (None, "")})
+        out.append(
+            scorefiles.score_row(
+                metric=metric,
+                benchmark=benchmark,
+                question=example["question"],
+                label=example["label"],
+                score=float(score),
+                slices=example,
+                extra=extra,
+            )
+        )
     return out

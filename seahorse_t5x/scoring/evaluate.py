@@ -28,10 +28,9 @@ from seahorse_t5x.scoring import baselines
 if TYPE_CHECKING:
     from seahorse_t5x.inference.scorer import Scorer
 
-# Metadata carried from the task's examples into the score file.
-PASSTHROUGH_FIELDS = ("gem_id", "language", "dataset", "system")
-# Carried too where a benchmark's tasks have them (`data.benchmarks.registry` row_fields),
-# and not empty: the split and AggreFact's origin, which its protocol reads.
+# Carried into the score file after the slice fields (`constants.SLICE_FIELDS`) where a
+# benchmark's tasks have them (`data.benchmarks.registry` row_fields), and not empty: the
+# split and AggreFact's origin, which its protocol reads.
 OPTIONAL_FIELDS = ("split", "origin")
 
 
@@ -109,7 +108,7 @@ def load_task_examples(
             )
         tokens.append(np.asarray(ex["inputs"], dtype=np.int32))
         labels.append(float(ex["label"]))
-        meta = {k: _text(ex[k]) for k in PASSTHROUGH_FIELDS if k in ex}
+        meta = {k: _text(ex[k]) for k in constants.SLICE_FIELDS if k in ex}
         meta.update({k: _text(ex[k]) for k in OPTIONAL_FIELDS if k in ex and _text(ex[k])})
         metadata.append(meta)
         if question is None and "question" in ex:
@@ -175,18 +174,19 @@ def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> 
         question = examples.question if examples.question is not None else examples.task_name
     rows = []
     for label, score, meta in zip(examples.labels, scores, examples.metadata, strict=True):
-        row = {
-            "metric": metric_name,
-            "benchmark": benchmark,
-            "question": question,
-            "label": int(label) if float(label).is_integer() else float(label),
-            "score": float(score),
-        }
-        if rating:
-            row["label_kind"] = scorefiles.LABEL_KIND_BINARY
-            meta = {k: v for k, v in meta.items() if v != ""}
-        row.update(meta)
-        rows.append(row)
+        kept = {k: v for k, v in meta.items() if v != ""} if rating else meta
+        rows.append(
+            scorefiles.score_row(
+                metric=metric_name,
+                benchmark=benchmark,
+                question=question,
+                label=int(label) if float(label).is_integer() else float(label),
+                score=float(score),
+                label_kind=scorefiles.LABEL_KIND_BINARY if rating else None,
+                slices=kept,
+                extra={k: kept[k] for k in OPTIONAL_FIELDS if k in kept},
+            )
+        )
     return rows
 
 

@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
 from seahorse_t5x import constants, errors, fileio
-from seahorse_t5x.data import benchmarks, splits
+from seahorse_t5x.data import benchmarks, scorefiles, splits
 from seahorse_t5x.data.benchmarks import registry
 
 KEY_FIELDS: tuple[str, ...] = ("gem_id", "system", "article", "summary", "dataset")
@@ -247,7 +247,7 @@ def _item(
         "article": example.get("article", example.get("premise")),
         "summary": example.get("summary", example.get("hypothesis")),
     }
-    for name in benchmarks.METADATA_FIELDS:
+    for name in constants.SLICE_FIELDS:
         if example.get(name) is not None:
             item[name] = example[name]
     if "label_binary" in example:
@@ -426,18 +426,17 @@ def join_scores(
             report.unscored_items += 1
             report.note("unscored", f"question {item['question']}: {_show(k)}")
             continue
-        score = -usable[k] if negate else usable[k]
-        row = {
-            "metric": metric,
-            "benchmark": benchmark,
-            "question": item["question"],
-            "label": item["label"],
-            "score": score,
-        }
-        for name in item:
-            if name in (*benchmarks.METADATA_FIELDS, "label_binary", "split", "origin"):
-                row[name] = item[name]
-        rows.append(row)
+        rows.append(
+            scorefiles.score_row(
+                metric=metric,
+                benchmark=benchmark,
+                question=item["question"],
+                label=item["label"],
+                score=-usable[k] if negate else usable[k],
+                slices=item,
+                extra={n: item[n] for n in item if n in ("label_binary", "split", "origin")},
+            )
+        )
     report.matched_items = len(rows)
     if not rows:
         raise errors.UserError(

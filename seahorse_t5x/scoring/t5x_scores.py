@@ -438,24 +438,22 @@ def _check_two_way(path: str, number: int, log_p_yes: float, log_p_no: float) ->
 def _score_row(
     task: ScoreTask, row: dict, log_p_yes: float, two_way: bool, metric: str, split: str
 ) -> dict:
-    result = {
-        "metric": metric,
-        "benchmark": task.benchmark,
-        "question": task.question,
-        "label": row["label"],
-        "score": math.exp(log_p_yes) if two_way else log_p_yes,
-        "log_p_yes": log_p_yes,
-        "score_kind": SCORE_KIND_P_YES if two_way else SCORE_KIND_LOG_P_TARGET,
-    }
-    if task.rating_set is None:
-        result.update({name: row[name] for name in splits.SLICE_FIELDS})
-    else:
+    rating = task.rating_set is not None
+    return scorefiles.score_row(
+        metric=metric,
+        benchmark=task.benchmark,
+        question=task.question,
+        label=row["label"],
+        score=math.exp(log_p_yes) if two_way else log_p_yes,
+        details={
+            "log_p_yes": log_p_yes,
+            "score_kind": SCORE_KIND_P_YES if two_way else SCORE_KIND_LOG_P_TARGET,
+        },
         # As `evaluate` writes a rating set's rows: 0/1 labels, the slice fields it has.
-        result[scorefiles.LABEL_KIND_FIELD] = scorefiles.LABEL_KIND_BINARY
-        result.update({n: row[n] for n in splits.SLICE_FIELDS if row[n] is not None})
-    result["task"] = task.name
-    result["split"] = split
-    return result
+        label_kind=scorefiles.LABEL_KIND_BINARY if rating else None,
+        slices={k: v for k, v in row.items() if v is not None} if rating else row,
+        extra={"task": task.name, "split": split},
+    )
 
 
 def convert(

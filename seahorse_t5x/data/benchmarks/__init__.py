@@ -12,7 +12,6 @@ benchmarks; benchmarks.read_mface(...)`); each lives in its benchmark's module.
 """
 
 from seahorse_t5x.data.benchmarks.common import (
-    METADATA_FIELDS,
     TEXT_FIELDS,
     ReadResult,
     benchmark_paths,
@@ -76,7 +75,6 @@ __all__ = [
     "ENV_TRUE_DIR",
     "ENV_VITAMINC_DIR",
     "ENV_XLSUM_ARTICLES",
-    "METADATA_FIELDS",
     "METAL_ANNOTATORS",
     "METAL_BENCHMARK",
     "METAL_LANGUAGES",

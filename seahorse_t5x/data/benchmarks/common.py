@@ -18,9 +18,9 @@ import gin
 
 from seahorse_t5x import errors
 
-# Raw example keys shared by every reader (the shared preprocessors' input).
+# Raw example keys shared by every reader (the shared preprocessors' input), with the
+# slice fields (`constants.SLICE_FIELDS`).
 TEXT_FIELDS: tuple[str, ...] = ("premise", "hypothesis")
-METADATA_FIELDS: tuple[str, ...] = ("gem_id", "language", "dataset", "system")
 
 # XL-Sum language names (mFACE's `lang`, METAL's `Language`) -> codes; codes are accepted too.
 XLSUM_NAME_TO_CODE: dict[str, str] = {

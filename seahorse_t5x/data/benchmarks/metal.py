@@ -13,6 +13,7 @@ import pathlib
 from collections.abc import Sequence
 
 from seahorse_t5x import errors, fileio
+from seahorse_t5x.data import scorefiles
 from seahorse_t5x.data.benchmarks import common, registry
 
 ENV_METAL_PATH = "SEAHORSE_METAL_PATH"
@@ -341,16 +342,16 @@ def read_metal_llm_scores(
                         )
                         continue
                     rows.append(
-                        {
-                            "metric": metal_llm_metric_name(evaluator, prompt),
-                            "benchmark": METAL_BENCHMARK,
-                            "question": metric,
-                            "label": item["label"],
-                            "score": metal_label([value], metric),
-                            "llm_score": value,
-                            **{k: item[k] for k in ("gem_id", "language", "dataset", "system")},
-                            "xlsum_id": item["xlsum_id"],
-                        }
+                        scorefiles.score_row(
+                            metric=metal_llm_metric_name(evaluator, prompt),
+                            benchmark=METAL_BENCHMARK,
+                            question=metric,
+                            label=item["label"],
+                            score=metal_label([value], metric),
+                            details={"llm_score": value},
+                            slices=item,
+                            extra={"xlsum_id": item["xlsum_id"]},
+                        )
                     )
     return common.ReadResult(str(p), rows, drops)
 
