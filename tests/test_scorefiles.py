@@ -296,3 +296,110 @@ def test_label_kind_binary_holds_any_benchmark_to_0_and_1(tmp_path):
         "label_kind",
         "expected 'binary' or 'graded' or null, got 'yes/no'",
     )
+
+
+# ----------------------------------------------------------------------------- builder, writer
+
+
+def test_score_row_orders_required_details_label_kind_slices_extras():
+    row = scorefiles.score_row(
+        metric="m",
+        benchmark="tone",
+        question="polite",
+        label=1,
+        score=0.75,
+        details={"log_p_yes": -0.29},
+        label_kind="binary",
+        # A whole input row: only the slice fields are taken, in their own order.
+        slices={"system": "s1", "summary": "not a slice", "gem_id": "t-1", "q4": 1},
+        extra={"task": "tone_polite_score", "split": "test"},
+    )
+    assert list(row.items()) == [
+        ("metric", "m"),
+        ("benchmark", "tone"),
+        ("question", "polite"),
+        ("label", 1),
+        ("score", 0.75),
+        ("log_p_yes", -0.29),
+        ("label_kind", "binary"),
+        ("gem_id", "t-1"),
+        ("system", "s1"),
+        ("task", "tone_polite_score"),
+        ("split", "test"),
+    ]
+    plain = scorefiles.score_row(metric="m", benchmark="b", question=4, label=0, score=None)
+    assert list(plain) == list(scorefiles.REQUIRED_FIELDS)
+    assert plain["score"] is None
+
+
+def test_score_row_refuses_a_field_given_twice():
+    with pytest.raises(ValueError, match="field 'score' given twice"):
+        scorefiles.score_row(
+            metric="m", benchmark="b", question=4, label=0, score=0.1, extra={"score": 0.2}
+        )
+    with pytest.raises(ValueError, match="field 'gem_id' given twice"):
+        scorefiles.score_row(
+            metric="m",
+            benchmark="b",
+            question=4,
+            label=0,
+            score=0.1,
+            slices={"gem_id": "a"},
+            extra={"gem_id": "b"},
+        )
+
+
+def test_writer_streams_rows_and_writes_what_write_score_file_writes(tmp_path):
+    rows = [
+        _row(),
+        _row(question="Q2", label=1.0, score=float("nan"), summary="Ünïcode"),
+        _row(benchmark="mface", question="attribution", label=0.5, language=float("nan")),
+    ]
+    path = tmp_path / "streamed.jsonl"
+    with scorefiles.ScoreFileWriter(path) as writer:
+        for row in rows:
+            writer.write(row)
+        assert writer.count == 3
+        assert not path.exists()  # only once the block ends
+    tail = '"gem_id": "xsum-test-1", "language": "en", "dataset": "xsum", "system": "t5_base"'
+    assert path.read_text(encoding="utf-8") == (
+        '{"metric": "rougeL", "benchmark": "seahorse", "question": 4, "label": 1, '
+        f'"score": 0.25, {tail}}}\n'
+        '{"metric": "rougeL", "benchmark": "seahorse", "question": 2, "label": 1, '
+        f'"score": null, {tail}, "summary": "Ünïcode"}}\n'
+        '{"metric": "rougeL", "benchmark": "mface", "question": "attribution", "label": 0.5, '
+        '"score": 0.25, "gem_id": "xsum-test-1", "language": null, "dataset": "xsum", '
+        '"system": "t5_base"}\n'
+    )
+    again = tmp_path / "at_once.jsonl"
+    assert scorefiles.write_score_file(again, rows) == 3
+    assert again.read_bytes() == path.read_bytes()
+
+
+def test_writer_without_validation_writes_rows_as_given(tmp_path):
+    path = tmp_path / "raw.jsonl"
+    with scorefiles.ScoreFileWriter(path, validate=False) as writer:
+        writer.write({"metric": "m", "label": 2.0, "summary": "é"})
+    assert path.read_text(encoding="utf-8") == '{"metric": "m", "label": 2.0, "summary": "é"}\n'
+    assert writer.count == 1
+    with pytest.raises(RuntimeError, match="inside `with ScoreFileWriter"):
+        writer.write(_row())
+
+
+def test_writer_failure_mid_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    path.write_text("old\n", encoding="utf-8")
+    with pytest.raises(errors.DataError) as info:
+        with scorefiles.ScoreFileWriter(path) as writer:
+            writer.write(_row())
+            writer.write(_row(label=True))
+    assert str(info.value).startswith(f"{path}:2 field 'label': ")
+    assert path.read_text(encoding="utf-8") == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.jsonl"]
+    # Any exception in the block (not only a bad row) writes nothing.
+    fresh = tmp_path / "fresh.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        with scorefiles.ScoreFileWriter(fresh) as writer:
+            writer.write(_row())
+            raise KeyboardInterrupt
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.jsonl"]
