@@ -8,18 +8,23 @@ accuracy on test at the threshold tuned on val, per dataset, count-weighted per 
 and the SOTA benchmarks with one threshold per origin. Every number comes with a bootstrap
 interval over the protocol's unit (documents, systems or items) and metrics are compared on
 the same resamples (docs/benchmarks.md states each protocol).
+
+`evaluate_protocol` looks the benchmark's protocol kind up in `EVALUATORS` (its numbers per
+metric) and `COMPARISONS` (metric against metric); what a kind needs of its benchmark
+beyond the rows (dataset order, system groups) it reads from the registry entry. The
+section's tables are `protocol_tables`'.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from seahorse_t5x.data.benchmarks import aggrefact, llm_aggrefact, registry
-from seahorse_t5x.evaluation import plots, stats, tables
+from seahorse_t5x.data.benchmarks import registry
+from seahorse_t5x.evaluation import stats, tables
 
 ALL = "all"
 # Row fields that identify an item when two metrics' rows are paired.
@@ -236,10 +241,10 @@ def _mean_entry(entries: Sequence[dict], draws: Sequence, weights, settings) -> 
     return out
 
 
-def _fixed_threshold(rows: pd.DataFrame, settings) -> dict:
+def _fixed_threshold(rows: pd.DataFrame, settings, benchmark: registry.Benchmark) -> dict:
     test = rows[[v != "validation" for v in _column(rows, "split")]]
     dev = rows[[v == "validation" for v in _column(rows, "split")]]
-    datasets = _ordered_datasets(_column(test, "dataset"), llm_aggrefact.LLM_AGGREFACT_DATASETS)
+    datasets = _ordered_datasets(_column(test, "dataset"), tuple(benchmark.datasets.values()))
     per_dataset, draws = [], []
     for i, dataset in enumerate(datasets):
         part = test[test["dataset"] == dataset]
@@ -283,7 +288,7 @@ def _tuned_cell(val: pd.DataFrame, test: pd.DataFrame, settings, offset: int):
     return entry, draws
 
 
-def _tuned_threshold(rows: pd.DataFrame, settings) -> dict:
+def _tuned_threshold(rows: pd.DataFrame, settings, benchmark: registry.Benchmark) -> dict:
     val = rows[[v == "validation" for v in _column(rows, "split")]]
     test = rows[[v == "test" for v in _column(rows, "split")]]
     cells, by_origin = [], {}
@@ -304,121 +309,161 @@ def _tuned_threshold(rows: pd.DataFrame, settings) -> dict:
         mean.pop("_draws", None)
         by_origin[origin] = mean
     sota = []
-    for origin, name in aggrefact.AGGREFACT_SOTA_BENCHMARKS.items():
-        is_sota = rows["system"].isin(aggrefact.AGGREFACT_SOTA)
-        test_part = test[(test["origin"] == origin) & is_sota[test.index]]
+    for group in benchmark.protocol.groups:
+        in_group = rows["system"].isin(group.systems)
+        test_part = test[(test["origin"] == group.origin) & in_group[test.index]]
         if test_part.empty:
             continue
-        val_part = val[(val["origin"] == origin) & is_sota[val.index]]
+        val_part = val[(val["origin"] == group.origin) & in_group[val.index]]
         entry, _ = _tuned_cell(val_part, test_part, settings, offset)
         offset += 1
-        sota.append({"benchmark": name, "origin": origin, **entry})
+        sota.append({"benchmark": group.name, "origin": group.origin, **entry})
     return {"datasets": cells, "origins": by_origin, "sota": sota}
 
 
-def _accuracy_significance(rows, question, metrics, sections, settings, kind) -> list[dict]:
-    """Paired bootstrap of balanced accuracy, A - B, each metric at its own threshold: per
-    LLM-AggreFact dataset and their mean, per AggreFact SOTA benchmark."""
+def _fixed_draw_deltas(part: pd.DataFrame, settings) -> np.ndarray:
+    """Resampled balanced accuracy of metric A minus B at score > 0.5 (same resamples)."""
+    y = part["label"].to_numpy(np.float64)
+    draws = [
+        stats.balanced_accuracy_draws(
+            y, part[score], stats.FIXED_THRESHOLD, settings.n_resamples, settings.seed
+        )
+        for score in ("score_a", "score_b")
+    ]
+    return draws[0] - draws[1]
+
+
+def _fixed_significance(rows, question, metrics, sections, settings, benchmark) -> list[dict]:
+    """Paired bootstrap of balanced accuracy at score > 0.5, A - B, per dataset and for
+    the datasets' mean."""
+    del sections  # one threshold for every metric
     out = []
     for metric_a, metric_b in _pairs(metrics, settings.baseline):
         joined, info = paired_rows(rows, metric_a, metric_b)
         base = {"question": question, "metric_a": metric_a, "metric_b": metric_b, **info}
-        if kind == registry.FIXED_THRESHOLD:
-            test = joined[[v != "validation" for v in _column(joined, "split")]]
-            deltas, per_dataset = [], []
-            for dataset in _ordered_datasets(
-                _column(test, "dataset"), llm_aggrefact.LLM_AGGREFACT_DATASETS
-            ):
-                part = test[test["dataset"] == dataset]
-                result = stats.paired_balanced_accuracy_bootstrap(
-                    part["label"],
-                    part["score_a"],
-                    part["score_b"],
-                    stats.FIXED_THRESHOLD,
-                    stats.FIXED_THRESHOLD,
-                    settings.n_resamples,
-                    settings.seed,
-                )
-                per_dataset.append({**base, "dataset": dataset, **result})
-                y = part["label"].to_numpy(np.float64)
-                deltas.append(
-                    stats.balanced_accuracy_draws(
-                        y,
-                        part["score_a"],
-                        stats.FIXED_THRESHOLD,
-                        settings.n_resamples,
-                        settings.seed,
-                    )
-                    - stats.balanced_accuracy_draws(
-                        y,
-                        part["score_b"],
-                        stats.FIXED_THRESHOLD,
-                        settings.n_resamples,
-                        settings.seed,
-                    )
-                )
-            if deltas:
-                mean_delta = np.mean(np.stack(deltas), axis=0)
-                differences = [e["difference"] for e in per_dataset]
-                entry = {**base, "dataset": "mean", "statistic": "balanced_accuracy"}
-                entry["difference"] = None if None in differences else float(np.mean(differences))
-                entry.update(stats.interval(mean_delta, settings.n_resamples))
-                found = entry["low"] is not None
-                entry["p_value"] = stats.paired_p_value(mean_delta) if found else None
-                out += [*per_dataset, entry]
-        else:
-            thresholds = {
-                name: {s["benchmark"]: s["threshold"] for s in sections[name]["sota"]}
-                for name in (metric_a, metric_b)
-            }
-            test = joined[[v == "test" for v in _column(joined, "split")]]
-            for origin, name in aggrefact.AGGREFACT_SOTA_BENCHMARKS.items():
-                part = test[
-                    (test["origin"] == origin) & test["system"].isin(aggrefact.AGGREFACT_SOTA)
-                ]
-                t_a, t_b = thresholds[metric_a].get(name), thresholds[metric_b].get(name)
-                if part.empty or t_a is None or t_b is None:
-                    continue
-                result = stats.paired_balanced_accuracy_bootstrap(
-                    part["label"],
-                    part["score_a"],
-                    part["score_b"],
-                    t_a,
-                    t_b,
-                    settings.n_resamples,
-                    settings.seed,
-                )
-                out.append({**base, "dataset": name, **result})
+        test = joined[[v != "validation" for v in _column(joined, "split")]]
+        deltas, per_dataset = [], []
+        known = tuple(benchmark.datasets.values())
+        for dataset in _ordered_datasets(_column(test, "dataset"), known):
+            part = test[test["dataset"] == dataset]
+            result = stats.paired_balanced_accuracy_bootstrap(
+                part["label"],
+                part["score_a"],
+                part["score_b"],
+                stats.FIXED_THRESHOLD,
+                stats.FIXED_THRESHOLD,
+                settings.n_resamples,
+                settings.seed,
+            )
+            per_dataset.append({**base, "dataset": dataset, **result})
+            deltas.append(_fixed_draw_deltas(part, settings))
+        if deltas:
+            mean_delta = np.mean(np.stack(deltas), axis=0)
+            differences = [e["difference"] for e in per_dataset]
+            entry = {**base, "dataset": "mean", "statistic": "balanced_accuracy"}
+            entry["difference"] = None if None in differences else float(np.mean(differences))
+            entry.update(stats.interval(mean_delta, settings.n_resamples))
+            found = entry["low"] is not None
+            entry["p_value"] = stats.paired_p_value(mean_delta) if found else None
+            out += [*per_dataset, entry]
+    return out
+
+
+def _tuned_significance(rows, question, metrics, sections, settings, benchmark) -> list[dict]:
+    """Paired bootstrap of balanced accuracy, A - B, each metric at its own tuned
+    threshold, per system group (AggreFact's SOTA benchmarks)."""
+    out = []
+    for metric_a, metric_b in _pairs(metrics, settings.baseline):
+        joined, info = paired_rows(rows, metric_a, metric_b)
+        base = {"question": question, "metric_a": metric_a, "metric_b": metric_b, **info}
+        thresholds = {
+            name: {s["benchmark"]: s["threshold"] for s in sections[name]["sota"]}
+            for name in (metric_a, metric_b)
+        }
+        test = joined[[v == "test" for v in _column(joined, "split")]]
+        for group in benchmark.protocol.groups:
+            part = test[(test["origin"] == group.origin) & test["system"].isin(group.systems)]
+            t_a, t_b = thresholds[metric_a].get(group.name), thresholds[metric_b].get(group.name)
+            if part.empty or t_a is None or t_b is None:
+                continue
+            result = stats.paired_balanced_accuracy_bootstrap(
+                part["label"],
+                part["score_a"],
+                part["score_b"],
+                t_a,
+                t_b,
+                settings.n_resamples,
+                settings.seed,
+            )
+            out.append({**base, "dataset": group.name, **result})
     return out
 
 
 # ------------------------------------------------------------------------ sections
 
 
-def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settings) -> dict:
-    """All numbers of one benchmark's section (what report.json holds under
-    `scores.protocols[benchmark]`)."""
-    rows_all = frame[frame["benchmark"] == benchmark.name]
-    # Rows of files without the protocol's fields (`split`, `origin`) read them as unknown
-    # (all test); AggreFact's protocol cannot run without them, and its section says so.
-    needed = benchmark.row_fields if benchmark.protocol.kind == registry.TUNED_THRESHOLD else ()
-    missing = [f for f in needed if f not in rows_all.columns or rows_all[f].isna().all()]
-    rows_all = rows_all.assign(
-        **{f: _column(rows_all, f) for f in ("split", "origin") if f not in rows_all.columns}
-    )
-    kind = benchmark.protocol.kind
+def _summary_system_entry(part, settings, benchmark) -> dict:
+    return _summary_system(part, benchmark.protocol.statistics, settings)
+
+
+def _partial_entry(part, settings, benchmark) -> dict:
+    del benchmark
+    return {"cells": _partial(part, settings)}
+
+
+def _fixed_threshold_entry(part, settings, benchmark) -> dict:
+    entry = _fixed_threshold(part, settings, benchmark)
+    entry["mean"].pop("_draws", None)
+    return entry
+
+
+def _summary_system_comparisons(rows, question, metrics, sections, settings, benchmark):
+    del sections
+    kinds = benchmark.protocol.statistics
+    return _summary_system_significance(rows, question, metrics, kinds, settings)
+
+
+def _williams_comparisons(rows, question, metrics, sections, settings, benchmark):
+    del sections, benchmark
+    return _williams(rows, question, metrics, settings)
+
+
+# Protocol kind -> its numbers for one metric's rows: `f(rows, settings, benchmark)`.
+EVALUATORS: dict[str, Callable[..., dict]] = {
+    registry.SUMMARY_SYSTEM: _summary_system_entry,
+    registry.PARTIAL: _partial_entry,
+    registry.FIXED_THRESHOLD: _fixed_threshold_entry,
+    registry.TUNED_THRESHOLD: _tuned_threshold,
+}
+# Protocol kind -> its comparisons of two or more metrics on one question:
+# `f(rows, question, metrics, entries by metric, settings, benchmark)`.
+COMPARISONS: dict[str, Callable[..., list[dict]]] = {
+    registry.SUMMARY_SYSTEM: _summary_system_comparisons,
+    registry.PARTIAL: _williams_comparisons,
+    registry.FIXED_THRESHOLD: _fixed_significance,
+    registry.TUNED_THRESHOLD: _tuned_significance,
+}
+
+
+def _section_head(benchmark: registry.Benchmark, rows_all: pd.DataFrame) -> dict:
+    """The section's title and protocol, and a note when the rows lack its fields."""
+    protocol = benchmark.protocol
     section = {
         "title": benchmark.title,
         "protocol": {
-            "kind": kind,
-            "statistics": list(benchmark.protocol.statistics),
-            "by": list(benchmark.protocol.by),
-            "threshold": benchmark.protocol.threshold,
-            "description": benchmark.protocol.description,
+            "kind": protocol.kind,
+            "statistics": list(protocol.statistics),
+            "by": list(protocol.by),
+            "threshold": protocol.threshold,
+            "description": protocol.description,
         },
         "results": [],
         "significance": [],
     }
+    # Rows of files without the protocol's fields (`split`, `origin`) read them as unknown
+    # (all test); the tuned-threshold protocol cannot run without them, and says so.
+    needed = benchmark.row_fields if protocol.kind == registry.TUNED_THRESHOLD else ()
+    missing = [f for f in needed if f not in rows_all.columns or rows_all[f].isna().all()]
     if missing:
         section["missing_fields"] = missing
         section["note"] = (
@@ -426,36 +471,31 @@ def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settin
             "reads: score files written by baselines, evaluate or import-scores with "
             f"--benchmark {benchmark.name} carry them"
         )
-    questions = sorted(set(rows_all["question"]), key=tables.question_sort_key)
-    for question in questions:
+    return section
+
+
+def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settings) -> dict:
+    """All numbers of one benchmark's section (what report.json holds under
+    `scores.protocols[benchmark]`)."""
+    rows_all = frame[frame["benchmark"] == benchmark.name]
+    section = _section_head(benchmark, rows_all)
+    rows_all = rows_all.assign(
+        **{f: _column(rows_all, f) for f in ("split", "origin") if f not in rows_all.columns}
+    )
+    evaluate, compare = EVALUATORS[benchmark.protocol.kind], COMPARISONS[benchmark.protocol.kind]
+    for question in sorted(set(rows_all["question"]), key=tables.question_sort_key):
         rows = rows_all[rows_all["question"] == question]
         metrics = list(dict.fromkeys(rows["metric"]))
         by_metric = {}
         for metric in metrics:
             part = rows[rows["metric"] == metric]
             entry = {"question": question, "metric": metric, "n": int(len(part))}
-            if kind == registry.SUMMARY_SYSTEM:
-                entry.update(_summary_system(part, benchmark.protocol.statistics, settings))
-            elif kind == registry.PARTIAL:
-                entry["cells"] = _partial(part, settings)
-            elif kind == registry.FIXED_THRESHOLD:
-                entry.update(_fixed_threshold(part, settings))
-                entry["mean"].pop("_draws", None)
-            else:
-                entry.update(_tuned_threshold(part, settings))
+            entry.update(evaluate(part, settings, benchmark))
             by_metric[metric] = entry
             section["results"].append(entry)
-        if settings.n_resamples <= 0 or len(metrics) < 2:
-            continue
-        if kind == registry.SUMMARY_SYSTEM:
-            section["significance"] += _summary_system_significance(
-                rows, question, metrics, benchmark.protocol.statistics, settings
-            )
-        elif kind == registry.PARTIAL:
-            section["significance"] += _williams(rows, question, metrics, settings)
-        else:
-            section["significance"] += _accuracy_significance(
-                rows, question, metrics, by_metric, settings, kind
+        if settings.n_resamples > 0 and len(metrics) >= 2:
+            section["significance"] += compare(
+                rows, question, metrics, by_metric, settings, benchmark
             )
     return section
 
@@ -480,252 +520,3 @@ def coverage(frame: pd.DataFrame, name: str, path: str | None) -> dict:
         "drop_counts": [r.drop_counts() for r in results],
         "scored": scored,
     }
-
-
-def _value(entry: Mapping | None, key: str = "balanced_accuracy") -> str:
-    return tables.format_value(None if entry is None else entry.get(key), 3)
-
-
-def _with_interval(value: float | None, ci: Mapping | None) -> str:
-    text = tables.format_value(value, 3)
-    if ci and ci.get("low") is not None:
-        text += f" [{ci['low']:.3f}, {ci['high']:.3f}]"
-    return text
-
-
-def section_tables(name: str, section: Mapping) -> list[tables.Table]:
-    """The Markdown/LaTeX tables of one benchmark's section (95% intervals in brackets)."""
-    kind = section["protocol"]["kind"]
-    title = section["title"]
-    out: list[tables.Table] = []
-    caption = section["protocol"]["description"] + "; 95% bootstrap intervals in brackets."
-    if "note" in section:
-        caption += f" Note: {section['note']}."
-    if "coverage" in section:
-        items = section["coverage"]["items"]
-        scored = [
-            f"{metric} scored {sum(counts.values())} of {sum(items.values())} items"
-            for metric, counts in section["coverage"]["scored"].items()
-        ]
-        caption += " " + "; ".join(scored) + "."
-    if kind == registry.SUMMARY_SYSTEM:
-        kinds = section["protocol"]["statistics"]
-        rows = []
-        for r in section["results"]:
-            cells = []
-            for level in ("summary_level", "system_level"):
-                ci = r[level].get("ci", {})
-                cells += [_with_interval(r[level][k], ci.get(k)) for k in kinds]
-            skipped = sum(r["summary_level"]["skipped"].values())
-            rows.append([tables.question_header(r["question"]), r["metric"], *cells, str(skipped)])
-        header = ["dimension", "metric"]
-        header += [f"summary {k}" for k in kinds] + [f"system {k}" for k in kinds]
-        out.append(
-            tables.Table(
-                name=f"{name}_protocol",
-                title=f"{title}: summary- and system-level correlations",
-                header=[*header, "documents skipped"],
-                rows=rows,
-                caption=caption,
-                label_columns=2,
-            )
-        )
-    elif kind == registry.PARTIAL:
-        rows = []
-        for r in section["results"]:
-            for c in r["cells"]:
-                ci = c.get("ci", {})
-                rows.append(
-                    [
-                        r["metric"],
-                        c.get("split", ALL),
-                        c.get("dataset", ALL),
-                        str(c["n"]),
-                        *(
-                            _with_interval(c[k], ci.get(k))
-                            for k in ("pearson", "spearman", "partial_pearson", "partial_spearman")
-                        ),
-                    ]
-                )
-        out.append(
-            tables.Table(
-                name=f"{name}_protocol",
-                title=f"{title}: Pearson and Spearman, plain and partial (system)",
-                header=[
-                    "metric",
-                    "split",
-                    "dataset",
-                    "n",
-                    "Pearson",
-                    "Spearman",
-                    "partial Pearson",
-                    "partial Spearman",
-                ],
-                rows=rows,
-                caption=caption,
-                label_columns=3,
-            )
-        )
-        if section["significance"]:
-            sig = [
-                [
-                    s["metric_a"],
-                    s["metric_b"],
-                    s.get("split", ALL),
-                    s.get("dataset", ALL),
-                    tables.format_value(s["partial"]["t"], 3),
-                    "-"
-                    if s["partial"]["p_value"] is None
-                    else tables.format_p(s["partial"]["p_value"]),
-                    "-"
-                    if s["plain"]["p_value"] is None
-                    else tables.format_p(s["plain"]["p_value"]),
-                ]
-                for s in section["significance"]
-            ]
-            out.append(
-                tables.Table(
-                    name=f"{name}_williams",
-                    title=f"{title}: Williams' test, metric A vs B",
-                    header=[
-                        "metric A",
-                        "metric B",
-                        "split",
-                        "dataset",
-                        "t (partial)",
-                        "p (partial)",
-                        "p (plain)",
-                    ],
-                    rows=sig,
-                    caption="one-sided p of the larger correlation exceeding the smaller (n - 3 df)",
-                    label_columns=4,
-                )
-            )
-    elif kind == registry.FIXED_THRESHOLD:
-        datasets = list(
-            dict.fromkeys(d["dataset"] for r in section["results"] for d in r["datasets"])
-        )
-        rows = []
-        for r in section["results"]:
-            by = {d["dataset"]: d for d in r["datasets"]}
-            rows.append(
-                [r["metric"]]
-                + [
-                    _with_interval(by.get(d, {}).get("balanced_accuracy"), by.get(d, {}).get("ci"))
-                    for d in datasets
-                ]
-                + [_with_interval(r["mean"]["balanced_accuracy"], r["mean"].get("ci"))]
-            )
-        out.append(
-            tables.Table(
-                name=f"{name}_protocol",
-                title=f"{title}: balanced accuracy at score > 0.5",
-                header=["metric", *datasets, "mean"],
-                rows=rows,
-                caption=caption,
-            )
-        )
-        tuned = [r for r in section["results"] if "dev_tuned" in r]
-        if tuned:
-            rows = []
-            for r in tuned:
-                by = {d["dataset"]: d for d in r["dev_tuned"]["datasets"]}
-                rows.append(
-                    [r["metric"]]
-                    + [_value(by.get(d)) for d in datasets]
-                    + [tables.format_value(r["dev_tuned"]["mean"], 3)]
-                )
-            out.append(
-                tables.Table(
-                    name=f"{name}_dev_tuned",
-                    title=f"{title}: balanced accuracy, threshold tuned per dataset on dev (not the leaderboard's)",
-                    header=["metric", *datasets, "mean"],
-                    rows=rows,
-                )
-            )
-    else:
-        columns = list(
-            dict.fromkeys(
-                (c["origin"], c["dataset"]) for r in section["results"] for c in r["datasets"]
-            )
-        )
-        rows = []
-        for r in section["results"]:
-            by = {(c["origin"], c["dataset"]): c for c in r["datasets"]}
-            sota = {s["benchmark"]: s for s in r["sota"]}
-            rows.append(
-                [r["metric"]]
-                + [
-                    _with_interval(by.get(k, {}).get("balanced_accuracy"), by.get(k, {}).get("ci"))
-                    for k in columns
-                ]
-                + [_value(r["origins"].get(o)) for o in ("cnndm", "xsum")]
-                + [
-                    _with_interval(
-                        sota.get(n, {}).get("balanced_accuracy"), sota.get(n, {}).get("ci")
-                    )
-                    for n in aggrefact.AGGREFACT_SOTA_BENCHMARKS.values()
-                ]
-            )
-        out.append(
-            tables.Table(
-                name=f"{name}_protocol",
-                title=f"{title}: balanced accuracy on test, threshold tuned on val",
-                header=[
-                    "metric",
-                    *(f"{o}/{d}" for o, d in columns),
-                    "cnndm (weighted)",
-                    "xsum (weighted)",
-                    *aggrefact.AGGREFACT_SOTA_BENCHMARKS.values(),
-                ],
-                rows=rows,
-                caption=caption,
-            )
-        )
-    if (
-        kind in (registry.SUMMARY_SYSTEM, registry.FIXED_THRESHOLD, registry.TUNED_THRESHOLD)
-        and section["significance"]
-    ):
-        sig = []
-        for s in section["significance"]:
-            where = s.get("dataset") or s.get("statistic", "")
-            sig.append(
-                [
-                    s["metric_a"],
-                    s["metric_b"],
-                    tables.question_header(s["question"]),
-                    where if kind != registry.SUMMARY_SYSTEM else s["statistic"],
-                    tables.format_value(s["difference"], 3),
-                    "-" if s["low"] is None else f"[{s['low']:.3f}, {s['high']:.3f}]",
-                    "-" if s["p_value"] is None else tables.format_p(s["p_value"]),
-                ]
-            )
-        out.append(
-            tables.Table(
-                name=f"{name}_significance",
-                title=f"{title}: paired bootstrap, metric A - B",
-                header=[
-                    "metric A",
-                    "metric B",
-                    "dimension",
-                    "statistic",
-                    "difference",
-                    "95% CI",
-                    "p",
-                ],
-                rows=sig,
-                label_columns=4,
-            )
-        )
-    return out
-
-
-def section_plots(frame: pd.DataFrame, name: str, section: Mapping, plot_dir) -> list[str]:
-    """The protocol's plot: SummEval's system-level scatter (per-system mean human score
-    against mean metric score, one panel per dimension and metric)."""
-    if section["protocol"]["kind"] != registry.SUMMARY_SYSTEM:
-        return []
-    rows = frame[frame["benchmark"] == name]
-    return [
-        plots.system_level_scatter(rows, plot_dir / f"{name}_system_level.png", section["title"])
-    ]

@@ -24,14 +24,10 @@ import pandas as pd
 
 from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import scorefiles, splits
-from seahorse_t5x.evaluation import plots, protocols, stats, tables
+from seahorse_t5x.data.benchmarks import registry
+from seahorse_t5x.evaluation import plots, protocol_tables, protocols, stats, tables
 
 DEFAULT_BY: tuple[str, ...] = ("language", "dataset", "system")
-MFACE = "mface"
-# The paper's Table 6 also reports mFACE on the five SEAHORSE languages that XL-Sum covers.
-MFACE_5LANG = "mface_5lang"
-MFACE_5LANG_LANGUAGES: tuple[str, ...] = ("en", "es", "ru", "tr", "vi")
-TRUE = "true"
 # The item a score belongs to, for pairing two metrics' rows and pivoting questions: one
 # article (gem_id) has summaries from several systems; the summary, where files carry it.
 ITEM_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
@@ -63,7 +59,7 @@ def group_metrics(rows: pd.DataFrame) -> dict:
 
     0/1 labels: `stats.binary_metrics` plus Spearman and Kendall. Graded labels:
     `stats.graded_metrics`, plus ROC-AUC and the Yes rate against `label_binary` when the
-    rows carry it (mFACE).
+    rows carry it (the raters' majority of a graded benchmark).
     """
     labels = rows["label"].to_numpy(dtype=np.float64)
     scores = rows["score"].to_numpy(dtype=np.float64)
@@ -98,14 +94,31 @@ def _resampled_statistics(rows: pd.DataFrame) -> tuple[str, ...]:
     return ("pearson", "roc_auc") if binary else ("pearson", "spearman")
 
 
-def true_datasets_as_questions(frame: pd.DataFrame) -> pd.DataFrame:
-    """TRUE rows grouped by their dataset (Table 7's columns), not by the Q4 they all share.
+def _datasets_reported_as_questions() -> list[registry.Benchmark]:
+    """The benchmarks whose paper protocol reports by dataset (TRUE's Table 7 columns)."""
+    return [
+        b
+        for b in registry.benchmarks()
+        if b.protocol.kind == registry.PAPER and b.protocol.by == ("dataset",)
+    ]
 
-    For `benchmark == "true"` rows whose `dataset` is a TRUE dataset (display name or file
-    key), `question` becomes the display name; the original is kept in `scored_question`.
+
+def datasets_as_questions(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of a benchmark reported by dataset grouped by their dataset, not by the
+    question they all share (TRUE's Q4 -> Table 7's columns).
+
+    For such a benchmark's rows whose `dataset` is one of its display names (or their
+    keys), `question` becomes the display name; the original is kept in `scored_question`.
     """
-    columns = frame["dataset"].map(tables.true_column)
-    mask = (frame["benchmark"] == TRUE) & columns.notna()
+    columns = pd.Series([None] * len(frame), index=frame.index, dtype=object)
+    mask = pd.Series(False, index=frame.index)
+    for benchmark in _datasets_reported_as_questions():
+        rows = frame["benchmark"] == benchmark.name
+        if not rows.any():
+            continue
+        names = frame.loc[rows, "dataset"].map(benchmark.display_name)
+        columns[names.index] = names
+        mask |= rows & columns.notna()
     if not mask.any():
         return frame
     frame = frame.copy()
@@ -158,26 +171,41 @@ def merge_question_models(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, 
 
 def normalized_scores(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """Score rows as the report groups them: question models merged into families
-    (`merge_question_models`), TRUE rows keyed by dataset (`true_datasets_as_questions`)."""
+    (`merge_question_models`), rows of a benchmark reported by dataset keyed by dataset
+    (`datasets_as_questions`), language subsets added (`language_subsets`)."""
     frame, merged = merge_question_models(frame)
-    return mface_language_subset(true_datasets_as_questions(frame)), merged
+    return language_subsets(datasets_as_questions(frame)), merged
 
 
-def mface_language_subset(frame: pd.DataFrame) -> pd.DataFrame:
-    """Adds mFACE's 5-language subset as benchmark `mface_5lang` when the mFACE rows hold
-    other languages too (the paper's Table 6 shows both); otherwise returns `frame`."""
-    mface = frame[frame["benchmark"] == MFACE]
-    inside = mface["language"].isin(MFACE_5LANG_LANGUAGES)
-    if not inside.any() or inside.all():
-        return frame
-    subset = mface[inside].assign(benchmark=MFACE_5LANG)
-    return pd.concat([frame, subset], ignore_index=True)
+def language_subsets(frame: pd.DataFrame) -> pd.DataFrame:
+    """Adds each benchmark's language subset (`registry.LanguageSubset`, e.g. mFACE's five
+    SEAHORSE languages, as `mface_5lang`) when its rows hold other languages too (the
+    paper's Table 6 shows both); otherwise returns `frame`."""
+    subsets = []
+    for benchmark in registry.benchmarks():
+        if benchmark.subset is None:
+            continue
+        rows = frame[frame["benchmark"] == benchmark.name]
+        inside = rows["language"].isin(benchmark.subset.languages)
+        if inside.any() and not inside.all():
+            subsets.append(rows[inside].assign(benchmark=benchmark.subset_name))
+    return pd.concat([frame, *subsets], ignore_index=True) if subsets else frame
+
+
+def _subset_names() -> set[str]:
+    return {b.subset_name for b in registry.benchmarks() if b.subset_name}
 
 
 def ordered_benchmarks(frame: pd.DataFrame) -> list[str]:
-    """Benchmarks in the paper's order (SEAHORSE, mFACE, TRUE), then others as first seen."""
+    """Benchmarks in the paper's order: SEAHORSE, then those with a paper table by its
+    number, each after its language subset (mFACE's Table 6, TRUE's Table 7), then the
+    others as first seen."""
     seen = list(dict.fromkeys(frame["benchmark"]))
-    known = [b for b in (constants.SEAHORSE_BENCHMARK, MFACE_5LANG, MFACE, TRUE) if b in seen]
+    tabled = sorted((b for b in registry.benchmarks() if b.table), key=lambda b: b.table.number)
+    order = [constants.SEAHORSE_BENCHMARK]
+    for benchmark in tabled:
+        order += [name for name in (benchmark.subset_name, benchmark.name) if name]
+    known = [b for b in order if b in seen]
     return known + [b for b in seen if b not in known]
 
 
@@ -283,8 +311,9 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
             f"--baseline {settings.baseline!r} is not a metric in the score files: {metrics}"
         )
     all_kept, _ = scorefiles.drop_missing_scores(frame)
-    # Counted once: the mFACE subset's rows are copies of mFACE rows.
-    _, dropped = scorefiles.drop_missing_scores(frame[frame["benchmark"] != MFACE_5LANG])
+    # Counted once: a language subset's rows are copies of its benchmark's rows.
+    subsets = _subset_names()
+    _, dropped = scorefiles.drop_missing_scores(frame[~frame["benchmark"].isin(subsets)])
     # Benchmarks with their own protocol (SummEval, FRANK, ...) get their own sections.
     own = [b for b in ordered_benchmarks(all_kept) if protocols.protocol_of(b) is not None]
     sections = {
@@ -310,6 +339,7 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         results.append(entry)
     breakdowns: dict[str, list[dict]] = {}
     skipped_fields: dict[str, str] = {}
+    by_dataset = {b.name for b in _datasets_reported_as_questions()}
     for field in settings.by:
         if field not in all_kept.columns:
             raise errors.UserError(
@@ -322,10 +352,10 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         for (benchmark, metric, question), rows in _groups(kept):
             if (
                 rows[field].isna().all()
-                or (benchmark == TRUE and field == "dataset")
-                or benchmark == MFACE_5LANG  # its slices are already in mFACE's
+                or (field == "dataset" and benchmark in by_dataset)
+                or benchmark in subsets  # its slices are already in its benchmark's
             ):
-                # No such slices (TRUE has no language), or already Table 7's columns.
+                # No such slices (TRUE has no language), or already the table's columns.
                 continue
             slices = rows[field].map(stats.slice_key)
             for group in sorted(set(slices)):
@@ -514,28 +544,35 @@ def dataset_tables(
 # ------------------------------------------------------------------------ output
 
 
+def _benchmark_tables(scores: Mapping, benchmark: str) -> list[tables.Table]:
+    """One benchmark's tables: its protocol's section, SEAHORSE's Table 5, its own paper
+    table (a language subset's too), or the generic per-question table."""
+    results = scores["results"]
+    if benchmark in scores.get("protocols", {}):
+        return protocol_tables.section_tables(benchmark, scores["protocols"][benchmark])
+    if benchmark == constants.SEAHORSE_BENCHMARK:
+        out = [tables.table5(results, benchmark)]
+        if any("ci" in r for r in results):  # none with --bootstrap 0
+            out.append(tables.table5_intervals(results, benchmark))
+        return out
+    declared, parent = registry.find(benchmark), registry.subset_parent(benchmark)
+    if parent is not None and parent.table is not None:
+        return [tables.paper_table(results, parent, benchmark, parent.subset.title)]
+    if declared is not None and declared.table is not None:
+        with_subset = declared.subset_name in scores["benchmarks"]
+        subset = declared.subset.whole_title if with_subset else ""
+        return [tables.paper_table(results, declared, benchmark, subset)]
+    out = [tables.benchmark_table(results, benchmark)]
+    if any("ci" in r for r in results if r["benchmark"] == benchmark):
+        out.append(tables.benchmark_intervals(results, benchmark))
+    return out
+
+
 def score_tables(scores: Mapping) -> list[tables.Table]:
     """The paper-layout tables for each benchmark present, then breakdowns and significance."""
-    results = scores["results"]
     out: list[tables.Table] = []
     for benchmark in scores["benchmarks"]:
-        if benchmark in scores.get("protocols", {}):
-            out += protocols.section_tables(benchmark, scores["protocols"][benchmark])
-        elif benchmark == constants.SEAHORSE_BENCHMARK:
-            out.append(tables.table5(results, benchmark))
-            if any("ci" in r for r in results):  # none with --bootstrap 0
-                out.append(tables.table5_intervals(results, benchmark))
-        elif benchmark == MFACE_5LANG:
-            out.append(tables.table6(results, benchmark, "5 SEAHORSE languages"))
-        elif benchmark == MFACE:
-            subset = MFACE_5LANG in scores["benchmarks"]
-            out.append(tables.table6(results, benchmark, "all languages" if subset else ""))
-        elif benchmark == TRUE:
-            out.append(tables.table7(results, benchmark))
-        else:
-            out.append(tables.benchmark_table(results, benchmark))
-            if any("ci" in r for r in results if r["benchmark"] == benchmark):
-                out.append(tables.benchmark_intervals(results, benchmark))
+        out += _benchmark_tables(scores, benchmark)
     for field, records in scores["breakdowns"].items():
         for benchmark in scores["benchmarks"]:
             if any(r["benchmark"] == benchmark for r in records):
@@ -729,12 +766,12 @@ def _score_plots(kept: pd.DataFrame, scores: Mapping, plot_dir: pathlib.Path) ->
     for benchmark in scores["benchmarks"]:
         rows = kept[kept["benchmark"] == benchmark]
         if benchmark in scores.get("protocols", {}):
-            written += protocols.section_plots(
+            written += protocol_tables.section_plots(
                 kept, benchmark, scores["protocols"][benchmark], plot_dir
             )
             continue
         if "label_binary" in rows.columns and rows["label_binary"].notna().all():
-            # Graded mFACE labels: the ROC and calibration plots use the raters' majority.
+            # Graded labels with a majority vote: the ROC and calibration plots use the vote.
             rows = rows.assign(label=rows["label_binary"].astype(np.float64))
         if stats.labels_are_binary(rows["label"].to_numpy(dtype=np.float64)):
             written.append(

@@ -6,11 +6,12 @@ report's result records (see `report.py`) or a prepared dataset into the paper's
 - Table 1: annotations per language and source dataset;
 - Table 3: share of Yes per summarizing system, Q1..Q6;
 - Table 5: SEAHORSE test set, one row per metric, each cell `ρ/roc` for Q1..Q6;
-- Table 6: mFACE, Quality / Attribution / Informativeness, cells `ρ/roc`;
-- Table 7: TRUE, ROC-AUC per dataset;
+- a registered benchmark's own paper table (`registry.PaperTable`, e.g. Tables 6 and 7):
+  one column per display name, cells its protocol's statistics (`ρ/roc`, or one ROC-AUC);
 - Table 8: share of Yes per language, Q1..Q6;
-- any other benchmark (METAL, a user's rating set): one column per question, `ρ/roc` (or
-  `ρ/Spearman/Kendall τ` for graded labels), with its bootstrap intervals.
+- any other benchmark (a user's rating set, a benchmark without a paper table): one column
+  per question, `ρ/roc` (or `ρ/Spearman/Kendall τ` for graded labels), with its bootstrap
+  intervals.
 
 Numbers are written as the paper writes them: two decimals without the leading zero
 (`.52`, `-.03`); an undefined value is `-` (`-[n]` in the other benchmarks' tables, whose
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import pandas as pd
 
 from seahorse_t5x import constants
+from seahorse_t5x.data.benchmarks import registry
 
 QUESTION_HEADERS: tuple[str, ...] = tuple(f"Q{q}" for q in constants.QUESTIONS)
 RHO = "ρ"
@@ -44,36 +46,6 @@ TABLE3_SYSTEMS: tuple[str, ...] = (
     "palm_1shot",
     "palm_finetuned",
 )
-# mFACE dimension (score-file `question`) -> Table 6 column.
-MFACE_COLUMNS: dict[str, str] = {
-    "quality": "Quality",
-    "attribution": "Attribution",
-    "informativeness": "Informativeness",
-}
-# Table 7 columns in the paper's order; score files name TRUE datasets by these display names
-# (in `dataset`) or by the lower-case keys below.
-TRUE_COLUMNS: tuple[str, ...] = (
-    "FRANK",
-    "SummEval",
-    "MNBN",
-    "QAGS-C",
-    "QAGS-X",
-    "BEGIN",
-    "Q2",
-    "DialFact",
-    "FEVER",
-    "VitaminC",
-    "PAWS",
-)
-_TRUE_ALIASES: dict[str, str] = {
-    **{name.lower(): name for name in TRUE_COLUMNS},
-    "mnbm": "MNBN",
-    "qags_c": "QAGS-C",
-    "qags_cnndm": "QAGS-C",
-    "qags_x": "QAGS-X",
-    "qags_xsum": "QAGS-X",
-    "vitc": "VitaminC",
-}
 
 
 @dataclasses.dataclass
@@ -175,13 +147,6 @@ def format_interval(entry: Mapping | None) -> str:
     return f"[{format_value(entry['low'])}, {format_value(entry['high'])}]"
 
 
-def true_column(name: object) -> str | None:
-    """The Table 7 column for a TRUE dataset name (display name or file key), else None."""
-    if not isinstance(name, str):
-        return None
-    return _TRUE_ALIASES.get(name.strip().lower())
-
-
 # --------------------------------------------------------------- meta-evaluation tables
 
 
@@ -256,44 +221,47 @@ def table5_intervals(
     )
 
 
-def table6(results: Sequence[Mapping], benchmark: str = "mface", subset: str = "") -> Table:
-    """Table 6 (mFACE): columns Quality, Attribution, Informativeness, cells ρ/roc.
+_STATISTIC_TITLES: dict[str, str] = {
+    "pearson": f"Pearson {RHO}",
+    "roc_auc": "ROC-AUC",
+    "spearman": "Spearman",
+    "kendall": "Kendall τ",
+}
+
+
+def _paper_cell(entry: Mapping | None, statistics: Sequence[str]) -> str:
+    if entry is None:
+        return MISSING
+    if len(statistics) == 2:
+        return format_pair(entry[statistics[0]], entry[statistics[1]])
+    return "/".join(format_value(entry[k]) for k in statistics)
+
+
+def paper_table(
+    results: Sequence[Mapping], benchmark: registry.Benchmark, name: str, subset: str = ""
+) -> Table:
+    """A registered benchmark's own table (`benchmark.table`, e.g. Table 6 for mFACE):
+    rows = metrics, columns = its display names, cells its protocol's statistics.
 
     Args:
+      name: the benchmark name of the rows (the benchmark's, or its language subset's).
       subset: which languages, for the title (`5 SEAHORSE languages`, `all languages`).
     """
+    layout = benchmark.table
+    statistics = benchmark.protocol.statistics
     rows = []
-    for metric, by_question in _by_metric(results, benchmark).items():
-        by_column = {MFACE_COLUMNS.get(q.lower()): e for q, e in by_question.items()}
-        cells = []
-        for column in MFACE_COLUMNS.values():
-            entry = by_column.get(column)
-            cells.append(format_pair(entry["pearson"], entry["roc_auc"]) if entry else MISSING)
+    for metric, by_question in _by_metric(results, name).items():
+        by_column = {benchmark.display_name(q): e for q, e in by_question.items()}
+        cells = [_paper_cell(by_column.get(c), statistics) for c in benchmark.columns]
         rows.append([metric, *cells])
+    table_name = f"table{layout.number}"
     return Table(
-        name="table6" if benchmark == "mface" else f"table6_{benchmark}",
-        title=f"Table 6: mFACE{f' ({subset})' if subset else ''}, Pearson {RHO} / ROC-AUC",
-        header=["Metric", *MFACE_COLUMNS.values()],
+        name=table_name if name == benchmark.name else f"{table_name}_{name}",
+        title=f"{layout.title}{f' ({subset})' if subset else ''}, "
+        + " / ".join(_STATISTIC_TITLES.get(k, k) for k in statistics),
+        header=["Metric", *benchmark.columns],
         rows=rows,
-        caption=f"Each cell: {CELL_RHO_ROC}; ROC-AUC against the raters' majority.",
-    )
-
-
-def table7(results: Sequence[Mapping], benchmark: str = "true") -> Table:
-    """Table 7 (TRUE): one ROC-AUC per dataset; results keyed by `question` = dataset."""
-    rows = []
-    for metric, by_question in _by_metric(results, benchmark).items():
-        by_column = {true_column(q): e for q, e in by_question.items()}
-        cells = [
-            format_value(by_column[c]["roc_auc"]) if c in by_column else MISSING
-            for c in TRUE_COLUMNS
-        ]
-        rows.append([metric, *cells])
-    return Table(
-        name="table7",
-        title="Table 7: TRUE benchmark, ROC-AUC",
-        header=["Metric", *TRUE_COLUMNS],
-        rows=rows,
+        caption=layout.caption,
     )
 
 
@@ -494,11 +462,17 @@ def format_p(p: float) -> str:
     return f"p={p:.3f}".replace("=0.", "=.") if p >= 0.001 else "p<.001"
 
 
+def _display_columns() -> list[str]:
+    """The paper tables' columns, in the tables' order (mFACE's, then TRUE's)."""
+    tabled = sorted((b for b in registry.benchmarks() if b.table), key=lambda b: b.table.number)
+    return [column for b in tabled for column in b.columns]
+
+
 def question_sort_key(question: str) -> tuple[int, int, str]:
-    """Q1..Q6 by number, then mFACE and TRUE dimensions in the paper's order, then by name."""
+    """Q1..Q6 by number, then the paper tables' columns in their order, then by name."""
     if question.isdigit():
         return (0, int(question), "")
-    known = [c.lower() for c in (*MFACE_COLUMNS.values(), *TRUE_COLUMNS)]
+    known = [c.lower() for c in _display_columns()]
     column = question_header(question).lower()
     if column in known:
         return (1, known.index(column), "")
@@ -506,10 +480,14 @@ def question_sort_key(question: str) -> tuple[int, int, str]:
 
 
 def question_header(question: str) -> str:
-    """`Q4` for SEAHORSE question numbers, a TRUE/mFACE display name, else the name itself."""
+    """`Q4` for SEAHORSE question numbers, a benchmark's display name, else the name itself."""
     if question.isdigit():
         return f"Q{question}"
-    return true_column(question) or MFACE_COLUMNS.get(question.lower(), question)
+    for benchmark in registry.benchmarks():
+        display = benchmark.display_name(question)
+        if display is not None:
+            return display
+    return question
 
 
 # --------------------------------------------------------------- dataset tables

@@ -122,6 +122,10 @@ BENCHMARK = registry.Benchmark(
         threshold="tuned on val: percentile candidates, score > t, last t with BAcc >= best",
         description="balanced accuracy on test per dataset at the threshold tuned on its val "
         "rows; AggreFact-CNN-SOTA and AggreFact-XSum-SOTA with one threshold per origin",
+        groups=tuple(
+            registry.SystemGroup(name, origin, AGGREFACT_SOTA)
+            for origin, name in AGGREFACT_SOTA_BENCHMARKS.items()
+        ),
     ),
     env=ENV_AGGREFACT_PATH,
     source=AGGREFACT_SOURCE,

@@ -41,6 +41,16 @@ PROTOCOL_KINDS = (PAPER, SUMMARY_SYSTEM, PARTIAL, FIXED_THRESHOLD, TUNED_THRESHO
 
 
 @dataclasses.dataclass(frozen=True)
+class SystemGroup:
+    """Rows a protocol also reports as a benchmark of their own: one origin's rows of these
+    systems (AggreFact's SOTA benchmarks), with one threshold for the group."""
+
+    name: str
+    origin: str
+    systems: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class Protocol:
     """How a benchmark is reported.
 
@@ -50,6 +60,7 @@ class Protocol:
       by: the row fields the statistics are computed within (`split`, `dataset`, ...).
       threshold: the threshold rule of a balanced-accuracy protocol (`score > 0.5`, ...).
       description: one sentence for the report.
+      groups: system groups reported apart (the tuned-threshold kind).
     """
 
     kind: str
@@ -57,6 +68,7 @@ class Protocol:
     by: tuple[str, ...] = ()
     threshold: str | None = None
     description: str = ""
+    groups: tuple[SystemGroup, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
