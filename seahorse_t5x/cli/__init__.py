@@ -53,7 +53,12 @@ def _load(name: str):
 
 
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
-    """Builds the parser; only the selected subcommand's module is imported."""
+    """Builds the parser; only the selected subcommand's flags are added.
+
+    The top-level `--help` lists every subcommand with its `HELP` line: each module is
+    imported for it, so a subcommand module imports only what its flags need (argparse,
+    `flags`, constants) and leaves JAX, TensorFlow and SeqIO to its `run`.
+    """
     parser = _Parser(
         prog="seahorse-t5x",
         description="Learnt summarization metrics from SEAHORSE ratings, T5X-style.",
@@ -77,6 +82,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
             # `--gin.MODEL_D=...` must not silently mean --gin.MODEL_DIR.
             allow_abbrev=False,
         )
+        if name != selected:
+            continue  # the top-level --help shows the HELP line only
         module.add_arguments(p)
         p.add_argument(
             "--verbose",
@@ -84,6 +91,13 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
             help="on an error, print the full traceback after the one-line message",
         )
     return parser
+
+
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand with all its flags, as `seahorse-t5x NAME` builds it."""
+    parser = build_parser(name)
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # noqa: SLF001
+    return subparsers.choices[name]
 
 
 # gin appends where a configurable was called to the message of any exception raised in it.

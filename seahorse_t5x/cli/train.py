@@ -63,23 +63,24 @@ _MESH_NOTE = (
 
 def macro_help() -> dict[str, str]:
     """`{macro: its help}` for every runner macro (`gin_config.MACROS`): the meaning and the
-    default of `trainer.TrainConfig`'s field of the same (lower-case) name, or `required`
-    for a field without a default.
+    default of `TrainConfig`'s field of the same (lower-case) name, or `required` for a
+    field without a default. Reads `runner/train_config.py`, not the trainer: `--help`
+    does not start JAX.
 
     Raises:
       ValueError: for a macro that names no field of `TrainConfig`.
     """
     import dataclasses
 
-    from seahorse_t5x.runner import gin_config, trainer
+    from seahorse_t5x.runner import gin_config, train_config
 
-    fields = {field.name: field for field in dataclasses.fields(trainer.TrainConfig)}
-    meanings = _attribute_docs(trainer.TrainConfig)
+    fields = {field.name: field for field in dataclasses.fields(train_config.TrainConfig)}
+    meanings = _attribute_docs(train_config.TrainConfig)
     helps = {}
     for macro in gin_config.MACROS:
         field = fields.get(macro.lower())
         if field is None:
-            raise ValueError(f"gin macro {macro} names no field of trainer.TrainConfig")
+            raise ValueError(f"gin macro {macro} names no field of TrainConfig")
         if field.default is not dataclasses.MISSING:
             shown = f"(default: {field.default!r})"
         elif field.default_factory is not dataclasses.MISSING:

@@ -31,7 +31,6 @@ import gin
 import gin.config
 
 from seahorse_t5x import errors
-from seahorse_t5x.tasks import user_modules
 
 # T5X's macro names (and this runner's few additions) that `--gin.NAME=value` accepts.
 MACROS: tuple[str, ...] = (
@@ -266,6 +265,10 @@ def parse(
     found = [find_gin_file(name, search_paths) for name in gin_files]
     # A gin `import polite_task` line finds modules in the current folder and beside the
     # user's gin files (the package's own gin folders hold no user modules).
+    # (Imported here: importing the tasks package registers every task, with SeqIO and
+    # TensorFlow; `MACROS` alone must not, for `seahorse-t5x train --help`.)
+    from seahorse_t5x.tasks import user_modules
+
     gin_dir = package_gin_dir()
     user_modules.make_importable(
         ["."] + [path.parent for path in found if gin_dir not in path.parents]
