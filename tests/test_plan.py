@@ -1,4 +1,5 @@
-"""`seahorse-t5x plan`: the AOT memory plan, on the tiny model and an 8-device CPU mesh."""
+"""`seahorse-t5x plan` and `runner.plan`: the AOT memory plan, on the tiny model and an
+8-device CPU mesh, compiled in a fresh process with the simulated devices."""
 
 from __future__ import annotations
 
@@ -35,6 +36,18 @@ def test_request_checks_batch_against_mesh_and_microbatches():
         plan.PlanRequest("tiny", data=1, model_parallel=1, batch_size=8, microbatches=3).check()
     with pytest.raises(errors.UserError, match="multiple of data \\* microbatches = 8"):
         plan.PlanRequest("tiny", data=4, model_parallel=1, batch_size=12, microbatches=2).check()
+
+
+def test_request_checks_size_and_dtype():
+    with pytest.raises(errors.UserError, match="unknown model size 'huge'"):
+        plan.PlanRequest("huge", data=1, model_parallel=1, batch_size=8).check()
+    with pytest.raises(errors.UserError, match="dtype must be one of auto, float32, bfloat16"):
+        plan.PlanRequest("tiny", data=1, model_parallel=1, batch_size=8, dtype="fp8").check()
+    # `auto` plans for an accelerator: bfloat16 products, as `auto` chooses on GPUs and TPUs.
+    auto = plan.PlanRequest("tiny", data=1, model_parallel=1, batch_size=8, dtype="auto")
+    assert auto.compute_dtype == "bfloat16"
+    assert plan._model_config(auto, 1).dtype == "bfloat16"
+    assert plan.PlanRequest("tiny", 1, 1, 8, dtype="float32").compute_dtype == "float32"
 
 
 def test_xla_flags_keep_other_flags_and_replace_the_device_count():
@@ -91,10 +104,16 @@ def test_fits_and_text_report():
     assert "14.00 GiB" in row
 
 
+def test_json_round_trip():
+    extrapolated = plan._extrapolate(_fake_plan(1), _fake_plan(2), 2, 24)
+    again = plan.from_json(json.loads(json.dumps(plan.to_json(extrapolated))))
+    assert again == extrapolated
+
+
 def _plan_json(args: list[str]) -> dict:
     """Runs `seahorse-t5x plan ... --format json` in a fresh process without the device flag
-    (the command must re-execute itself with the devices its mesh needs)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SEAHORSE_PLAN_REEXEC")}
+    (the plan must be compiled in a process with the devices its mesh needs)."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     result = subprocess.run(
         [sys.executable, "-m", "seahorse_t5x.cli", *args],
         capture_output=True,
@@ -108,8 +127,8 @@ def _plan_json(args: list[str]) -> dict:
 
 @pytest.mark.slow
 def test_plan_cli_compiles_tiny_model_on_8_simulated_devices():
-    # The command starts without the device flag: it must re-execute itself with 8 devices.
-    args = ["plan", "--model", "tiny", "--mesh", "data=4,model=2", "--batch_size", "8"]
+    # The command starts without the device flag: the plan needs a process with 8 devices.
+    args = ["plan", "--size", "tiny", "--mesh", "data=4,model=2", "--batch_size", "8"]
     args += ["--input_length", "16", "--target_length", "4", "--microbatches", "2"]
     args += ["--num_layers", "1", "--format", "json"]
     out = _plan_json(args)
@@ -137,30 +156,66 @@ def test_plan_cli_compiles_tiny_model_on_8_simulated_devices():
 def test_plan_cli_user_errors_are_one_line(capsys):
     from seahorse_t5x.cli import main
 
-    assert main(["plan", "--model", "tiny", "--mesh", "data=x", "--batch_size", "8"]) == 2
+    assert main(["plan", "--size", "tiny", "--mesh", "data=x", "--batch_size", "8"]) == 2
     assert "--mesh 'data=x'" in capsys.readouterr().err
+    assert main(["plan", "--size", "huge", "--mesh", "data=1", "--batch_size", "8"]) == 2
+    assert capsys.readouterr().err == (
+        "seahorse-t5x plan: error: unknown model size 'huge'; choose one of "
+        "['tiny', 'small', 'base', 'large', 'xl', 'xxl']\n"
+    )
+    assert main(["plan", "--mesh", "data=1", "--batch_size", "8"]) == 2
+    assert capsys.readouterr().err == (
+        "seahorse-t5x plan: error: the following arguments are required: --size\n"
+    )
+
+
+def test_plan_cli_model_is_a_deprecated_spelling_of_size(capsys):
+    from seahorse_t5x.cli import main
+
     assert main(["plan", "--model", "huge", "--mesh", "data=1", "--batch_size", "8"]) == 2
-    assert "unknown model size 'huge'" in capsys.readouterr().err
+    note, error = capsys.readouterr().err.splitlines()
+    assert note == "seahorse-t5x plan: note: --model is deprecated; use --size"
+    assert error.startswith("seahorse-t5x plan: error: unknown model size 'huge'")
 
 
-def test_plan_cli_scoring_batch_in_bfloat16_on_a_model_split_mesh():
-    args = ["plan", "--model", "tiny", "--mesh", "data=2,model=2", "--batch_size", "4"]
-    args += ["--input_length", "32", "--num_layers", "1", "--scoring"]
-    args += ["--param_dtype", "bfloat16", "--format", "json"]
-    out = _plan_json(args)
-    assert out["request"]["scoring"] and out["request"]["param_dtype"] == "bfloat16"
-    assert out["num_params"] == _tiny_1_layer_counts(shards=1)
-    assert out["params_bytes"] == 2 * _tiny_1_layer_counts(shards=2)  # bfloat16, model=2
-    assert out["optimizer_bytes"] == 0 and out["alias_bytes"] == 0
-    assert out["batch_bytes"] == 4 * 32 * 4 // 2  # int32 tokens split over data=2
-    assert out["temp_bytes"] > 0
+def test_plan_memory_from_python_compiles_in_a_fresh_process():
+    # This process keeps its own devices; the scoring batch is compiled on 4 simulated ones.
+    request = plan.PlanRequest(
+        "tiny",
+        data=2,
+        model_parallel=2,
+        batch_size=4,
+        input_length=32,
+        num_layers=1,
+        dtype="auto",
+        scoring=True,
+        param_dtype="bfloat16",
+    )
+    result = plan.plan_memory(request)
+    assert result.request == request
+    assert result.num_params == _tiny_1_layer_counts(shards=1)
+    assert result.params_bytes == 2 * _tiny_1_layer_counts(shards=2)  # bfloat16, model=2
+    assert result.optimizer_bytes == 0 and result.alias_bytes == 0
+    assert result.batch_bytes == 4 * 32 * 4 // 2  # int32 tokens split over data=2
+    assert result.temp_bytes > 0
+    assert "scoring (bfloat16 weights, bfloat16 (auto) products" in plan.format_text(result)
+
+
+def test_plan_memory_reports_the_compiling_process_refusal_as_one_error():
+    request = plan.PlanRequest("tiny", data=1, model_parallel=1, batch_size=8)
+    depth = configs.get_config("tiny").num_encoder_layers
+    with pytest.raises(errors.UserError) as refused:
+        plan.plan_memory(request, extrapolate_from=depth)
+    assert str(refused.value) == (
+        f"extrapolate_from must be in 1..{depth // 2} for tiny, got {depth}"
+    )
 
 
 def test_plan_cli_scoring_batch_with_int8_weights():
     from seahorse_t5x.inference import engine
     from seahorse_t5x.model import configs
 
-    args = ["plan", "--model", "tiny", "--mesh", "data=2,model=2", "--batch_size", "4"]
+    args = ["plan", "--size", "tiny", "--mesh", "data=2,model=2", "--batch_size", "4"]
     args += ["--input_length", "32", "--num_layers", "1", "--scoring", "--format", "json"]
     int8 = _plan_json([*args, "--param_dtype", "int8"])
     bf16 = _plan_json([*args, "--param_dtype", "bfloat16"])

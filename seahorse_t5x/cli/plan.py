@@ -4,28 +4,31 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from seahorse_t5x import errors
-from seahorse_t5x.cli import inference_flags
-from seahorse_t5x.runner import plan
+from seahorse_t5x.cli import flags, inference_flags
 
 HELP = (
     "per-device memory of an mT5 train step (or, with --scoring, a scoring batch) on a mesh, "
     "compiled ahead of time (no TPU)"
 )
 EXAMPLE = (
-    "seahorse-t5x plan --model xxl --mesh data=2,model=16 --batch_size 64 --microbatches 32 "
+    "seahorse-t5x plan --size xxl --mesh data=2,model=16 --batch_size 64 --microbatches 32 "
     "--input_length 2048 --target_length 4 --dtype bfloat16 --extrapolate_from 1"
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from seahorse_t5x import constants
+    from seahorse_t5x.inference import precision
+    from seahorse_t5x.model import configs
 
+    # Not `required`: `--model`, its older spelling, may stand in for it (checked in `run`).
     parser.add_argument(
-        "--model", required=True, help="mT5 size: tiny, small, base, large, xl, xxl"
+        "--size",
+        metavar="SIZE",
+        help=f"mT5 size: {', '.join(configs.SIZE_NAMES)} (required)",
     )
+    flags.add_alias(parser, "--model", "--size")
     parser.add_argument(
         "--mesh",
         required=True,
@@ -61,11 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--dtype",
-        choices=inference_flags.COMPUTE_DTYPES,
+        choices=precision.CHOICES,
         default=inference_flags.DEFAULT_DTYPE,
         help="dtype of the model's matrix products, as in score and evaluate (bfloat16: "
-        "bfloat16 operands, float32 accumulation); T5X trains mT5 with bfloat16 products: "
-        "pass bfloat16 to plan such a run",
+        "bfloat16 operands, float32 accumulation; auto: what auto chooses on the GPUs and "
+        "TPUs a plan is for, bfloat16); T5X trains mT5 with bfloat16 products: pass bfloat16 "
+        "to plan such a run",
     )
     parser.add_argument(
         "--optimizer",
@@ -113,11 +117,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from seahorse_t5x import errors
     from seahorse_t5x.model import partitioning
+    from seahorse_t5x.runner import plan
 
+    if args.size is None:
+        raise errors.UserError("the following arguments are required: --size")
     data, model_parallel = partitioning.parse_mesh(args.mesh)
     request = plan.PlanRequest(
-        model=args.model,
+        size=args.size,
         data=data,
         model_parallel=model_parallel,
         batch_size=args.batch_size,
@@ -131,14 +139,6 @@ def run(args: argparse.Namespace) -> int:
         scoring=args.scoring,
         param_dtype=args.param_dtype,
     )
-    request.check()
-    from seahorse_t5x.model import configs
-
-    if args.model not in configs.SIZE_NAMES:
-        raise errors.UserError(
-            f"unknown model size {args.model!r}; choose one of {list(configs.SIZE_NAMES)}"
-        )
-    plan.ensure_host_devices(request.devices, sys.argv[1:])
     result = plan.plan_memory(request, extrapolate_from=args.extrapolate_from)
     if args.format == "json":
         print(json.dumps(plan.to_json(result), indent=2))

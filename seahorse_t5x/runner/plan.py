@@ -10,12 +10,20 @@ The step is the local runner's own (`runner/train_step.make_train_step`: same mo
 optimizer, accumulation and shardings). CPU compilation schedules and fuses differently from
 TPU/GPU compilation: parameter and optimizer bytes are exact, temporaries are an estimate of
 the same order.
+
+JAX fixes its device list when its backend starts, so `plan_memory` compiles in a fresh
+Python process started with the simulated devices: `python -m seahorse_t5x.runner.plan
+SETTINGS_JSON` (`main`), which prints the plan as JSON. `compile_plan` compiles in the
+calling process, when that process already has the devices.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -40,8 +48,9 @@ DEVICE_HBM_GIB: tuple[tuple[str, float], ...] = (
 USABLE_FRACTION = 0.9
 
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
-# Set in the re-executed process, so a second re-execution cannot loop.
-_REEXEC_ENV = "SEAHORSE_PLAN_REEXEC"
+# The platform a plan is for when its dtype is `auto`: an accelerator (the sizes in
+# DEVICE_HBM_GIB), where `auto` computes in bfloat16 (`inference/precision.py`).
+PLANNED_PLATFORM = "tpu"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +58,8 @@ class PlanRequest:
     """What to plan.
 
     Attributes:
-      model: size name (`seahorse_t5x.model.configs`: tiny, small, base, large, xl, xxl).
+      size: mT5 size name (`seahorse_t5x.model.configs`: tiny, small, base, large, xl,
+        xxl).
       data: size of the mesh's `data` axis (batch sharding).
       model_parallel: size of the mesh's `model` axis (parameter sharding).
       batch_size: global batch (sequences per step).
@@ -57,7 +67,8 @@ class PlanRequest:
       target_length: decoder length (tokens).
       microbatches: gradient accumulation steps the batch is split into (1 = none).
       dtype: the dtype of the model's products (`model/mt5.py`: `bfloat16` operands
-        accumulated in float32, or `float32`); parameters stay float32.
+        accumulated in float32, or `float32`), or `auto`: what `auto` chooses on the GPUs
+        and TPUs a plan is for (bfloat16); parameters stay float32.
       optimizer: `adafactor` (T5X's fine-tuning optimizer) or `adamw`.
       num_layers: encoder and decoder depth override (None = the size's own).
       dropout_rate: dropout during the step (T5X's fine-tuning default 0.1; 0 drops the
@@ -68,7 +79,7 @@ class PlanRequest:
         `int8`: int8 projections with per-channel scales, `mlp/wo` and the rest bfloat16).
     """
 
-    model: str
+    size: str
     data: int
     model_parallel: int
     batch_size: int
@@ -86,8 +97,22 @@ class PlanRequest:
     def devices(self) -> int:
         return self.data * self.model_parallel
 
+    @property
+    def compute_dtype(self) -> str:
+        """`dtype`, with `auto` resolved as on the accelerator the plan is for."""
+        from seahorse_t5x.inference import precision
+
+        return precision.choose(self.dtype, platform=PLANNED_PLATFORM).dtype
+
     def check(self) -> None:
-        """Raises UserError for values no mesh or batch can have."""
+        """Raises UserError for values no mesh or batch can have, an unknown size or dtype."""
+        from seahorse_t5x.model import configs
+
+        if self.size not in configs.SIZE_NAMES:
+            raise errors.UserError(
+                f"unknown model size {self.size!r}; choose one of {list(configs.SIZE_NAMES)}"
+            )
+        self.compute_dtype  # noqa: B018 - raises UserError for an unknown dtype
         for name in ("data", "model_parallel", "batch_size", "input_length", "target_length"):
             if getattr(self, name) < 1:
                 raise errors.UserError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -174,33 +199,67 @@ def plan_xla_flags(flags: str, count: int) -> str:
     return " ".join([*kept, f"{DEVICE_COUNT_FLAG}={count}", *FAST_COMPILE_FLAGS])
 
 
-def ensure_host_devices(count: int, argv: Sequence[str]) -> None:
-    """Re-executes `python -m seahorse_t5x.cli ARGV` with `count` simulated CPU devices
-    (and `FAST_COMPILE_FLAGS`) unless this process already runs with them.
-
-    JAX fixes its device list when its backend starts, so the flags must be in the
-    environment before that: a fresh process is the only way to change them.
-
-    Raises:
-      UserError: if the re-executed process still lacks the devices.
-    """
-    if os.environ.get(_REEXEC_ENV):
-        import jax
-
-        if len(jax.devices()) < count:
-            raise errors.UserError(
-                f"JAX sees {len(jax.devices())} devices after setting "
-                f"{DEVICE_COUNT_FLAG}={count}: is JAX_PLATFORMS forcing a platform other "
-                "than cpu?"
-            )
-        return
+def _plan_environment(count: int) -> dict[str, str]:
+    """The environment of the process that compiles a plan: this one's, with `count`
+    simulated CPU devices and the fast-compile flags."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = plan_xla_flags(env.get("XLA_FLAGS", ""), count)
     env["JAX_PLATFORMS"] = "cpu"
-    env[_REEXEC_ENV] = "1"
+    return env
+
+
+def plan_memory(request: PlanRequest, extrapolate_from: int | None = None) -> MemoryPlan:
+    """The per-device memory of `request`'s train step (or scoring batch), compiled in a
+    fresh Python process with the simulated CPU devices its mesh needs.
+
+    Args:
+      request: size, mesh, batch and lengths.
+      extrapolate_from: see `compile_plan`.
+
+    Raises:
+      UserError: for a bad request or one the compiling process refused (its message).
+      RuntimeError: when that process failed otherwise (its traceback is on stderr).
+    """
+    request.check()
+    settings = {"request": dataclasses.asdict(request), "extrapolate_from": extrapolate_from}
+    # Anything the child prints before its result goes to the user's stderr, not here.
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "seahorse_t5x.cli", *argv], env)
+    done = subprocess.run(
+        [sys.executable, "-m", __name__, json.dumps(settings)],
+        stdout=subprocess.PIPE,
+        env=_plan_environment(request.devices),
+        text=True,
+        check=False,
+    )
+    result = json.loads(done.stdout) if done.stdout.strip() else {}
+    if "error" in result:
+        raise errors.UserError(result["error"])
+    if done.returncode != 0 or "plan" not in result:
+        raise RuntimeError(
+            f"the process compiling the plan ended with exit code {done.returncode} "
+            "(its error is above)"
+        )
+    return from_json(result["plan"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m seahorse_t5x.runner.plan SETTINGS_JSON`: compiles the plan the settings
+    (`{"request": PlanRequest fields, "extrapolate_from": L or null}`) describe in this
+    process and prints `{"plan": to_json(plan)}`, or `{"error": message}` (exit code 2)
+    for a request it refuses. `plan_memory` starts it with the devices."""
+    (text,) = sys.argv[1:] if argv is None else argv
+    settings = json.loads(text)
+    request = PlanRequest(**settings["request"])
+    try:
+        # Whatever the compile prints goes to stderr: stdout carries the result alone.
+        with contextlib.redirect_stdout(sys.stderr):
+            result = compile_plan(request, extrapolate_from=settings["extrapolate_from"])
+    except errors.UserError as e:
+        print(json.dumps({"error": str(e)}))
+        return 2
+    print(json.dumps({"plan": to_json(result)}))
+    return 0
 
 
 def _shard_bytes(abstract_tree: Any) -> int:
@@ -219,10 +278,13 @@ def _shard_bytes(abstract_tree: Any) -> int:
 def _model_config(request: PlanRequest, num_layers: int | None):
     from seahorse_t5x.model import configs
 
-    overrides: dict[str, Any] = {"dtype": request.dtype, "dropout_rate": request.dropout_rate}
+    overrides: dict[str, Any] = {
+        "dtype": request.compute_dtype,
+        "dropout_rate": request.dropout_rate,
+    }
     if num_layers is not None:
         overrides.update(num_encoder_layers=num_layers, num_decoder_layers=num_layers)
-    return configs.get_config(request.model, **overrides)
+    return configs.get_config(request.size, **overrides)
 
 
 def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, Any, float]:
@@ -354,8 +416,9 @@ def _extrapolate(low: MemoryPlan, high: MemoryPlan, depth: int, full_layers: int
     )
 
 
-def plan_memory(request: PlanRequest, extrapolate_from: int | None = None) -> MemoryPlan:
-    """Compiles the train step for `request` and returns its per-device memory.
+def compile_plan(request: PlanRequest, extrapolate_from: int | None = None) -> MemoryPlan:
+    """Compiles the train step for `request` in this process and returns its per-device
+    memory (`plan_memory` does it in a process with the devices).
 
     Args:
       request: size, mesh, batch and lengths.
@@ -365,8 +428,7 @@ def plan_memory(request: PlanRequest, extrapolate_from: int | None = None) -> Me
         saved activations. For sizes whose full compile is too slow on a CPU host.
 
     Raises:
-      UserError: for a bad request, or fewer JAX devices than the mesh needs (see
-        `ensure_host_devices`).
+      UserError: for a bad request, or fewer JAX devices than the mesh needs.
     """
     import jax
 
@@ -374,7 +436,8 @@ def plan_memory(request: PlanRequest, extrapolate_from: int | None = None) -> Me
     if len(jax.devices()) < request.devices:
         raise errors.UserError(
             f"the mesh needs {request.devices} devices and JAX has {len(jax.devices())}; "
-            f"start Python with XLA_FLAGS={DEVICE_COUNT_FLAG}={request.devices}"
+            f"start Python with XLA_FLAGS={DEVICE_COUNT_FLAG}={request.devices} and "
+            "JAX_PLATFORMS=cpu (plan_memory does)"
         )
     if extrapolate_from is None:
         return _measure(request, request.num_layers)
@@ -387,7 +450,7 @@ def plan_memory(request: PlanRequest, extrapolate_from: int | None = None) -> Me
     if extrapolate_from < 1 or high_depth > full.num_encoder_layers:
         raise errors.UserError(
             f"extrapolate_from must be in 1..{full.num_encoder_layers // 2} for "
-            f"{request.model}, got {extrapolate_from}"
+            f"{request.size}, got {extrapolate_from}"
         )
     low = _measure(request, low_depth)
     high = _measure(request, high_depth)
@@ -404,13 +467,14 @@ def _gib(value: int) -> str:
 def format_text(plan: MemoryPlan) -> str:
     """The human-readable plan: per-device bytes, then the accelerators it fits."""
     r = plan.request
+    products = r.compute_dtype + (" (auto)" if r.dtype != r.compute_dtype else "")
     what = (
-        f"scoring ({r.param_dtype} weights, {r.dtype} products, one decoder step)"
+        f"scoring ({r.param_dtype} weights, {products} products, one decoder step)"
         if r.scoring
-        else f"(float32), {r.dtype} products, dropout {r.dropout_rate:g}, {r.optimizer}"
+        else f"(float32), {products} products, dropout {r.dropout_rate:g}, {r.optimizer}"
     )
     lines = [
-        f"model           mT5 {r.model}: {plan.encoder_layers} encoder + "
+        f"model           mT5 {r.size}: {plan.encoder_layers} encoder + "
         f"{plan.decoder_layers} decoder layers, {plan.num_params:,} parameters {what}",
         f"mesh            data={r.data} x model={r.model_parallel} ({r.devices} devices)",
         (
@@ -464,7 +528,7 @@ def format_markdown_row(plan: MemoryPlan) -> str:
         depth += f", extrapolated from {plan.extrapolated_from[0]} and {plan.extrapolated_from[1]}"
     fits = ", ".join(kind for kind, hbm in DEVICE_HBM_GIB if plan.fits(hbm)) or "none"
     return (
-        f"| mT5 {r.model} ({depth}) | {r.data} x {r.model_parallel} | {r.batch_size} x "
+        f"| mT5 {r.size} ({depth}) | {r.data} x {r.model_parallel} | {r.batch_size} x "
         f"{r.input_length}/{r.target_length} | {r.microbatches} | {_gib(plan.params_bytes)} | "
         f"{_gib(plan.optimizer_bytes)} | {_gib(plan.temp_bytes)} | {_gib(plan.peak_bytes)} | "
         f"{fits} |"
@@ -478,3 +542,16 @@ def to_json(plan: MemoryPlan) -> dict[str, Any]:
     out["peak_bytes"] = plan.peak_bytes
     out["fits"] = {kind: plan.fits(hbm) for kind, hbm in DEVICE_HBM_GIB}
     return out
+
+
+def from_json(values: dict[str, Any]) -> MemoryPlan:
+    """The plan `to_json` wrote (its derived fields are recomputed, not read)."""
+    fields = {f.name for f in dataclasses.fields(MemoryPlan)}
+    kept = {k: v for k, v in values.items() if k in fields}
+    kept["request"] = PlanRequest(**values["request"])
+    kept["extrapolated_from"] = tuple(values["extrapolated_from"])
+    return MemoryPlan(**kept)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
