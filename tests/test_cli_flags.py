@@ -1,14 +1,22 @@
 """Every flag of every `seahorse-t5x` command: help text, its default shown in `--help`, one
-spelling per concept across commands, and the older spellings still accepted with a note."""
+spelling per concept and one concept per spelling across commands, the older spellings
+hidden from `--help` but still accepted with a note, and a `--help` that starts neither JAX
+nor TensorFlow."""
 
 import argparse
+import collections
 import dataclasses
+import json
+import re
+import subprocess
+import sys
 
 import pytest
 
 from seahorse_t5x import cli, constants
 from seahorse_t5x.cli import flags
-from seahorse_t5x.runner import gin_config, trainer
+from seahorse_t5x.inference import precision
+from seahorse_t5x.runner import gin_config, train_config
 
 # Concept -> (its flag, the commands that have it, spellings no command may show for it).
 CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
@@ -24,7 +32,7 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
     ),
     "prepared data folder": (
         "--data_dir",
-        {"baselines", "report", "import-scores", "t5x-scores"},
+        {"evaluate", "baselines", "report", "import-scores", "t5x-scores"},
         {"--dataset", "--dataset_dir", "--prepared_dir", "--prepared"},
     ),
     "device mesh": (
@@ -54,12 +62,14 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
         {"--modules", "--user_module"},
     ),
     "batch size": ("--batch_size", {"score", "evaluate", "plan"}, {"--batch", "--rows"}),
+    "model size": ("--size", {"plan"}, {"--model", "--model_size"}),
 }
 # (command, older spelling) -> the flag it stands for: hidden, accepted with a note.
 ALIASES: dict[tuple[str, str], str] = {
     ("score", "--max_input_length"): "--input_length",
     ("evaluate", "--metric_name"): "--metric",
     ("report", "--dataset"): "--data_dir",
+    ("plan", "--model"): "--size",
 }
 # Flags whose default is the same in every command that has them. (`--dtype`: `auto` where
 # the run's own platform decides, in `score` and `evaluate`; `plan` plans for another
@@ -70,23 +80,21 @@ REQUIRED = {
     "score": ["--checkpoint", "c", "--input", "i", "--output", "o"],
     "evaluate": ["--checkpoint", "c", "--tasks", "t", "--output_dir", "o"],
     "report": ["--output_dir", "o"],
+    "plan": ["--mesh", "data=1", "--batch_size", "8"],
 }
 # An alias's value on the command line and as the command receives it.
 ALIAS_VALUES = {
     "--max_input_length": ("64", 64),
     "--metric_name": ("m", "m"),
     "--dataset": ("d", "d"),
+    "--model": ("xl", "xl"),
 }
 
 
 @pytest.fixture(scope="module")
 def parsers() -> dict[str, argparse.ArgumentParser]:
-    """Every subcommand's parser, as `seahorse-t5x` builds it."""
-    parser = cli.build_parser()
-    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    built = dict(subparsers.choices)
-    assert set(built) == set(cli.SUBCOMMANDS)
-    return built
+    """Every subcommand's parser, as `seahorse-t5x COMMAND` builds it."""
+    return {name: cli.subcommand_parser(name) for name in cli.SUBCOMMANDS}
 
 
 def _options(parser: argparse.ArgumentParser):
@@ -102,6 +110,19 @@ def _visible(parser: argparse.ArgumentParser) -> set[str]:
     return {o for o, a in _options(parser) if a.help is not argparse.SUPPRESS}
 
 
+_DEPRECATED = (flags.DeprecatedAlias, flags.DeprecatedFlag)
+
+
+def _deprecated(parsers) -> list[tuple[str, str, argparse.Action]]:
+    """(command, older spelling, its action) of every deprecated spelling of every command."""
+    return [
+        (name, option, action)
+        for name, parser in parsers.items()
+        for option, action in _options(parser)
+        if isinstance(action, _DEPRECATED)
+    ]
+
+
 def _expanded_help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     """The action's help exactly as `--help` prints it (before line wrapping)."""
     return parser._get_formatter()._expand_help(action)
@@ -112,7 +133,7 @@ def test_every_flag_has_help_text(parsers):
         f"{name} {option}"
         for name, parser in parsers.items()
         for option, action in _options(parser)
-        if not isinstance(action, flags.DeprecatedAlias)
+        if not isinstance(action, _DEPRECATED)
         and (action.help is None or action.help is argparse.SUPPRESS or not action.help.strip())
     ]
     assert missing == []
@@ -124,13 +145,31 @@ def test_help_shows_every_default(parsers):
         for option, action in _options(parser):
             default = action.default
             # (`is`: a default of 0 must be shown, though 0 == False.)
-            if isinstance(action, flags.DeprecatedAlias) or default is None or default is False:
+            if isinstance(action, _DEPRECATED) or default is None or default is False:
                 continue
-            if default == []:  # nothing given: the help says what an empty list means
+            if default == []:  # nothing given: shown as `(default: none)`, below
                 continue
             if f"(default: {default})" not in _expanded_help(parser, action):
                 missing.append(f"{name} {option}: {default!r}")
     assert missing == []
+
+
+def test_every_optional_flag_says_its_default(parsers):
+    # A value or, for an option that is off unless given, `(default: none)` or words that
+    # say what happens without it; a switch (store_true) is off by default.
+    missing = []
+    for name, parser in parsers.items():
+        for option, action in _options(parser):
+            if isinstance(action, _DEPRECATED) or action.required or action.nargs == 0:
+                continue
+            text = _expanded_help(parser, action)
+            if "default" not in text and "required" not in text:
+                missing.append(f"{name} {option}")
+    assert missing == []
+    run_dir = parsers["demo"]._option_string_actions["--train_steps"]
+    assert _expanded_help(parsers["demo"], run_dir).endswith("(default: 1600)")
+    module = parsers["train"]._option_string_actions["--module"]
+    assert _expanded_help(parsers["train"], module).endswith("(repeatable) (default: none)")
 
 
 def test_help_output_shows_the_defaults(capsys):
@@ -143,6 +182,7 @@ def test_help_output_shows_the_defaults(capsys):
     out = " ".join(capsys.readouterr().out.split())
     for shown in ("(default: 2048)", "(default: 4)", "(default: float32)", "(default: 0.1)"):
         assert shown in out
+    assert "--size SIZE mT5 size: tiny, small, base, large, xl, xxl (required)" in out
 
 
 def test_one_spelling_per_concept(parsers):
@@ -152,6 +192,21 @@ def test_one_spelling_per_concept(parsers):
     old = {o for _, o in ALIASES} | {o for _, _, spellings in CONCEPTS.values() for o in spellings}
     shown = {f"{name} {o}" for name, p in parsers.items() for o in _visible(p) & old}
     assert shown == set()
+
+
+def test_flag_spellings_are_unique_across_commands(parsers):
+    # One concept (the name a command receives, `dest`) has one visible spelling in every
+    # command, and one spelling names one concept, of one type, in every command.
+    spellings = collections.defaultdict(set)  # dest -> visible spellings
+    meanings = collections.defaultdict(set)  # spelling -> (dest, type)
+    for parser in parsers.values():
+        for option, action in _options(parser):
+            if action.help is argparse.SUPPRESS or option == "--verbose":
+                continue
+            spellings[action.dest].add(option)
+            meanings[option].add((action.dest, getattr(action.type, "__name__", None)))
+    assert {d: s for d, s in spellings.items() if len(s) > 1} == {}
+    assert {o: m for o, m in meanings.items() if len(m) > 1} == {}
 
 
 def test_the_same_concept_has_the_same_default(parsers):
@@ -169,23 +224,66 @@ def test_the_same_concept_has_the_same_default(parsers):
         if "--dtype" in p._option_string_actions
     }
     assert dtype == {"score": "auto", "evaluate": "auto", "demo": "auto", "plan": "float32"}
+    # Every command takes the same dtypes, `auto` included.
+    for name in dtype:
+        assert parsers[name]._option_string_actions["--dtype"].choices == precision.CHOICES, name
     assert parsers["plan"]._option_string_actions["--input_length"].default == (
         constants.DEFAULT_INPUT_LENGTH
     )
 
 
-def test_hidden_flags_are_exactly_the_aliases(parsers):
+def test_hidden_flags_are_exactly_the_deprecated_spellings(parsers):
     hidden = {
         (name, option): action
         for name, parser in parsers.items()
         for option, action in _options(parser)
         if action.help is argparse.SUPPRESS
     }
-    assert set(hidden) == set(ALIASES)
-    for (name, option), action in hidden.items():
+    assert set(hidden) == {(name, option) for name, option, _ in _deprecated(parsers)}
+    assert set(ALIASES) <= set(hidden)
+    for (name, option), new in ALIASES.items():
+        action = hidden[name, option]
         assert isinstance(action, flags.DeprecatedAlias)
-        assert action.canonical.option_strings == [ALIASES[name, option]]
+        assert action.canonical.option_strings == [new]
         assert action.dest == action.canonical.dest
+
+
+def _spelled_out(word: str, text: str) -> bool:
+    """Whether `text` holds the flag `word` itself (not as the start of a longer flag)."""
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
+
+
+def test_no_deprecated_spelling_in_help(parsers):
+    deprecated = _deprecated(parsers)
+    assert {(name, option) for name, option, _ in deprecated} >= set(ALIASES)
+    shown = [
+        f"{name} {option}"
+        for name, option, _ in deprecated
+        if _spelled_out(option, parsers[name].format_help())
+    ]
+    assert shown == []
+
+
+def _value(action: argparse.Action) -> list[str]:
+    """A value `action` accepts, as command-line words."""
+    if action.nargs == 0:
+        return []
+    if action.choices:
+        return [str(list(action.choices)[-1])]
+    if action.type is int:
+        return ["3"]
+    if action.type is float:
+        return ["0.5"]
+    return ["v"]
+
+
+def _required_words(parser: argparse.ArgumentParser) -> list[str]:
+    """The flags (with a value each) a command needs to parse at all."""
+    words = []
+    for action in parser._actions:
+        if action.required and action.option_strings:
+            words += [action.option_strings[0], *_value(action)]
+    return words
 
 
 @pytest.mark.parametrize(("command", "old"), list(ALIASES))
@@ -208,6 +306,30 @@ def test_deprecated_alias_works_and_prints_one_note(command, old, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_every_deprecated_spelling_still_works_with_one_note(parsers, capsys):
+    # Every command's older spellings, whoever added them: the same values as the new
+    # spelling (an alias) or as given (a flag whose work moved), after one note.
+    for name, old, action in _deprecated(parsers):
+        parser = parsers[name]
+        given = _value(action.canonical if isinstance(action, flags.DeprecatedAlias) else action)
+        args = parser.parse_args([*_required_words(parser), old, *given])
+        note = capsys.readouterr().err
+        if isinstance(action, flags.DeprecatedAlias):
+            new = action.canonical.option_strings[0]
+            assert note == f"seahorse-t5x {name}: note: {old} is deprecated; use {new}\n"
+            expected = parser.parse_args([*_required_words(parser), new, *given])
+            assert vars(args) == vars(expected), (name, old)
+        else:
+            assert note == (
+                f"seahorse-t5x {name}: note: {old} is deprecated; use {action.instead}\n"
+            )
+            if action.nargs in ("+", "*"):
+                assert getattr(args, action.dest) == given, (name, old)
+            else:
+                assert getattr(args, action.dest) == (given[0] if given else action.const)
+        capsys.readouterr()
+
+
 def test_deprecated_alias_in_a_run(tmp_path, capsys):
     # `report --dataset DIR`: the folder reaches the report (which finds no split files in
     # it), after the note.
@@ -216,6 +338,45 @@ def test_deprecated_alias_in_a_run(tmp_path, capsys):
     note, error = capsys.readouterr().err.splitlines()
     assert note == "seahorse-t5x report: note: --dataset is deprecated; use --data_dir"
     assert error.startswith("seahorse-t5x report: error: ") and "holds no split files" in error
+
+
+# What `--help` may import: argparse, the flags' own modules, numpy (input formats), gin.
+_HEAVY = ("jax", "tensorflow", "seqio", "flax", "orbax")
+_HELP_PROBE = f"""
+import contextlib, io, json, sys
+from seahorse_t5x import cli
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        cli.main(sys.argv[1:])
+    except SystemExit as e:
+        code = e.code
+heavy = [m for m in {_HEAVY!r} if m in sys.modules]
+print(json.dumps({{"code": code, "usage": out.getvalue().startswith("usage:"), "heavy": heavy}}))
+"""
+
+
+@pytest.mark.parametrize("command", [None, *cli.SUBCOMMANDS])
+def test_help_imports_neither_jax_nor_tensorflow(command):
+    argv = [command, "--help"] if command else ["--help"]
+    done = subprocess.run(
+        [sys.executable, "-c", _HELP_PROBE, *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"code": 0, "usage": True, "heavy": []}
+
+
+def test_python_m_seahorse_t5x_help_imports_neither_jax_nor_tensorflow():
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['seahorse_t5x', '--help']\n"
+        "try:\n    runpy.run_module('seahorse_t5x', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        f"print([m for m in {_HEAVY!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("usage: seahorse-t5x")
+    assert done.stdout.splitlines()[-1] == "[]"
 
 
 def test_an_alias_of_a_required_or_unknown_flag_is_refused():
@@ -229,7 +390,7 @@ def test_an_alias_of_a_required_or_unknown_flag_is_refused():
 
 def test_train_help_lists_every_macro_with_train_config_default(parsers, capsys):
     parser = parsers["train"]
-    fields = {f.name: f for f in dataclasses.fields(trainer.TrainConfig)}
+    fields = {f.name: f for f in dataclasses.fields(train_config.TrainConfig)}
     for macro in gin_config.MACROS:
         action = parser._option_string_actions[f"--gin.{macro}"]
         text = _expanded_help(parser, action)

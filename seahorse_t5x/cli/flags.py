@@ -12,6 +12,7 @@ naming the command (`DeprecatedFlag`):
     seahorse-t5x import-scores: note: --t5x_infer is deprecated; use seahorse-t5x t5x-scores
 
 `HelpFormatter` ends every option's help with its default, so `--help` shows them all.
+Deprecated spellings (`DeprecatedAlias`, `DeprecatedFlag`) are hidden from `--help`.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from collections.abc import Sequence
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the description's line breaks and ends each option's help with
-    `(default: VALUE)`, unless the help already says what the default is, or there is no
-    value to show (None, False: the help says in words what happens without the flag)."""
+    `(default: VALUE)`, or `(default: none)` for an option that is off unless given (None,
+    an empty list), unless the help already says what the default is or that the option is
+    required. A switch (`store_true`) shows none: off is its default."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -32,12 +34,14 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if (
             not action.option_strings
             or "default" in text
-            or default is None
+            or "required" in text
+            or action.required
             or default is False
             or default is argparse.SUPPRESS
-            or default == []
         ):
             return text
+        if default is None or default == []:
+            return f"{text} (default: none)"
         return f"{text} (default: %(default)s)"
 
 
@@ -85,13 +89,14 @@ class DeprecatedFlag(argparse.Action):
     """A flag whose work another command now does: stores its value as given (like
     `store`), after a one-line note on stderr naming that command (`instead`).
 
-    Unlike `DeprecatedAlias` it stays in `--help` (its own help says it is deprecated): it
-    takes the other flags of its command, not a flag's place.
+    Hidden from `--help` like `DeprecatedAlias` (whatever `help` it is given): a user
+    finds the command that does the work, not the old flag.
     """
 
     def __init__(
         self, option_strings: Sequence[str], dest: str, instead: str, **kwargs: object
     ) -> None:
+        kwargs["help"] = argparse.SUPPRESS
         super().__init__(option_strings, dest, **kwargs)
         self.instead = instead
 
@@ -157,13 +162,21 @@ def add_distributed(parser: argparse.ArgumentParser, work: str) -> None:
 
 
 def add_benchmark(
-    parser: argparse.ArgumentParser, repeatable: bool = False, articles: bool = True
+    parser: argparse.ArgumentParser,
+    repeatable: bool = False,
+    articles: bool = True,
+    choices: Sequence[str] | None = None,
 ) -> None:
     """`--benchmark NAME` and `--benchmark_path PATH`: a registered benchmark
     (`seahorse_t5x.data.benchmarks.registry`) and its file or folder (default: its
     environment variable, docs/benchmarks.md); `--articles PATH` for a benchmark whose file
     lacks them (SummEval's unpaired file). Repeatable where a command takes several
-    (each path goes with the benchmark in the same position)."""
+    (each path goes with the benchmark in the same position). `choices`: the names
+    `--benchmark` takes (default: the registered benchmarks, `registry.names()`; a command
+    that also reads SEAHORSE's rows passes `registry.choices()`)."""
+    from seahorse_t5x.data.benchmarks import registry
+
+    choices = list(registry.names() if choices is None else choices)
     action = "append" if repeatable else "store"
     several = " (repeatable)" if repeatable else ""
     parser.add_argument(
@@ -184,9 +197,9 @@ def add_benchmark(
     parser.add_argument(
         "--benchmark",
         action=action,
+        choices=choices,
         metavar="NAME",
-        help="a registered benchmark: summeval, frank, llm_aggrefact, aggrefact, mface, "
-        f"true, metal{several}",
+        help=f"a registered benchmark: {', '.join(choices)}{several}",
     )
 
 
@@ -222,8 +235,6 @@ def benchmark_options(args: argparse.Namespace, benchmark) -> dict:
         "xlsum_articles": getattr(args, "xlsum_articles", None),
         "languages": None,
     }
-    if getattr(args, "mface_languages", None) == "5lang":
-        from seahorse_t5x.data import benchmarks
-
-        given["languages"] = benchmarks.MFACE_5LANG
+    if getattr(args, "mface_languages", None) == "5lang" and benchmark.subset is not None:
+        given["languages"] = benchmark.subset.languages
     return {k: v for k, v in given.items() if k in benchmark.options and v is not None}
