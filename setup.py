@@ -49,6 +49,9 @@ BEAM_REQUIRES = ["apache-beam[tfrecord]==2.77.0"]
 # The tests run the benchmark's CTranslate2 conversion too (tests/test_bench_score.py).
 TEST_REQUIRES = BENCH_REQUIRES + [
     "pytest==9.2.0",
+    # Runs the tests in a random order (its seed printed at the top); -p no:randomly keeps
+    # the file order.
+    "pytest-randomly==5.1.0",
     "hypothesis==6.170.15",
     "ruff==0.17.6",
     "nbclient==0.11.0",
