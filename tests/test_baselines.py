@@ -127,17 +127,23 @@ def test_cli_writes_valid_score_files(tmp_path, sp_model, capsys):
             str(out),
             "--vocab",
             sp_model,
-            "--mface",
+            "--benchmark",
+            "mface",
+            "--benchmark_path",
             str(BENCHMARKS / "mface.csv"),
             "--mface_languages",
             "5lang",
-            "--true_dir",
+            "--benchmark",
+            "true",
+            "--benchmark_path",
             str(BENCHMARKS / "true"),
         ]
     )
     assert code == 0
     printed = capsys.readouterr().out
     assert f"{out / 'majority.seahorse.test.jsonl'}: 13 rows" in printed
+    # rho, then ROC-AUC, as every table prints them.
+    assert f"{out / 'rouge_l.true.jsonl'}: 5 rows, rho/ROC FRANK:" in printed
     assert "FRANK:" in printed and "PAWS:" in printed
     assert "baselines: 4 score files" in printed
 
@@ -216,10 +222,11 @@ def test_cli_benchmark_with_every_row_dropped_writes_nothing(tmp_path, sp_model,
     )
     out = tmp_path / "o"
     args = ["baselines", "--data_dir", str(data), "--output_dir", str(out), "--vocab", sp_model]
-    assert cli.main(args + ["--true_dir", str(true_dir)]) == 2
+    assert cli.main(args + ["--benchmark", "true", "--benchmark_path", str(true_dir)]) == 2
     captured = capsys.readouterr()
     assert captured.err == (
-        f"seahorse-t5x baselines: error: --true_dir {true_dir}: no true example kept, all "
+        f"seahorse-t5x baselines: error: --benchmark true --benchmark_path {true_dir}: no true "
+        "example kept, all "
         "dropped (see the lines above; expected rows with texts and labels)\n"
     )
     assert "frank_valid_download.csv: 0 examples kept, 1 dropped" in captured.out
@@ -239,7 +246,9 @@ def test_cli_benchmarks_without_rouge_l_is_a_clear_error(tmp_path, capsys):
             str(tmp_path / "o"),
             "--baselines",
             "majority",
-            "--true_dir",
+            "--benchmark",
+            "true",
+            "--benchmark_path",
             str(BENCHMARKS / "true"),
         ]
     )
@@ -253,6 +262,8 @@ def test_cli_true_dir_without_csvs_is_a_clear_error(tmp_path, sp_model, capsys):
     _write_split(data, "train", TRAIN)
     _write_split(data, "test", TEST)
     args = ["baselines", "--data_dir", str(data), "--output_dir", str(tmp_path / "o")]
-    code = cli.main(args + ["--vocab", sp_model, "--true_dir", str(tmp_path)])
+    code = cli.main(
+        args + ["--vocab", sp_model, "--benchmark", "true", "--benchmark_path", str(tmp_path)]
+    )
     assert code == 2
     assert "frank_valid_download.csv" in capsys.readouterr().err

@@ -92,7 +92,7 @@ def reported(tmp_path_factory):
             code = cli.main(
                 [
                     "import-scores",
-                    "--scores",
+                    "--external",
                     str(tmp / pattern.format(m=metric)),
                     "--metric",
                     metric,

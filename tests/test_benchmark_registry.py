@@ -3,6 +3,7 @@ giving the same score files, and mFACE/TRUE/METAL read exactly as before the reg
 (golden files written by the readers and `baselines` before they moved onto it; ROUGE-L
 tokenizes with the demo vocabulary, so the `rouge_l.*` files follow the shipped one)."""
 
+import argparse
 import json
 import pathlib
 
@@ -79,7 +80,9 @@ def test_mface_true_metal_readers_give_what_they_gave_before_the_registry(monkey
 
 
 @pytest.mark.parametrize("spelling", ["old", "registry"])
-def test_baselines_score_files_are_byte_identical_to_before(tmp_path, monkeypatch, spelling):
+def test_baselines_score_files_are_byte_identical_to_before(
+    tmp_path, monkeypatch, capsys, spelling
+):
     monkeypatch.chdir(ROOT)
     given = {"mface": "mface.csv", "true": "true", "metal": "metal.json"}
     if spelling == "old":
@@ -111,6 +114,21 @@ def test_baselines_score_files_are_byte_identical_to_before(tmp_path, monkeypatc
     for name in given:
         written = (tmp_path / "out" / f"rouge_l.{name}.jsonl").read_bytes()
         assert written == (GOLDEN / f"rouge_l.{name}.jsonl").read_bytes(), name
+    # The older flags are deprecated: one note each, and hidden from --help.
+    notes = [line for line in capsys.readouterr().err.splitlines() if "deprecated" in line]
+    if spelling == "old":
+        assert notes == [
+            f"seahorse-t5x baselines: note: {flag} is deprecated; use --benchmark {name} "
+            "--benchmark_path PATH"
+            for flag, name in zip(flags, given, strict=True)
+        ]
+    else:
+        assert notes == []
+    parser = cli.build_parser("baselines")
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    shown = subparsers.choices["baselines"].format_help()
+    assert "--benchmark_path" in shown
+    assert all(f"{flag} " not in shown for flag in ("--mface", "--true_dir", "--metal"))
 
 
 def test_benchmark_path_count_must_match(tmp_path, capsys):

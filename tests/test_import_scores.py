@@ -53,7 +53,7 @@ def test_tigerscore_json_joins_on_article_and_summary(tmp_path, capsys):
     code = cli.main(
         [
             "import-scores",
-            "--scores",
+            "--external",
             str(TIGERSCORE),
             "--metric",
             "tigerscore",
@@ -156,7 +156,7 @@ def test_jsonl_keyed_by_id_with_gem_prefix_and_bad_rows(tmp_path):
 
 
 def test_user_mistakes_are_one_line_errors(tmp_path, capsys):
-    base = ["import-scores", "--scores", str(TIGERSCORE), "--output", str(tmp_path / "x.jsonl")]
+    base = ["import-scores", "--external", str(TIGERSCORE), "--output", str(tmp_path / "x.jsonl")]
     assert cli.main([*base, "--metric", "t", "--key", "gem_id,title"]) == 2
     assert "--key must be comma-separated fields" in capsys.readouterr().err
     assert cli.main([*base, "--key", "gem_id"]) == 2
@@ -172,7 +172,7 @@ def test_user_mistakes_are_one_line_errors(tmp_path, capsys):
 
 def test_a_single_question_score_file_without_questions_is_refused(tmp_path, capsys):
     out = tmp_path / "x.jsonl"
-    argv = ["import-scores", "--scores", str(TIGERSCORE), "--metric", "t", "--output", str(out)]
+    argv = ["import-scores", "--external", str(TIGERSCORE), "--metric", "t", "--output", str(out)]
     assert cli.main([*argv, "--data_dir", str(PREPARED), "--key", "article,summary"]) == 2
     assert capsys.readouterr().err == (
         f"seahorse-t5x import-scores: error: {TIGERSCORE} holds one score per item: name the "
@@ -284,7 +284,7 @@ def test_csv_without_a_required_column_is_an_error_at_its_header(tmp_path, capsy
     rows = _split_rows()
     path = tmp_path / "m.csv"
     path.write_text(f"gem_id,system,value\n{rows[0]['gem_id']},{rows[0]['system']},0.5\n")
-    argv = ["import-scores", "--scores", str(path), "--metric", "m", "--data_dir", str(PREPARED)]
+    argv = ["import-scores", "--external", str(path), "--metric", "m", "--data_dir", str(PREPARED)]
     argv += ["--questions", "4"]
     out = tmp_path / "m.seahorse.jsonl"
     assert cli.main([*argv, "--output", str(out)]) == 2
@@ -423,11 +423,11 @@ def test_t5x_ice_output_without_inputs_is_refused_unless_joined_by_position(tmp_
 
 def test_flags_that_would_change_nothing_are_errors(tmp_path, capsys):
     out = tmp_path / "m.seahorse.jsonl"
-    argv = ["import-scores", "--scores", str(TIGERSCORE), "--metric", "m", "--output", str(out)]
+    argv = ["import-scores", "--external", str(TIGERSCORE), "--metric", "m", "--output", str(out)]
     assert cli.main([*argv, "--data_dir", str(PREPARED), "--join_by_position"]) == 2
     assert capsys.readouterr().err == (
         "seahorse-t5x import-scores: error: --join_by_position applies to --t5x_infer only; "
-        "--scores joins by --key\n"
+        "--external joins by --key\n"
     )
     assert not out.exists()
     report_dir = tmp_path / "report"
@@ -438,3 +438,19 @@ def test_flags_that_would_change_nothing_are_errors(tmp_path, capsys):
         "of the dataset's)\n"
     )
     assert not report_dir.exists()
+
+
+def test_scores_is_the_deprecated_name_of_external(tmp_path, capsys):
+    # `report --scores` takes this project's score files; import-scores' foreign file is
+    # `--external`, and its older `--scores` still works after one note.
+    outputs = []
+    for flag in ("--scores", "--external"):
+        out = tmp_path / f"{flag.strip('-')}.jsonl"
+        argv = ["import-scores", flag, str(TIGERSCORE), "--metric", "t", "--output", str(out)]
+        argv += ["--data_dir", str(PREPARED), "--questions", "4", "--key", "article,summary"]
+        assert cli.main(argv) == 0
+        notes = [x for x in capsys.readouterr().err.splitlines() if "deprecated" in x]
+        expected = ["seahorse-t5x import-scores: note: --scores is deprecated; use --external"]
+        assert notes == (expected if flag == "--scores" else [])
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1] and outputs[0]

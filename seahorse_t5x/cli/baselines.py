@@ -21,6 +21,11 @@ EXAMPLE = (
 )
 
 
+# The older flags that gave a benchmark's file, deprecated (hidden from --help; each prints
+# a note): flag -> the benchmark it stands for (`--benchmark NAME --benchmark_path PATH`).
+_BENCHMARK_FLAGS: dict[str, str] = {"mface": "mface", "true_dir": "true", "metal": "metal"}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data_dir",
@@ -46,24 +51,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated subset of: " + ", ".join(baselines.BASELINES),
     )
     flags.add_benchmark(parser, repeatable=True)
-    parser.add_argument("--mface", default=None, help="mFACE CSV: also score mFACE")
+    for old, name in _BENCHMARK_FLAGS.items():
+        parser.add_argument(
+            f"--{old}",
+            metavar="PATH",
+            action=flags.DeprecatedFlag,
+            instead=f"--benchmark {name} --benchmark_path PATH",
+            help=argparse.SUPPRESS,
+        )
     parser.add_argument(
         "--mface_languages",
         choices=("all", "5lang"),
         default="all",
         help="mFACE languages: all 45, or the 5 SEAHORSE languages in XL-Sum",
     )
-    parser.add_argument("--true_dir", default=None, help="folder of TRUE CSVs: also score TRUE")
-    parser.add_argument("--metal", default=None, help="METAL_dataset.json: also score METAL")
     parser.add_argument(
         "--xlsum_articles",
         default=None,
         help=f"XL-Sum test articles (JSON Lines) for METAL (default: ${benchmarks.ENV_XLSUM_ARTICLES})",
     )
-
-
-# Benchmark name -> the older flag that gives its file (`--benchmark NAME` does too).
-_BENCHMARK_FLAGS: dict[str, str] = {"mface": "mface", "true": "true_dir", "metal": "metal"}
 
 
 def _chosen_baselines(text: str) -> list[str]:
@@ -87,11 +93,19 @@ def _tokenizer(vocab_arg: str | None):
     return rouge.sentencepiece_tokenizer(path)
 
 
+def _by_dataset(benchmark: str) -> bool:
+    """Whether the benchmark's paper protocol reports by dataset (TRUE)."""
+    declared = registry.find(benchmark)
+    return declared is not None and declared.protocol.by == ("dataset",)
+
+
 def _summary(rows: list[dict], metric: str) -> str:
-    """`q:roc/rho` per question (TRUE: per dataset), for the one-line report of a file."""
+    """`q:rho/roc` per question (per dataset where the benchmark reports by dataset), for
+    the one-line report of a file."""
+    by_dataset = _by_dataset(rows[0]["benchmark"])
 
     def group(row: dict) -> object:
-        return row["dataset"] if row["benchmark"] == "true" else row["question"]
+        return row["dataset"] if by_dataset else row["question"]
 
     parts = []
     for key in dict.fromkeys(group(r) for r in rows):
@@ -103,31 +117,31 @@ def _summary(rows: list[dict], metric: str) -> str:
         else:
             result = stats.binary_metrics(labels, scores)
         if "label_binary" in chosen[0]:
-            # mFACE: ROC-AUC against the majority vote, Pearson against the raters' mean.
+            # Graded labels: ROC-AUC against the majority vote, Pearson against the mean.
             result["pearson"] = stats.graded_metrics([r["label"] for r in chosen], scores)[
                 "pearson"
             ]
         roc = "-" if result["roc_auc"] is None else f"{result['roc_auc']:.2f}"
         rho = "-" if result["pearson"] is None else f"{result['pearson']:.2f}"
-        parts.append(f"{key}:{roc}/{rho}")
+        parts.append(f"{key}:{rho}/{roc}")
     return " ".join(parts)
 
 
 def _write(path: pathlib.Path, rows: list[dict], metric: str, written: list[str]) -> None:
     count = scorefiles.write_score_file(path, rows)
-    print(f"{path}: {count} rows, ROC/rho {_summary(rows, metric)}")
+    print(f"{path}: {count} rows, rho/ROC {_summary(rows, metric)}")
     written.append(str(path))
 
 
 def _benchmark_sets(
     args: argparse.Namespace,
 ) -> list[tuple[str, benchmarks.ReadResult, str]]:
-    """(benchmark name, read result, the flags that named it) for each benchmark given, by
-    its older flag (`--mface`, `--true_dir`, `--metal`) or by `--benchmark NAME`."""
+    """(benchmark name, read result, the flags that named it) for each benchmark given by
+    `--benchmark NAME` (or a deprecated flag that stands for it)."""
     requested = [
         (name, getattr(args, flag), f"--{flag} {getattr(args, flag)}")
-        for name, flag in _BENCHMARK_FLAGS.items()
-        if getattr(args, flag)
+        for flag, name in _BENCHMARK_FLAGS.items()
+        if getattr(args, flag, None)
     ]
     requested += flags.requested_benchmarks(args)
     sets: list[tuple[str, benchmarks.ReadResult, str]] = []
@@ -150,7 +164,7 @@ def _benchmark_sets(
 
 def run(args: argparse.Namespace) -> int:
     chosen = _chosen_baselines(args.baselines)
-    other_benchmarks = args.mface or args.true_dir or args.metal or args.benchmark
+    other_benchmarks = args.benchmark or any(getattr(args, f, None) for f in _BENCHMARK_FLAGS)
     if not args.data_dir and not other_benchmarks:
         raise errors.UserError(
             "nothing to score: give --data_dir (SEAHORSE) and/or --benchmark NAME "
@@ -173,8 +187,8 @@ def run(args: argparse.Namespace) -> int:
     tokenize = _tokenizer(args.vocab) if baselines.ROUGE_L in chosen else None
     if tokenize is None and other_benchmarks:
         raise errors.UserError(
-            "--benchmark, --mface, --true_dir and --metal are scored by ROUGE-L only: add "
-            "rouge_l to --baselines (the majority baseline is written for SEAHORSE only)"
+            "--benchmark is scored by ROUGE-L only: add rouge_l to --baselines (the majority "
+            "baseline is written for SEAHORSE only)"
         )
     sets = _benchmark_sets(args) if tokenize is not None else []
     kept: collections.Counter[str] = collections.Counter()

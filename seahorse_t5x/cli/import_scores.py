@@ -19,22 +19,24 @@ from seahorse_t5x.cli import flags
 T5X_SCORES = "seahorse-t5x t5x-scores"
 HELP = "turn an external metric's per-item scores (or METAL's LLM scores) into score files"
 EXAMPLE = (
-    "seahorse-t5x import-scores --scores tigerscore.json --metric tigerscore "
+    "seahorse-t5x import-scores --external tigerscore.json --metric tigerscore "
     "--benchmark seahorse --data_dir prepared --split test --key article,summary "
     "--output scores/tigerscore.seahorse.jsonl"
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from seahorse_t5x.scoring import import_scores
+    from seahorse_t5x.data.benchmarks import registry
 
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--scores",
+        "--external",
         metavar="FILE",
-        help="the metric's output: .json (a list of objects, e.g. TIGERScore's results with "
-        "their inputs, or an object keyed by gem_id), .jsonl, .csv or .tsv",
+        help="the external metric's output: .json (a list of objects, e.g. TIGERScore's "
+        "results with their inputs, or an object keyed by gem_id), .jsonl, .csv or .tsv",
     )
+    # Its older name, which `report` uses for this project's own score files.
+    flags.add_alias(source, "--scores", "--external")
     source.add_argument(
         "--metal_llm",
         metavar="METAL_dataset.json",
@@ -50,24 +52,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"deprecated: use `{T5X_SCORES}`, which this runs: t5x/infer.py score-mode "
         "output (all its shard files), with --task, --data_dir and --split",
     )
-    parser.add_argument("--task", help="with --t5x_infer: the task inferred")
+    # Flags of the deprecated --t5x_infer only, hidden with it.
+    parser.add_argument("--task", help=argparse.SUPPRESS)
     parser.add_argument(
         "--join_by_position",
         action="store_true",
-        help="with --t5x_infer: accept output without inputs_pretokenized, joined to the split "
-        "file by position alone, unchecked (refused by default)",
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--output",
         required=True,
         help="score file to write (JSON Lines); with --metal_llm a folder",
     )
-    parser.add_argument("--metric", help="metric name the rows carry (with --scores)")
+    parser.add_argument("--metric", help="metric name the rows carry (with --external)")
     parser.add_argument(
         "--benchmark",
         default=constants.SEAHORSE_BENCHMARK,
-        choices=import_scores.BENCHMARKS,
-        help="whose labels the scores are joined to",
+        choices=registry.choices(),
+        metavar="NAME",
+        help=f"whose labels the scores are joined to: {', '.join(registry.choices())}",
     )
     parser.add_argument(
         "--key",
@@ -109,14 +112,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _questions(text: str | None, benchmark: str, scores: str) -> tuple[int, ...]:
+def _questions(text: str | None, benchmark: str, external: str) -> tuple[int, ...]:
     from seahorse_t5x import constants, errors
 
     if text is None:
         if benchmark != constants.SEAHORSE_BENCHMARK:
             return constants.QUESTIONS  # unused: the other benchmarks carry their dimensions
         raise errors.UserError(
-            f"{scores} holds one score per item: name the SEAHORSE question it answers with "
+            f"{external} holds one score per item: name the SEAHORSE question it answers with "
             "--questions N (e.g. --questions 4); --questions 1,2,3,4,5,6 joins the same score "
             "to all six"
         )
@@ -184,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         return _t5x_infer(args)
     if args.join_by_position:
         raise errors.UserError(
-            "--join_by_position applies to --t5x_infer only; --scores joins by --key"
+            "--join_by_position applies to --t5x_infer only; --external joins by --key"
         )
     key = (
         import_scores.parse_key(args.key)
@@ -196,13 +199,13 @@ def run(args: argparse.Namespace) -> int:
         args.benchmark,
         data_dir=args.data_dir,
         split=args.split,
-        questions=_questions(args.questions, args.benchmark, args.scores),
+        questions=_questions(args.questions, args.benchmark, args.external),
         path=args.benchmark_path,
         xlsum_articles=args.xlsum_articles,
         options={"articles": args.articles} if args.articles else None,
     )
     external = import_scores.read_external_scores(
-        args.scores, key, args.score_field, import_scores.key_aliases(args.benchmark)
+        args.external, key, args.score_field, import_scores.key_aliases(args.benchmark)
     )
     rows, report = import_scores.join_scores(
         external, items, key, args.metric.strip(), args.benchmark, negate=args.lower_is_better
@@ -211,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     output = pathlib.Path(args.output)
     written = scorefiles.write_score_file(output, rows)
     report_path = output.with_name(output.name.removesuffix(".jsonl") + ".join.json")
-    summary = {"scores": str(args.scores), "key": list(key), **report.to_dict()}
+    summary = {"scores": str(args.external), "key": list(key), **report.to_dict()}
     fileio.atomic_write_text(report_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     print(report.summary())
     for kind, shown in report.examples.items():

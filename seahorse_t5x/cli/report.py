@@ -20,8 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         metavar="FILE",
-        help="per-example score files (JSON Lines: metric, benchmark, question, label, score,"
-        " ...); a folder stands for its *.jsonl files",
+        help="this project's per-example score files (JSON Lines: metric, benchmark, question,"
+        " label, score, ...); a folder stands for its *.jsonl files (an external metric's "
+        "output goes through `import-scores --external` first)",
     )
     parser.add_argument(
         "--data_dir",
@@ -56,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="compare every metric with this one only (default: every pair of metrics)",
     )
     parser.add_argument("--no_plots", action="store_true", help="write tables only")
-    flags.add_benchmark(parser, repeatable=True, articles=False)
+    from seahorse_t5x.data.benchmarks import registry
+
+    flags.add_benchmark(parser, repeatable=True, articles=False, choices=registry.choices())
     parser.add_argument(
         "--drop_duplicates",
         action="store_true",

@@ -38,9 +38,6 @@ KEY_ALIASES: dict[str, tuple[str, ...]] = {
     "summary": ("summary", "hypo_output", "hypothesis", "generated_text"),
     "dataset": ("dataset",),
 }
-# The benchmarks whose labels scores are joined to: SEAHORSE's split files, and every
-# registered benchmark.
-BENCHMARKS: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK, *registry.names())
 
 
 def key_aliases(benchmark: str) -> dict[str, tuple[str, ...]]:
@@ -298,13 +295,13 @@ def benchmark_items(
         if data_dir is None:
             raise errors.UserError("--data_dir (the `prepare` output) is needed for seahorse")
         return seahorse_items(data_dir, split, questions), []
-    if benchmark not in BENCHMARKS:
-        raise errors.UserError(f"--benchmark must be one of {', '.join(BENCHMARKS)}")
     declared = registry.get(benchmark)
-    options = {k: v for k, v in (options or {}).items() if k in declared.options}
-    if benchmark == "metal":
-        # Without articles, METAL's labels alone (enough to join on gem_id).
-        options = {"xlsum_articles": xlsum_articles, "labels_only": not xlsum_articles}
+    given = {"xlsum_articles": xlsum_articles, **(options or {})}
+    options = {k: v for k, v in given.items() if k in declared.options and v is not None}
+    if "labels_only" in declared.options:
+        # Without the articles it reads apart (METAL's), its labels alone: enough to join
+        # on gem_id.
+        options["labels_only"] = not any(options.values())
     results = declared.read_all(path, **options)
     items = [
         _item(e, e["question"], e["label"], declared.row_fields)
