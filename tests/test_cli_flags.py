@@ -7,6 +7,7 @@ import argparse
 import collections
 import dataclasses
 import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from seahorse_t5x.cli import flags
 from seahorse_t5x.inference import precision
 from seahorse_t5x.runner import gin_config, train_config
 
+TESTS = pathlib.Path(__file__).resolve().parent
 # Concept -> (its flag, the commands that have it, spellings no command may show for it).
 CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
     "input length": (
@@ -207,6 +209,14 @@ def test_flag_spellings_are_unique_across_commands(parsers):
             meanings[option].add((action.dest, getattr(action.type, "__name__", None)))
     assert {d: s for d, s in spellings.items() if len(s) > 1} == {}
     assert {o: m for o, m in meanings.items() if len(m) > 1} == {}
+
+
+def test_extending_doc_names_the_commands_that_take_module(parsers):
+    text = " ".join((TESTS.parent / "docs" / "extending.md").read_text().split())
+    listed = re.search(r"Every command that resolves task names \(([^)]*)\) takes", text)
+    assert listed, "docs/extending.md no longer lists the commands that take --module"
+    named = set(re.findall(r"`([a-z0-9-]+)`", listed.group(1)))
+    assert named == CONCEPTS["user modules"][1]
 
 
 def test_the_same_concept_has_the_same_default(parsers):
