@@ -41,6 +41,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_programs_in_a_session_folder(tmp_path_factory):
+    """A `Scorer` keeps compiled programs on disk by default (`inference.settings`): in the
+    tests, in a folder of this session, never the user's cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SEAHORSE_COMPILATION_CACHE", str(tmp_path_factory.mktemp("xla_cache")))
+        yield
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _project_environment_unchanged(request):
     """Fails a module that leaves a `SEAHORSE_*` variable changed (set it with monkeypatch)."""

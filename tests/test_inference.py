@@ -27,10 +27,10 @@ from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
 from seahorse_t5x.cli import inference_flags
-from seahorse_t5x.cli import score as score_cli
 from seahorse_t5x.formats import vocab
-from seahorse_t5x.inference import engine, inputs
+from seahorse_t5x.inference import engine, inputs, resume
 from seahorse_t5x.inference import scorer as scorer_lib
+from seahorse_t5x.inference import settings as settings_lib
 from seahorse_t5x.model import configs, mt5, partitioning
 from seahorse_t5x.runner import checkpointing, trainer
 
@@ -183,25 +183,32 @@ def test_resume_point_keeps_whole_chunks_and_cuts_the_rest(tmp_path):
     lines = [json.dumps({"row": i, "score": 0.5}) + "\n" for i in range(7)]
     partial.write_text("".join(lines) + '{"row": 7, "sc', encoding="utf-8")
     (tmp_path / "out.jsonl.partial.run.json").write_text(json.dumps(settings))
-    assert score_cli.resume_point(output, settings) == 6
+    assert resume.resume_point(output, settings) == 6
     assert partial.read_text(encoding="utf-8") == "".join(lines[:6])
     with pytest.raises(errors.UserError, match="other settings \\(chunk_size\\)"):
-        score_cli.resume_point(output, {"chunk_size": 4, "input": "x"})
+        resume.resume_point(output, {"chunk_size": 4, "input": "x"})
 
 
 def test_resume_settings_see_the_whole_input_and_the_checkpoint_step(trained, tmp_path):
     pairs = tmp_path / "pairs.jsonl"
     head = json.dumps({"article": "x" * (1 << 20), "summary": "A cat."}) + "\n"
     pairs.write_text(head + json.dumps({"article": "A dog ran.", "summary": "A dog."}) + "\n")
-    parser = cli.build_parser("score")
-    args = parser.parse_args(
-        ["score", "--checkpoint", str(trained.model_dir), "--input", str(pairs), "--output", "o"]
-    )
-    before = score_cli.run_settings(args, pairs)
+
+    def record():
+        return resume.RunRecord.of(
+            pairs,
+            trained.model_dir,
+            settings_lib.ScoringSettings(),
+            prompt=None,
+            chunk_size=4096,
+            skip_bad_rows=False,
+        ).to_json()
+
+    before = record()
     assert before["checkpoint_step"].endswith("checkpoints/3")  # the step a MODEL_DIR means
     # An edit past the first MiB that keeps the size: another input all the same.
     pairs.write_text(head + json.dumps({"article": "A cat ran.", "summary": "A dog."}) + "\n")
-    after = score_cli.run_settings(args, pairs)
+    after = record()
     assert after["input_bytes"] == before["input_bytes"]
     assert sorted(k for k in before if before[k] != after[k]) == ["input_sha256"]
 
@@ -263,7 +270,7 @@ def test_a_multi_question_model_scored_without_the_question_warns(caplog):
         "ckpt was trained on seahorse_all",
         "ckpt was trained on seahorse_q4",
     ]
-    assert "pass --question N" in caplog.records[0].getMessage()
+    assert "give `questions`" in caplog.records[0].getMessage()
     assert caplog.records[1].getMessage().endswith("do not name the question; these do")
 
 
@@ -339,7 +346,8 @@ def test_compilation_cache_is_on_by_default_in_the_user_cache(monkeypatch, tmp_p
         args = parser.parse_args(
             ["score", "--checkpoint", "c", "--input", "i", "--output", "o"] + list(extra)
         )
-        return inference_flags.compilation_cache_dir(args)
+        chosen = inference_flags.settings(args).compilation_cache
+        return settings_lib.compilation_cache_dir(chosen)
 
     monkeypatch.delenv("SEAHORSE_COMPILATION_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -10,9 +11,9 @@ import pytest
 from mt5_fixtures import save_hf_tiny
 
 from seahorse_t5x import cli, constants, errors
-from seahorse_t5x.cli import score as score_cli
 from seahorse_t5x.formats import vocab
-from seahorse_t5x.inference import engine, inputs
+from seahorse_t5x.inference import engine, input_rows, inputs, settings
+from seahorse_t5x.inference import resume as resume_lib
 from seahorse_t5x.inference import scorer as scorer_lib
 
 MAX_LEN = 64  # buckets 32, 48, 64: few compiled shapes
@@ -269,14 +270,12 @@ def test_score_cli_reads_tsv(tmp_path, model_dir, scorer):
 
 
 def test_score_input_tables_read_quotes_as_tsv_and_csv_write_them(tmp_path):
-    from seahorse_t5x.cli import score as score_command
-
     tsv = tmp_path / "pairs.tsv"
     tsv.write_text('article\tsummary\nAn article.\t"Yes," he said.\n', encoding="utf-8")
     csv_path = tmp_path / "pairs.csv"
     csv_path.write_text('article,summary\nAn article.,"""Yes,"" he said."\n', encoding="utf-8")
     for path in (tsv, csv_path):
-        rows = list(score_command.records(path))
+        rows = list(input_rows.records(path))
         assert rows == [(2, {"article": "An article.", "summary": '"Yes," he said.'}, None)]
 
 
@@ -357,17 +356,22 @@ def test_score_cli_resume_refuses_another_dtype_and_auto_resumes_its_choice(
     pairs, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
     _write_jsonl(pairs, rows)
     # An interrupted float32 run that wrote its first chunk of 2 rows.
-    argv = ["score", "--checkpoint", str(model_dir[0]), "--vocab", "demo", "--input", str(pairs)]
-    argv += ["--output", str(out), "--input_length", str(MAX_LEN), "--batch_size", "2"]
-    argv += ["--chunk_size", "2", "--dtype", "float32"]
-    settings = score_cli.run_settings(cli.build_parser("score").parse_args(argv), pairs)
-    assert settings["dtype"] == "float32"
+    chosen = settings.ScoringSettings(vocab="demo", input_length=MAX_LEN, batch_size=2)
+    record = resume_lib.RunRecord.of(
+        pairs,
+        model_dir[0],
+        dataclasses.replace(chosen, dtype="float32"),
+        prompt=None,
+        chunk_size=2,
+        skip_bad_rows=False,
+    ).to_json()
+    assert record["dtype"] == "float32" and record["max_input_length"] == MAX_LEN
     expected = scorer.score(ARTICLES, SUMMARIES)
     written = [
         json.dumps({**r, "score": float(p)}) + "\n" for r, p in zip(rows, expected, strict=True)
     ]
     (tmp_path / "out.jsonl.partial").write_text("".join(written[:2]))
-    (tmp_path / "out.jsonl.partial.run.json").write_text(json.dumps(settings))
+    (tmp_path / "out.jsonl.partial.run.json").write_text(json.dumps(record))
     resume = ["--chunk_size", "2", "--resume"]
     assert _score_cli(model_dir[0], pairs, out, *resume, "--dtype", "bfloat16") == 2
     assert "written with other settings (dtype)" in capsys.readouterr().err

@@ -1,24 +1,28 @@
 """Flags `score` and `evaluate` share: the vocabulary, the input length, its truncation and
-long-input windows, the dtypes, the device mesh, the answer words, the compile cache."""
+long-input windows, the batch size, the dtypes, the device mesh, the answer words, the
+compile cache; each the field of `inference.settings.ScoringSettings` of the same name.
+`settings(args)` builds that object; `flag_names` puts the flags into a library message that
+names the settings."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import pathlib
+import dataclasses
+import re
+from collections.abc import Iterable
 
-from seahorse_t5x import constants
+from seahorse_t5x import constants, errors
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.inference import precision, windows
+from seahorse_t5x.inference import settings as settings_lib
 
-ENV_COMPILATION_CACHE = "SEAHORSE_COMPILATION_CACHE"
-COMPUTE_DTYPES = ("float32", "bfloat16")
-# `--param_dtype`: int8 is weight-only (per-output-channel scales; `inference/quantize.py`).
-PARAM_DTYPES = (*COMPUTE_DTYPES, "int8")
+ENV_COMPILATION_CACHE = settings_lib.ENV_COMPILATION_CACHE
+COMPUTE_DTYPES = settings_lib.COMPUTE_DTYPES
+PARAM_DTYPES = settings_lib.PARAM_DTYPES
 # `plan`'s `--dtype` (it plans for a target platform, not this one) and every command's
 # `--param_dtype` default to these; `score` and `evaluate` choose their `--dtype` by platform.
 DEFAULT_DTYPE = "float32"
-DEFAULT_PARAM_DTYPE = "float32"
+DEFAULT_PARAM_DTYPE = settings_lib.DEFAULT_PARAM_DTYPE
 SCORING_DTYPES = precision.CHOICES
 DEFAULT_SCORING_DTYPE = precision.AUTO
 # What `--batch_size` means in `score`, `evaluate` and `plan --scoring` (the engine's rows).
@@ -30,6 +34,12 @@ MESH_METAVAR = "data=N,model=M"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--batch_size",
+        type=int,
+        default=settings_lib.DEFAULT_BATCH_SIZE,
+        help=BATCH_SIZE_HELP,
+    )
     parser.add_argument(
         "--vocab",
         default=None,
@@ -120,72 +130,79 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_windows(args: argparse.Namespace) -> None:
-    """Refuses window settings that cannot work, before the model or the data is read."""
-    windows.check_overlap(args.window_overlap)
-    if args.long_inputs == windows.LONG_INPUTS_WINDOWS and args.truncation != (
-        input_format.TRUNCATION_KEEP_SUMMARY
-    ):
-        from seahorse_t5x import errors
-
-        raise errors.UserError(
-            "--long_inputs windows keeps every summary whole: it needs --truncation "
-            f"{input_format.TRUNCATION_KEEP_SUMMARY}, got {args.truncation}"
-        )
-
-
-def choose_dtype(args: argparse.Namespace) -> precision.Choice:
-    """`precision.choose` for --dtype on this process's JAX platform (imports JAX)."""
-    return precision.choose(args.dtype)
+# The settings (and `score_file` arguments) whose flags carry the same name.
+SETTING_FLAGS = (
+    *(f.name for f in dataclasses.fields(settings_lib.ScoringSettings)),
+    "checkpoint",
+    "chunk_size",
+    "input",
+    "metric",
+    "output",
+    "overwrite",
+    "questions",
+    "resume",
+    "skip_bad_rows",
+)
+# Words that begin library messages as plain words (`input file not found`), not as settings.
+_NOT_LEADING = frozenset({"checkpoint", "input"})
 
 
-def mesh_shape(args: argparse.Namespace) -> tuple[int, int] | None:
-    """(data, model) from --mesh, checked before the model or the data is read; None: default."""
-    if not args.mesh:
-        return None
-    from seahorse_t5x.model import partitioning
+def settings(args: argparse.Namespace) -> settings_lib.ScoringSettings:
+    """The `ScoringSettings` these flags say, checked (before the model or data is read).
 
-    return partitioning.parse_mesh(args.mesh)
-
-
-def create_mesh(shape: tuple[int, int] | None):
-    """The mesh for `mesh_shape(args)`: every device on `data` when None."""
-    from seahorse_t5x.model import partitioning
-
-    if shape is None:
-        return partitioning.create_mesh()
-    data, model = shape
-    return partitioning.create_mesh(
-        partitioning.MeshConfig(model_parallel=model, data_parallel=data)
+    Raises:
+      UserError: naming the flag that cannot work.
+    """
+    chosen = settings_lib.ScoringSettings(
+        vocab=args.vocab,
+        input_length=args.input_length,
+        batch_size=args.batch_size,
+        dtype=args.dtype,
+        param_dtype=args.param_dtype,
+        truncation=args.truncation,
+        long_inputs=args.long_inputs,
+        window_overlap=args.window_overlap,
+        window_aggregate=args.window_aggregate,
+        mesh=args.mesh,
+        label_words=args.label_words,
+        packing=getattr(args, "packing", False),
+        compilation_cache=(
+            False if args.no_compilation_cache else (args.compilation_cache or True)
+        ),
     )
+    with flag_names():
+        return chosen.checked()
 
 
-def default_compilation_cache() -> pathlib.Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / "seahorse-t5x" / "jax"
+class flag_names:  # noqa: N801 - used as a context manager, like contextlib's
+    """Inside the block, a `UserError` whose message names settings names their flags:
+    a leading `input_length ...` or a quoted `` `resume` `` becomes `--input_length ...`,
+    `--resume`."""
+
+    def __init__(self, names: Iterable[str] = SETTING_FLAGS) -> None:
+        self.names = tuple(names)
+
+    def __enter__(self) -> flag_names:
+        return self
+
+    def __exit__(self, kind, error, trace) -> bool:
+        if error is None or not isinstance(error, errors.UserError):
+            return False
+        message = str(error)
+        mapped = with_flags(message, self.names)
+        if mapped != message:
+            raise errors.UserError(mapped) from error
+        return False
 
 
-def compilation_cache_dir(args: argparse.Namespace) -> pathlib.Path | None:
-    """--compilation_cache, else $SEAHORSE_COMPILATION_CACHE, else the user's cache folder;
-    None with --no_compilation_cache."""
-    if args.no_compilation_cache:
-        return None
-    chosen = args.compilation_cache or os.environ.get(ENV_COMPILATION_CACHE)
-    return pathlib.Path(chosen) if chosen else default_compilation_cache()
+def with_flags(message: str, names: Iterable[str] = SETTING_FLAGS) -> str:
+    """`message` with the settings it names written as flags.
 
-
-def enable_compilation_cache(args: argparse.Namespace) -> None:
-    directory = compilation_cache_dir(args)
-    if directory is not None:
-        from seahorse_t5x.inference import engine
-
-        engine.enable_compilation_cache(directory)
-
-
-def label_words(args: argparse.Namespace) -> tuple[str, str] | None:
-    """(yes word, no word) from --label_words, checked; None when not given."""
-    if not args.label_words:
-        return None
-    from seahorse_t5x.formats import vocab
-
-    return vocab.parse_answer_words(args.label_words)
+    >>> with_flags("input_length must be at least 2; pass `resume` to continue")
+    '--input_length must be at least 2; pass --resume to continue'
+    """
+    for name in names:
+        message = message.replace(f"`{name}`", f"--{name}")
+        if name not in _NOT_LEADING:
+            message = re.sub(rf"^{re.escape(name)}(?=[ :])", f"--{name}", message)
+    return message

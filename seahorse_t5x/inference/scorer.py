@@ -1,8 +1,12 @@
 """`Scorer`: P(yes) of one metric for (article, summary) pairs, from a checkpoint or params.
 
-    scorer = Scorer.from_pretrained("google/seahorse-large", question=4)
+    scorer = Scorer.from_pretrained("google/seahorse-large", questions=[4])
     p_yes = scorer.score(articles, summaries)                  # shape (n,)
     table = score_questions("google/seahorse-large", articles, summaries)  # shape (n, 6)
+
+`questions` means the same for every checkpoint (`inference.questions`): a family's members,
+the questions a multi-question model's inputs name (`Scorer.question`), or a check against a
+one-question model's own question.
 
 A checkpoint is a path (any format `model.checkpoints.load_checkpoint` reads) or a Hub name
 `ORG/NAME[@REVISION]`, fetched into the HF cache (`model.hub`). Scores come back in input
@@ -15,6 +19,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,10 +27,11 @@ import numpy as np
 from jax.sharding import Mesh
 
 from seahorse_t5x import constants, errors
-from seahorse_t5x.formats import input_format, task_names
+from seahorse_t5x.formats import input_format
 from seahorse_t5x.formats import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import inputs, precision, windows
+from seahorse_t5x.inference import inputs, precision, settings, windows
+from seahorse_t5x.inference import questions as questions_lib
 from seahorse_t5x.model import checkpoints
 from seahorse_t5x.model.configs import MT5Config
 
@@ -36,7 +42,9 @@ COMPUTE_DTYPES = precision.CHOICES
 META_TASK_FEATURE_LENGTHS = "task_feature_lengths"
 META_VOCABULARY = "vocabulary"
 META_VOCABULARY_SHA256 = "vocabulary_sha256"
-META_TASK = "mixture_or_task_name"
+META_TASK = questions_lib.META_TASK
+# Moved to `inference.questions`; kept here for the callers that import it from here.
+warn_on_question_mismatch = questions_lib.warn_on_question_mismatch
 
 
 def input_length_for(meta: dict[str, Any], requested: int | None, checkpoint: Any) -> int:
@@ -70,28 +78,6 @@ def warn_on_vocabulary_mismatch(meta: dict[str, Any], checkpoint: Any, vocab: An
     log.warning("%s was trained with the vocabulary %s; using %s", checkpoint, trained, used)
 
 
-def warn_on_question_mismatch(meta: dict[str, Any], checkpoint: Any, names_question: bool) -> None:
-    """Warns when inputs name the question and the model was trained on inputs that did
-    not (or the other way round): its scores would not be the ones it learnt to give."""
-    trained_on = meta.get(META_TASK)
-    trained = task_names.names_the_question(trained_on) if isinstance(trained_on, str) else None
-    if trained is None or trained == names_question:
-        return
-    if trained:
-        log.warning(
-            "%s was trained on %s, whose inputs name the question; these do not (pass "
-            "--question N to `score`, or use the seahorse_all_qN_score tasks)",
-            checkpoint,
-            trained_on,
-        )
-    else:
-        log.warning(
-            "%s was trained on %s, whose inputs do not name the question; these do",
-            checkpoint,
-            trained_on,
-        )
-
-
 class Scorer:
     """P(yes) of one mT5 metric for (article, summary) pairs.
 
@@ -116,6 +102,10 @@ class Scorer:
         vocabulary (e.g. `("Yes", "No")` for Flan-T5 or mT0).
       packing: pack several inputs into each row with segment ids instead of bucketing by
         length (`engine.Engine`).
+      question: the SEAHORSE question the inputs name when `encode`/`score` are given none
+        (a multi-question model's; None: the inputs name no question).
+      compilation_cache: keep compiled programs on disk (`settings.compilation_cache_dir`):
+        True (the default folder), a folder, or False.
 
     Raises:
       UserError: for a bad checkpoint, vocabulary, dtype, truncation or length.
@@ -126,7 +116,7 @@ class Scorer:
         checkpoint: str | os.PathLike | tuple[MT5Config, Any],
         vocab: Any = None,
         max_input_length: int | None = None,
-        batch_size: int = 1,
+        batch_size: int = settings.DEFAULT_BATCH_SIZE,
         dtype: str = precision.AUTO,
         truncation: str = input_format.TRUNCATION_KEEP_SUMMARY,
         mesh: Mesh | None = None,
@@ -134,7 +124,14 @@ class Scorer:
         label_ids: tuple[int, int] | None = None,
         packing: bool = False,
         label_words: Sequence[str] | None = None,
+        question: int | None = None,
+        compilation_cache: settings.CompilationCache = True,
     ) -> None:
+        if question is not None and question not in constants.QUESTIONS:
+            raise errors.UserError(f"question must be one of 1..6, got {question!r}")
+        self.question = question
+        settings.check_batch_size(batch_size)
+        settings.enable_compilation_cache(compilation_cache)
         platform = None if mesh is None else mesh.devices.flat[0].platform
         self.dtype_choice = precision.choose(dtype, platform)
         dtype = self.dtype_choice.dtype
@@ -187,10 +184,19 @@ class Scorer:
     def encode(
         self, articles: Sequence[str], summaries: Sequence[str], question: int | None = None
     ) -> inputs.EncodedInputs:
-        """Token ids of the model inputs, truncated like the SeqIO tasks."""
+        """Token ids of the model inputs, truncated like the SeqIO tasks; `question`: the
+        question they name (default: the scorer's `question`)."""
         return inputs.encode_pairs(
-            self.vocab, articles, summaries, self.max_input_length, self.truncation, question
+            self.vocab,
+            articles,
+            summaries,
+            self.max_input_length,
+            self.truncation,
+            self._prompt(question),
         )
+
+    def _prompt(self, question: int | None) -> int | None:
+        return self.question if question is None else question
 
     def score_tokens(
         self,
@@ -221,6 +227,7 @@ class Scorer:
         markers: Sequence[str] | None = None,
     ) -> windows.WindowedInputs:
         """Token ids of every window of every article beside its whole summary."""
+        question = None if markers is not None else self._prompt(question)
         return windows.encode_windows(
             self.vocab, articles, summaries, self.max_input_length, question, overlap, markers
         )
@@ -252,60 +259,81 @@ class Scorer:
 
     @classmethod
     def from_pretrained(
-        cls, name_or_path: str | os.PathLike, question: int | None = None, **kwargs: Any
+        cls,
+        name_or_path: str | os.PathLike,
+        questions: int | Sequence[int] | str | None = None,
+        *,
+        question: int | None = None,
+        **kwargs: Any,
     ) -> Scorer:
         """A scorer for a released metric or a local checkpoint.
 
-            scorer = Scorer.from_pretrained("google/seahorse-large", question=4)
+            scorer = Scorer.from_pretrained("google/seahorse-large", questions=[4])
 
         Args:
           name_or_path: a checkpoint path, a Hub name (`google/seahorse-large-q4`), or a
-            family (`google/seahorse-large`, a folder of `q1`..`q6` checkpoints) with
-            `question` picking its member.
-          question: the SEAHORSE question (1..6) the metric answers: required for a family;
-            for one model it must agree with a `-qN` its name ends in.
+            family (`google/seahorse-large`, a folder of `q1`..`q6` checkpoints).
+          questions: the one SEAHORSE question (1..6) to score (`inference.questions`): a
+            family's member; for a multi-question model (trained on `seahorse_all`), the
+            question its inputs name, so `score(articles, summaries)` prompts it; for a
+            one-question model, a check against its own question.
+          question: deprecated spelling of `questions`.
           **kwargs: the `Scorer` arguments (`vocab`, `max_input_length`, `batch_size`,
-            `dtype`, `param_dtype`, `mesh`, ...).
+            `dtype`, `param_dtype`, `mesh`, `compilation_cache`, ...).
 
         Raises:
-          UserError: a family without `question`, a question that contradicts the name, or
-            anything `Scorer` refuses.
+          UserError: a request the checkpoint cannot answer (a family or a multi-question
+            model without a question, several questions, a question that is not a
+            one-question model's own), or anything `Scorer` refuses.
         """
-        if question is not None and question not in constants.QUESTIONS:
-            raise errors.UserError(f"question must be one of 1..6, got {question!r}")
-        if checkpoints.is_family(name_or_path):
-            if question is None:
-                raise errors.UserError(
-                    f"{name_or_path} holds one metric per question: pass question=N (1..6), "
-                    "or use score_questions() for all six"
-                )
-            members = checkpoints.family_members(name_or_path, (question,))
-            return cls(members[question], **kwargs)
-        named = checkpoints.question_of(name_or_path)
-        if question is not None and named is not None and named != question:
+        wanted = _questions_argument(questions, question, "Scorer.from_pretrained")
+        if wanted is not None and len(wanted) > 1:
             raise errors.UserError(
-                f"{name_or_path} is the metric of question {named}, not of question {question}"
+                f"a Scorer scores one question, got questions {list(wanted)}: use "
+                "score_questions() for one column per question"
             )
-        return cls(name_or_path, **kwargs)
+        if wanted is None and checkpoints.is_family(name_or_path):
+            raise errors.UserError(
+                f"{name_or_path} holds one metric per question: pass questions=[N] (1..6), "
+                "or use score_questions() for all six"
+            )
+        (column,), _ = questions_lib.plan_columns(name_or_path, wanted)
+        return cls(column.checkpoint, question=column.prompt, **kwargs)
+
+
+def _questions_argument(
+    wanted: int | Sequence[int] | str | None, question: int | None, where: str
+) -> tuple[int, ...] | None:
+    """`questions` parsed, with the deprecated `question=` standing in for it (a warning)."""
+    if question is not None:
+        warnings.warn(
+            f"{where}(question=N) is deprecated; use questions=[N]", FutureWarning, stacklevel=3
+        )
+        if wanted is None:
+            wanted = (question,)
+    return questions_lib.parse_questions(wanted)
 
 
 def score_questions(
     name_or_path: str | os.PathLike,
     articles: Sequence[str],
     summaries: Sequence[str],
-    questions: Sequence[int] | None = None,
+    questions: Sequence[int] | str | None = None,
     **kwargs: Any,
 ) -> np.ndarray:
-    """P(yes) of each question's metric of a family: one column per question.
+    """P(yes) for each question asked: one column per question.
 
         p_yes = score_questions("google/seahorse-large", articles, summaries)  # (n, 6)
 
-    One model is in memory at a time; the compiled programs of the first are reused by the
-    others (same shapes).
+    For a family, each column is its member's (one model in memory at a time; the compiled
+    programs of the first are reused by the others: same shapes). For a multi-question model
+    (trained on `seahorse_all`), each column is the same model with the inputs naming that
+    question.
 
     Args:
-      name_or_path: a family: `google/seahorse-large` or `-xxl`, another Hub name whose
-        members end in `-q1`..`-q6`, or a folder of `q1`..`q6` checkpoints.
+      name_or_path: a family (`google/seahorse-large` or `-xxl`, another Hub name whose
+        members end in `-q1`..`-q6`, a folder of `q1`..`q6` checkpoints) or a multi-question
+        model.
       articles, summaries: the pairs.
       questions: the questions, in column order (default: 1..6).
       **kwargs: the `Scorer` arguments.
@@ -314,21 +342,27 @@ def score_questions(
       float64 array of shape (len(articles), len(questions)).
 
     Raises:
-      UserError: `name_or_path` is one model, a question is not 1..6, or any `Scorer` error.
+      UserError: `name_or_path` is a one-question model, a question is not 1..6, or any
+        `Scorer` error.
     """
-    wanted = tuple(questions) if questions is not None else constants.QUESTIONS
-    if not wanted or any(q not in constants.QUESTIONS for q in wanted):
-        raise errors.UserError(f"questions must be numbers 1..6, got {list(wanted)}")
-    members = checkpoints.family_members(name_or_path, wanted)
-    if members is None:
+    return _score_columns(name_or_path, articles, summaries, questions, kwargs)
+
+
+def _score_columns(name_or_path, articles, summaries, wanted, kwargs) -> np.ndarray:
+    wanted = questions_lib.parse_questions(wanted) or constants.QUESTIONS
+    columns, family = questions_lib.plan_columns(name_or_path, wanted)
+    if not family and columns[0].prompt is None:
         raise errors.UserError(
-            f"{name_or_path} is one model, not a family of per-question metrics: use "
+            f"{name_or_path} is one model answering one question, not a family of "
+            "per-question metrics or a multi-question model: use "
             "Scorer.from_pretrained(...).score(...)"
         )
-    columns = []
-    for question in wanted:
-        scorer = Scorer(members[question], **kwargs)
-        columns.append(scorer.score(articles, summaries))
-        del scorer  # one model in memory at a time
-        gc.collect()
-    return np.stack(columns, axis=1)
+    scores = []
+    scorer, loaded = None, None
+    for column in columns:
+        if column.checkpoint != loaded:
+            scorer = None  # one model in memory at a time
+            gc.collect()
+            scorer, loaded = Scorer(column.checkpoint, **kwargs), column.checkpoint
+        scores.append(scorer.score(articles, summaries, question=column.prompt))
+    return np.stack(scores, axis=1)

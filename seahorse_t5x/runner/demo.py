@@ -207,7 +207,8 @@ def _train_and_evaluate(
     log: Callable[[str], None],
     started: float,
 ) -> dict[str, Any]:
-    from seahorse_t5x.inference import scorer as scorer_lib
+    from seahorse_t5x.inference import loading
+    from seahorse_t5x.inference import settings as scoring_settings
     from seahorse_t5x.runner import checkpointing, trainer
     from seahorse_t5x.scoring import evaluate
 
@@ -250,11 +251,14 @@ def _train_and_evaluate(
     log("== 3/3 evaluating on the demo test split ==")
     evaluation_dir = output_dir / "evaluation"
     tasks = [f"seahorse_all_q{q}_score" for q in constants.QUESTIONS]
-    scorer = scorer_lib.Scorer(
+    scorer = loading.load_scorer(
         (result.model_config, params),
-        max_input_length=settings.input_length,
-        batch_size=settings.batch_size,
-        dtype=result.model_config.dtype,
+        scoring_settings.ScoringSettings(
+            input_length=settings.input_length,
+            batch_size=settings.batch_size,
+            dtype=result.model_config.dtype,
+            compilation_cache=False,  # the demo compiles afresh, as it always has
+        ),
     )
     results = evaluate.evaluate(
         scorer,

@@ -10,10 +10,12 @@ chose); the trainer's validation reads them with `load_task_examples` too.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,11 +29,15 @@ from seahorse_t5x.scoring import baselines
 
 if TYPE_CHECKING:
     from seahorse_t5x.inference.scorer import Scorer
+    from seahorse_t5x.inference.settings import ScoringSettings
 
 # Carried into the score file after the slice fields (`constants.SLICE_FIELDS`) where a
 # benchmark's tasks have them (`data.benchmarks.registry` row_fields), and not empty: the
 # split and AggreFact's origin, which its protocol reads.
 OPTIONAL_FIELDS = ("split", "origin")
+# The gin scope in which the scorer's truncation is bound for the tasks `evaluate` reads.
+TRUNCATION_SCOPE = "seahorse_t5x_evaluate"
+_TRUNCATION_BINDING = "seahorse_t5x.tasks.preprocessors.configured_truncation.mode"
 
 
 @dataclasses.dataclass
@@ -137,8 +143,8 @@ def score_examples(
         return scorer.score_tokens(examples.tokens), 0
     if examples.premises is None:
         raise errors.UserError(
-            f"--long_inputs windows needs premise/hypothesis tasks; {examples.task_name} "
-            "builds its inputs another way (score it with --long_inputs truncate)"
+            f"long_inputs windows needs premise/hypothesis tasks; {examples.task_name} "
+            "builds its inputs another way (score it with long_inputs truncate)"
         )
     scores, encoded = scorer.score_windows(
         examples.premises,
@@ -168,7 +174,9 @@ def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> 
     integers 0/1, as `report` checks) and leave out the slice fields its rows lack (an empty
     `language` is no language).
     """
-    benchmark, question = task_rows.benchmark_of_task(examples.task_name, ratings.rating_questions())
+    benchmark, question = task_rows.benchmark_of_task(
+        examples.task_name, ratings.rating_questions()
+    )
     rating = ratings.is_rating_benchmark(benchmark)
     if question is None:
         question = examples.question if examples.question is not None else examples.task_name
@@ -269,12 +277,30 @@ def expand_task_names(requested: Sequence[str]) -> list[str]:
             raise errors.UserError(
                 f"no SeqIO task or mixture named {name!r}"
                 + (f"; similar: {', '.join(close)}" if close else "")
-                + "; a task of your own: pass --module FILE.py that registers it"
+                + "; a task of your own: pass `module` FILE.py that registers it"
             )
         result.extend(m for m in members if m not in result)
     if not result:
-        raise errors.UserError("no tasks given (e.g. --tasks seahorse_q4_score)")
+        raise errors.UserError("no tasks given (e.g. `tasks` seahorse_q4_score)")
     return result
+
+
+@contextlib.contextmanager
+def tasks_truncate(mode: str) -> Iterator[None]:
+    """Inside the block, the registered tasks cut their inputs as `mode` says.
+
+    The tasks read their truncation from gin (`preprocessors.configured_truncation`) when a
+    dataset is built; the binding is scoped, so it applies to `evaluate`'s datasets only
+    and wins over an unscoped binding.
+    """
+    import gin
+
+    from seahorse_t5x.tasks import preprocessors  # noqa: F401  (defines the configurable)
+
+    with gin.unlock_config():
+        gin.bind_parameter(f"{TRUNCATION_SCOPE}/{_TRUNCATION_BINDING}", mode)
+    with gin.config_scope(TRUNCATION_SCOPE):
+        yield
 
 
 def evaluate(
@@ -312,7 +338,8 @@ def evaluate(
     results: dict[str, dict] = {}
     rows: dict[str, list[dict]] = {}
     for task_name in expand_task_names(task_names):
-        examples = load_task_examples(task_name, split, input_length, max_examples)
+        with tasks_truncate(scorer.truncation):  # the tasks cut inputs as the scorer does
+            examples = load_task_examples(task_name, split, input_length, max_examples)
         if not examples.tokens:
             raise errors.UserError(f"task {task_name} has no examples in split {split!r}")
         scores, windowed = score_examples(scorer, examples, window_settings)
@@ -324,7 +351,9 @@ def evaluate(
         if examples.question is not None:
             result["question"] = examples.question
         else:
-            result["question"] = task_rows.benchmark_of_task(task_name, ratings.rating_questions())[1]
+            result["question"] = task_rows.benchmark_of_task(task_name, ratings.rating_questions())[
+                1
+            ]
         results[task_name] = result
         rows[task_name] = score_rows(examples, scores, metric_name)
         if log:
@@ -337,3 +366,177 @@ def evaluate(
     info.setdefault("title", f"{metric_name} ({split})")
     write_outputs(output_dir, rows, results, info)
     return results
+
+
+def benchmark_tasks(name: str, path: str | None) -> str:
+    """The score tasks (a mixture) of a registered benchmark, its path bound in gin (as
+    `benchmark_paths.NAME = PATH` would), so the tasks read it; a missing path is said now,
+    before any model loads."""
+    import gin
+
+    from seahorse_t5x.data.benchmarks import registry
+
+    declared = registry.get(name)
+    if path is not None:
+        with gin.unlock_config():
+            gin.bind_parameter(f"seahorse_t5x.data.benchmarks.benchmark_paths.{name}", path)
+    declared.path(path)
+    return declared.task_mixture
+
+
+def _reads_seahorse_splits(task_name: str) -> bool:
+    return task_name.startswith((f"{constants.SEAHORSE_BENCHMARK}_", f"{names.ICE_PREFIX}_"))
+
+
+@contextlib.contextmanager
+def seahorse_data(data_dir: str | os.PathLike | None, split: str, tasks: Sequence[str]):
+    """Inside the block the SEAHORSE tasks read `data_dir` (as `SEAHORSE_DATA_DIR` says; None:
+    the variable's own folder), its split file checked before any model loads.
+
+    Raises:
+      UserError: no data folder, not a folder, or no split file in it, when a task reads it.
+    """
+    from seahorse_t5x.data import splits
+
+    chosen = data_dir if data_dir is not None else os.environ.get(constants.ENV_DATA_DIR)
+    if any(_reads_seahorse_splits(t) for t in tasks):
+        if not chosen:
+            raise errors.UserError(
+                f"no SEAHORSE data folder: give `data_dir` (or set {constants.ENV_DATA_DIR}) "
+                "to the output folder of `seahorse-t5x prepare`"
+            )
+        if not pathlib.Path(chosen).is_dir():
+            raise errors.UserError(f"`data_dir` {chosen} is not a folder")
+        path = pathlib.Path(splits.split_path(chosen, split))
+        if not path.is_file():
+            raise errors.UserError(
+                f"SEAHORSE split file not found: {path}; `data_dir` must be the output folder "
+                "of `seahorse-t5x prepare`"
+            )
+    if data_dir is None:
+        yield
+        return
+    before = os.environ.get(constants.ENV_DATA_DIR)
+    os.environ[constants.ENV_DATA_DIR] = os.fspath(data_dir)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(constants.ENV_DATA_DIR, None)
+        else:
+            os.environ[constants.ENV_DATA_DIR] = before
+
+
+def evaluate_checkpoint(
+    checkpoint: str | os.PathLike,
+    tasks: Sequence[str],
+    split: str,
+    output_dir: str | os.PathLike,
+    *,
+    settings: ScoringSettings | None = None,
+    data_dir: str | os.PathLike | None = None,
+    metric: str | None = None,
+    max_examples: int | None = None,
+    log=print,
+) -> EvaluationRun:
+    """`evaluate` of a checkpoint: the tasks' score files, metrics.json and metrics.md.
+
+    Everything is checked before the model loads: the settings, the checkpoint's path, the
+    output folder, the task names, the data folder. The model is loaded as `score` loads it
+    (`inference.loading.load_scorer`: the vocabulary and input length it was trained with);
+    the tasks' inputs are encoded with its vocabulary and cut as `settings.truncation` says.
+
+    Args:
+      checkpoint: a MODEL_DIR, step directory, HF or T5X checkpoint, or a Hub name.
+      tasks: score tasks or mixtures (`expand_task_names`; register your own first).
+      split: the dataset split.
+      output_dir: where the results go.
+      settings: the `ScoringSettings` (default: theirs).
+      data_dir: the SEAHORSE data folder (default: `$SEAHORSE_DATA_DIR`).
+      metric: the `metric` the score files' rows carry (default: the checkpoint folder's
+        name, or a Hub model's NAME).
+      max_examples: score only the first N of each task.
+
+    Returns:
+      The per-task results (as `evaluate` returns them), the run's record and its dtype.
+
+    Raises:
+      UserError: naming the setting, task, path or checkpoint that is wrong.
+    """
+    from seahorse_t5x import fileio
+    from seahorse_t5x.formats import vocab
+    from seahorse_t5x.inference import loading, questions
+    from seahorse_t5x.inference import settings as settings_lib
+    from seahorse_t5x.model import hub
+
+    settings = (settings or settings_lib.ScoringSettings()).checked()
+    hub_name = hub.is_name(checkpoint)  # a Hub name, fetched into the HF cache below
+    if not hub_name and not pathlib.Path(checkpoint).exists():
+        raise errors.UserError(f"`checkpoint` {checkpoint} does not exist")
+    fileio.check_output_path(output_dir, "directory", flag="`output_dir`")
+    task_names = expand_task_names(tasks)
+    if settings.label_words is None and all(n.startswith("ice_") for n in task_names):
+        from seahorse_t5x.formats import ice_format
+
+        # What the ICE tasks' prompts ask for.
+        settings = dataclasses.replace(settings, label_words=ice_format.ice_settings().answer_words)
+    with seahorse_data(data_dir, split, task_names):
+        resolved = hub.resolve(checkpoint)
+        scorer = loading.load_scorer(resolved, settings)
+        for named in {names.names_the_question(n) for n in task_names} - {None}:
+            questions.warn_on_question_mismatch(scorer.meta, resolved, names_question=named)
+        # A Hub model's snapshot folder is named by its commit: the default name is the model's.
+        name = metric or (
+            hub.parse_name(str(checkpoint))[0].split("/")[1]
+            if hub_name
+            else resolved.resolve().name
+        )
+        run_info = _run_info(
+            scorer, settings, resolved, checkpoint if hub_name else None, split, name
+        )
+        with vocab.chosen_vocabulary(run_info["vocabulary"]):
+            results = evaluate(
+                scorer,
+                task_names,
+                split,
+                output_dir,
+                metric_name=name,
+                max_examples=max_examples,
+                window_settings=(
+                    WindowSettings(settings.window_overlap, settings.window_aggregate)
+                    if settings.windowed
+                    else None
+                ),
+                run_info=run_info,
+                log=log,
+            )
+    return EvaluationRun(results, run_info, scorer.dtype_choice.describe())
+
+
+@dataclasses.dataclass
+class EvaluationRun:
+    """What `evaluate_checkpoint` did: per-task results, the `run` record of metrics.json
+    (its `title` heads the table), and how the products' dtype was chosen."""
+
+    results: dict[str, dict]
+    run_info: dict[str, Any]
+    dtype: str
+
+
+def _run_info(scorer, settings, resolved, hub_name, split, name) -> dict[str, Any]:
+    windows = (
+        {"window_overlap": settings.window_overlap, "window_aggregate": settings.window_aggregate}
+        if settings.windowed
+        else {}
+    )
+    return {
+        "checkpoint": str(pathlib.Path(resolved).resolve()),
+        **({"hub_name": str(hub_name)} if hub_name else {}),
+        "title": f"{name} ({split})",
+        "vocabulary": scorer.vocab.sentencepiece_model_file,
+        "truncation": settings.truncation,
+        "long_inputs": settings.long_inputs,
+        **windows,
+        "dtype": scorer.dtype_choice.dtype,
+        "param_dtype": settings.param_dtype,
+    }

@@ -1,0 +1,229 @@
+"""`questions`: which SEAHORSE questions a user wants scores for, whatever the checkpoint.
+
+The same request means, by what the checkpoint is:
+
+- a family (`google/seahorse-large`, a folder of `q1`..`q6` checkpoints): its members, one
+  column each (default: all six);
+- a multi-question model (its recorded training task, meta `mixture_or_task_name`, names
+  the question in its inputs: `seahorse_all`, `seahorse_all_q4`): the questions its inputs
+  name, one column each. Such a model needs the request: scoring it without naming a
+  question would give scores it never learnt to give, so that is refused;
+- a one-question model: a check against its own question (the `-qN` its name ends in, or
+  the question of its training task), and the question its score-file rows carry.
+
+A request the checkpoint cannot answer is refused in one line: several questions for a
+one-question model, a question that is not the model's own, none for a multi-question model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import pathlib
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from seahorse_t5x import constants, errors
+from seahorse_t5x.data import ratings
+from seahorse_t5x.formats import task_names
+
+log = logging.getLogger(__name__)
+
+# The meta key of the runner's checkpoints that names the training task or mixture.
+META_TASK = "mixture_or_task_name"
+# A rating set's multi-question names (`chat_all`, `chat_all_polite[_score]`): what a model
+# trained on them saw is an input that names its question.
+_RATING_MULTI = re.compile(r"(?P<set>[a-z][a-z0-9_]*?)_all(?:_[a-z][a-z0-9_]*)?")
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column of scores: which checkpoint gives it and what its inputs name.
+
+    Attributes:
+      question: the SEAHORSE question the scores answer (None: not known, one model).
+      checkpoint: the checkpoint path or Hub name (a family's member).
+      prompt: the question the inputs name (None: the inputs name no question).
+    """
+
+    question: int | None
+    checkpoint: str
+    prompt: int | None = None
+
+
+def parse_questions(value: str | int | Iterable[int] | None) -> tuple[int, ...] | None:
+    """The questions asked for: `"1,4"`, `4` or `[1, 4]` -> (1, 4); None when not given.
+
+    Raises:
+      UserError: not distinct numbers 1..6.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            questions = tuple(int(q) for q in value.split(",") if q.strip())
+        except ValueError:
+            questions = ()
+    elif isinstance(value, int) and not isinstance(value, bool):
+        questions = (value,)
+    else:
+        try:
+            questions = tuple(value)
+        except TypeError:
+            questions = ()
+    if (
+        not questions
+        or any(isinstance(q, bool) or q not in constants.QUESTIONS for q in questions)
+        or len(set(questions)) != len(questions)
+    ):
+        raise errors.UserError(f"questions must list distinct numbers 1..6, got {value!r}")
+    return tuple(int(q) for q in questions)
+
+
+def trained_task(meta: Mapping[str, Any]) -> str | None:
+    """The task or mixture a runner checkpoint was trained on (None: not recorded)."""
+    task = meta.get(META_TASK)
+    return task if isinstance(task, str) and task else None
+
+
+def inputs_name_the_question(task: str | None) -> bool | None:
+    """Whether a training task's inputs name the question: SEAHORSE's multi-question names
+    (`seahorse_all`, `seahorse_all_q4`) and a rating set's (`chat_all`, `chat_all_polite`)
+    say True, SEAHORSE's one-question tasks False; None for other names.
+
+    >>> [inputs_name_the_question(n) for n in ("seahorse_all", "seahorse_q4", "chat_all", "x")]
+    [True, False, True, None]
+    """
+    if task is None:
+        return None
+    named = task_names.names_the_question(task)
+    if named is not None:
+        return named
+    base = task.partition(".")[0]
+    match = _RATING_MULTI.fullmatch(base)
+    if match and match["set"] not in ratings.reserved_names():
+        return True
+    return None
+
+
+def warn_on_question_mismatch(
+    meta: Mapping[str, Any], checkpoint: Any, names_question: bool
+) -> None:
+    """Warns when inputs name the question and the model was trained on inputs that did
+    not (or the other way round): its scores would not be the ones it learnt to give."""
+    trained_on = trained_task(meta)
+    trained = inputs_name_the_question(trained_on)
+    if trained is None or trained == names_question:
+        return
+    if trained:
+        log.warning(
+            "%s was trained on %s, whose inputs name the question; these do not (give "
+            "`questions` to score the questions it was trained on, or use its _all_ score "
+            "tasks, e.g. seahorse_all_qN_score)",
+            checkpoint,
+            trained_on,
+        )
+    else:
+        log.warning(
+            "%s was trained on %s, whose inputs do not name the question; these do",
+            checkpoint,
+            trained_on,
+        )
+
+
+def family_columns(
+    checkpoint: str | os.PathLike, questions: tuple[int, ...] | None
+) -> list[Column] | None:
+    """A family's members for `questions` (default: all six); None for one model. Nothing is
+    fetched.
+
+    Raises:
+      UserError: a local family lacks a wanted question, or holds one twice.
+    """
+    from seahorse_t5x.model import checkpoints
+
+    members = checkpoints.family_members(checkpoint, questions)
+    if members is None:
+        return None
+    return [Column(q, str(member)) for q, member in members.items()]
+
+
+def checkpoint_meta(checkpoint: str | os.PathLike) -> dict[str, Any]:
+    """How a local checkpoint was trained (`checkpoints.load_meta`); `{}` for a Hub name (a
+    Hub model is an HF checkpoint: no meta) or a checkpoint the loader will report on."""
+    from seahorse_t5x.model import checkpoints
+
+    if not pathlib.Path(checkpoint).exists():
+        return {}
+    try:
+        return checkpoints.load_meta(checkpoint)
+    except errors.UserError:  # reported by the loader, once the output path is checked
+        return {}
+
+
+def model_columns(
+    checkpoint: str | os.PathLike, meta: Mapping[str, Any], questions: tuple[int, ...] | None
+) -> list[Column]:
+    """The columns one model gives for `questions` (see the module docstring).
+
+    Raises:
+      UserError: a request this model cannot answer.
+    """
+    task = trained_task(meta)
+    if task is not None and task_names.names_the_question(task):
+        return _multi_question_columns(str(checkpoint), task, questions)
+    from seahorse_t5x.model import checkpoints
+
+    own = checkpoints.question_of(checkpoint)
+    if own is None and task is not None and task_names.names_the_question(task) is False:
+        own = task_names.question_of_task(task)
+    if questions is None:
+        return [Column(own, str(checkpoint))]
+    if len(questions) > 1:
+        raise errors.UserError(
+            f"questions lists {len(questions)} questions, but {checkpoint} is one model "
+            "answering one question: give a family (google/seahorse-large, or a folder of "
+            "q1..q6 checkpoints), or a model trained on seahorse_all"
+        )
+    if own is not None and own != questions[0]:
+        raise errors.UserError(
+            f"{checkpoint} is the metric of question {own}, not of question {questions[0]}"
+        )
+    return [Column(questions[0], str(checkpoint))]
+
+
+def _multi_question_columns(
+    checkpoint: str, task: str, questions: tuple[int, ...] | None
+) -> list[Column]:
+    own = task_names.question_of_task(task)  # seahorse_all_q4: question 4 only
+    if questions is None:
+        if own is None:
+            raise errors.UserError(
+                f"{checkpoint} was trained on {task}, whose inputs name the question: give "
+                "`questions` (1..6), the questions to score"
+            )
+        questions = (own,)
+    other = [q for q in questions if own is not None and q != own]
+    if other:
+        raise errors.UserError(
+            f"{checkpoint} was trained on {task}: it answers question {own}, not question "
+            f"{other[0]}"
+        )
+    return [Column(q, checkpoint, prompt=q) for q in questions]
+
+
+def plan_columns(
+    checkpoint: str | os.PathLike, questions: tuple[int, ...] | None
+) -> tuple[list[Column], bool]:
+    """(the columns `questions` asks of `checkpoint`, whether it is a family); only files are
+    read, nothing is fetched.
+
+    Raises:
+      UserError: a request the checkpoint cannot answer.
+    """
+    family = family_columns(checkpoint, questions)
+    if family is not None:
+        return family, True
+    return model_columns(checkpoint, checkpoint_meta(checkpoint), questions), False

@@ -1,0 +1,283 @@
+"""`score_file`: P(yes) for every (article, summary) row of a file, resumable; the job behind
+`seahorse-t5x score`.
+
+    result = seahorse_t5x.score_file("google/seahorse-large-q4", "pairs.jsonl", "out.jsonl")
+    result = seahorse_t5x.score_file(model, "pairs.jsonl", "out.jsonl", resume=True)
+
+The input is checked whole before the model loads (bad rows listed by line, output path
+mistakes caught); then rows are read in chunks, scored, and written in input order to
+`OUTPUT.partial`, flushed and synced to disk after each chunk. The final name appears only
+when every row is written. `resume=True` continues an interrupted run from the whole chunks
+already written (`inference.resume`), so the resumed output equals an uninterrupted run's
+byte for byte. Memory is bounded by the chunk size.
+
+Several questions (a family's members, or the questions a multi-question model's inputs
+name: `inference.questions`) are scored one column file at a time and then joined
+(`inference.columns`); the output rows carry `score_q1`..`score_q6`. With a `metric` the
+output is a score file for `report` instead: one row per labelled input row and question.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import os
+import pathlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from seahorse_t5x import constants, errors
+from seahorse_t5x.inference import columns as columns_lib
+from seahorse_t5x.inference import input_rows
+from seahorse_t5x.inference import questions as questions_lib
+from seahorse_t5x.inference import resume as resume_lib
+from seahorse_t5x.inference import settings as settings_lib
+from seahorse_t5x.inference.score_job import Job, score_rows
+
+
+@dataclasses.dataclass
+class ScoreFileResult:
+    """What a `score_file` run did.
+
+    Attributes:
+      output: the file written.
+      already_complete: a resumed run found the output finished (nothing was scored).
+      columns: whether the output was joined from question columns (several questions, a
+        family, or score-file rows); then `joined` holds its counts.
+      questions: the questions of the columns (None: one model's unknown question).
+      rows: rows scored by this run (a resumed run: after `resumed_after`).
+      total_rows, bad_rows: rows in the input, and those written with a null score.
+      truncated_articles, truncated_summaries, windowed: rows whose article was cut, whose
+        summary was cut, whose article took several windows (the most of any question).
+      resumed_after: rows a resumed one-column run found written.
+      resumed: per question, what a resumed column run found (`q1 already scored`).
+      seconds: the run's time; dtype: the products' dtype and why (`float32 (auto: cpu)`).
+    """
+
+    output: pathlib.Path
+    settings: settings_lib.ScoringSettings
+    metric: str | None = None
+    benchmark: str = constants.SEAHORSE_BENCHMARK
+    already_complete: bool = False
+    columns: bool = False
+    questions: tuple[int | None, ...] = ()
+    rows: int = 0
+    total_rows: int = 0
+    bad_rows: int = 0
+    truncated_articles: int = 0
+    truncated_summaries: int = 0
+    windowed: int = 0
+    resumed_after: int = 0
+    resumed: list[str] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+    dtype: str = ""
+    joined: columns_lib.Joined | None = None
+
+
+def score_file(
+    checkpoint: str | os.PathLike,
+    input: str | os.PathLike,  # noqa: A002 - the name `score --input` has
+    output: str | os.PathLike,
+    *,
+    questions: int | str | list[int] | tuple[int, ...] | None = None,
+    metric: str | None = None,
+    benchmark: str = constants.SEAHORSE_BENCHMARK,
+    resume: bool = False,
+    overwrite: bool = False,
+    skip_bad_rows: bool = False,
+    chunk_size: int = 4096,
+    settings: settings_lib.ScoringSettings | None = None,
+    progress: bool = True,
+    on_chunk: Callable[[int], None] | None = None,
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    question: int | None = None,
+    **setting_values: Any,
+) -> ScoreFileResult:
+    """Scores every row of `input` with `checkpoint` into `output` (JSON Lines).
+
+    Args:
+      checkpoint: a checkpoint path, a Hub name, or a family (`google/seahorse-large`).
+      input: JSON Lines rows with `article` and `summary` (or .tsv/.csv with those columns);
+        every other field is passed through.
+      output: each input row with `score` added, same order (several questions:
+        `score_qN`; with `metric`: score-file rows).
+      questions: the SEAHORSE questions to score (`inference.questions`): `"1,4"`, `4`,
+        `[1, 4]`.
+      metric, benchmark: write a score file for `report` instead, its rows carrying these.
+      resume: continue an interrupted run from the rows in `OUTPUT.partial`.
+      overwrite: replace `output` if it exists.
+      skip_bad_rows: write bad rows with a null score and an `error`, instead of refusing.
+      chunk_size: rows read, scored and written at a time (memory is bounded by it).
+      settings: the `ScoringSettings` (default: theirs); `**setting_values` replace fields
+        of it (`input_length=512`, `batch_size=16`, ...).
+      progress: show a progress bar on stderr.
+      on_chunk: called with the rows written so far after each chunk is on disk.
+      coordinator_address, num_processes, process_id: join a multi-host run
+        (`jax.distributed`); process 0 writes the output.
+      question: deprecated spelling of `questions`.
+
+    Returns:
+      What the run did (`ScoreFileResult`).
+
+    Raises:
+      UserError: for a bad setting, input row, output path or checkpoint, naming it.
+    """
+    if question is not None:
+        import warnings
+
+        warnings.warn(
+            "score_file(question=N) is deprecated; use questions=N", FutureWarning, stacklevel=2
+        )
+        questions = question if questions is None else questions
+    settings = settings_lib.settings_from(settings, setting_values)
+    job = Job(
+        input_path=pathlib.Path(input),
+        output=pathlib.Path(output),
+        settings=settings,
+        metric=metric,
+        benchmark=benchmark,
+        resume=resume,
+        overwrite=overwrite,
+        skip_bad_rows=skip_bad_rows,
+        chunk_size=chunk_size,
+        progress=progress,
+        on_chunk=on_chunk,
+    )
+    job.check()
+    wanted = questions_lib.parse_questions(questions)
+    columns, family = questions_lib.plan_columns(checkpoint, wanted)
+    if metric is not None and columns[0].question is None:
+        raise errors.UserError(
+            "`metric` writes score-file rows, which name their question: pass `questions` "
+            f"(N), the question {checkpoint} answers"
+        )
+    total, bad = input_rows.check_input(job.input_path, skip_bad_rows)
+    if metric is not None:
+        columns_lib.check_labels(
+            job.input_path, [c.question for c in columns], metric, benchmark, skip_bad_rows
+        )
+    from seahorse_t5x.model import checkpoints
+
+    # Output-path mistakes first: a Hub model may take long to fetch.
+    resume_lib.check_output_names(job.output, job.input_path, job.resume, job.overwrite)
+    # Hub names are fetched (or found in the HF cache) and checked once, before any scoring.
+    columns = [
+        dataclasses.replace(c, checkpoint=checkpoints.resolve(c.checkpoint)) for c in columns
+    ]
+    from seahorse_t5x.inference import precision
+    from seahorse_t5x.model import partitioning  # JAX: only once the input is good
+
+    partitioning.maybe_initialize_distributed(coordinator_address, num_processes, process_id)
+    # `auto` is decided here, for this platform; the run records what it chose.
+    choice = precision.choose(settings.dtype)
+    job.settings = dataclasses.replace(settings, dtype=choice.dtype)
+    result = ScoreFileResult(
+        job.output,
+        settings,
+        metric,
+        benchmark,
+        columns=family or metric is not None or len(columns) > 1,
+        questions=tuple(c.question for c in columns),
+        total_rows=total,
+        bad_rows=bad,
+        dtype=choice.describe(),
+    )
+    if result.columns:
+        return _score_columns(job, columns, result)
+    return _score_one(job, columns[0], result)
+
+
+def _score_one(job: Job, column: questions_lib.Column, result: ScoreFileResult) -> ScoreFileResult:
+    """One column written as `score` beside each input row."""
+    import jax
+
+    output = job.output
+    record = job.record(column)
+    # Process 0 writes the one output file; every process scores its share of each batch.
+    writer = jax.process_index() == 0
+    partial = resume_lib.partial_path(output)
+    if writer:
+        resume_lib.check_output(output, job.input_path, job.resume, job.overwrite)
+        if job.resume and output.exists() and not partial.stat().st_size:
+            partial.unlink()
+            result.already_complete = True
+            return result
+    done = resume_lib.resume_point_on_every_host(output, record, writer) if job.resume else 0
+    result.resumed_after = done
+    written_now = False
+    try:
+        counts = score_rows(job, output, record, result.total_rows, done, writer, column)
+        written_now = True
+    finally:
+        if writer and not written_now and not done and not partial.stat().st_size:
+            # Nothing was written: leave no partial output behind to resume_lib.
+            partial.unlink(missing_ok=True)
+            resume_lib.run_path(output).unlink(missing_ok=True)
+    if writer:
+        os.replace(partial, output)
+        resume_lib.run_path(output).unlink(missing_ok=True)
+    result.rows, result.seconds = counts.rows, counts.seconds
+    result.truncated_articles = counts.truncated_articles
+    result.truncated_summaries = counts.truncated_summaries
+    result.windowed = counts.windowed
+    return result
+
+
+def _score_columns(
+    job: Job, plan: list[questions_lib.Column], result: ScoreFileResult
+) -> ScoreFileResult:
+    """Scores each question into its column file (resumable one by one), then writes the
+    output from the input and the columns."""
+    import jax
+
+    output = job.output
+    writer = jax.process_index() == 0
+    if writer:
+        resume_lib.check_output(output, job.input_path, job.resume, job.overwrite)
+        resume_lib.partial_path(output).unlink(missing_ok=True)  # the columns are its partials
+        left = columns_lib.leftovers(output)
+        if left and not job.resume:
+            raise errors.UserError(
+                f"an interrupted run left {left[0]}: pass `resume` to continue it, or delete "
+                f"the {len(left)} files {output.name}.q*{columns_lib.COLUMN_SUFFIX}*"
+            )
+        if job.resume and output.exists() and not left:
+            result.already_complete = True
+            return result
+    started = time.perf_counter()
+    for column in plan:
+        path = columns_lib.column_path(output, column.question)
+        record = job.record(column, in_column=True)
+        if job.resume and writer and path.exists() and not resume_lib.partial_path(path).exists():
+            resume_lib.check_complete_column(path, record)
+            result.resumed.append(f"q{column.question} already scored")
+            continue
+        if writer:
+            resume_lib.check_output(path, job.input_path, job.resume, overwrite=False)
+        done = resume_lib.resume_point_on_every_host(path, record, writer) if job.resume else 0
+        if done:
+            result.resumed.append(f"q{column.question} after {done} rows")
+        counts = score_rows(job, path, record, result.total_rows, done, writer, column, slim=True)
+        result.truncated_articles = max(result.truncated_articles, counts.truncated_articles)
+        result.truncated_summaries = max(result.truncated_summaries, counts.truncated_summaries)
+        result.windowed = max(result.windowed, counts.windowed)
+        if writer:
+            os.replace(resume_lib.partial_path(path), path)  # its run record stays, for resume
+    job.release_scorer()
+    gc.collect()
+    if not writer:
+        return result
+    questions = [c.question for c in plan]
+    result.joined = columns_lib.join_columns(
+        job.input_path, output, questions, job.metric, job.benchmark
+    )
+    for question in questions:
+        path = columns_lib.column_path(output, question)
+        path.unlink()
+        resume_lib.run_path(path).unlink(missing_ok=True)
+    result.rows = result.total_rows - result.bad_rows
+    result.seconds = time.perf_counter() - started
+    return result
