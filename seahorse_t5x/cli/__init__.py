@@ -1,8 +1,11 @@
 """The `seahorse-t5x` command: one subcommand per module in this package.
 
 Each subcommand module defines `HELP` (one line), `EXAMPLE` (a command line shown in
-`--help`), `add_arguments(parser)` and `run(args) -> int`. Modules are imported only when
-their subcommand runs, so `seahorse-t5x report --help` does not pay for TensorFlow or JAX.
+`--help`), `add_arguments(parser)` and `run(args) -> int`. Only the selected subcommand's
+flags are added, and a subcommand module imports at module level, and in `add_arguments`,
+only what its flags need: JAX, TensorFlow, SeqIO and the library's heavy modules are
+imported inside `run`, so `seahorse-t5x --help` and every `seahorse-t5x COMMAND --help`
+start neither JAX nor TensorFlow (tests/test_cli_flags.py holds it).
 
 A user's mistake (`errors.UserError`, `errors.DataError`) or a file-system fault (`OSError`:
 full disk, read-only location) ends the command with one line on stderr and exit code 2;
