@@ -196,10 +196,10 @@ def _train(tmp, *extra, model_dir=None):
     return [*argv, *extra], [model_dir]  # a failed run leaves no MODEL_DIR it created
 
 
-def _evaluate(tmp, checkpoint):
+def _evaluate(ctx, tmp, checkpoint):
     out = tmp / "eval"
     argv = ["evaluate", "--checkpoint", str(checkpoint), "--tasks", TASK, "--output_dir", str(out)]
-    return argv, [out]
+    return [*argv, "--data_dir", str(ctx["prepared"])], [out]
 
 
 def _safetensors_parts(path):
@@ -218,7 +218,7 @@ def _hf_case(damage, names):
         folder = tmp / "hf"
         shutil.copytree(ctx["hf"], folder)
         damage(ctx, folder)
-        argv, outputs = _evaluate(tmp, folder)
+        argv, outputs = _evaluate(ctx, tmp, folder)
         return argv, names.format(folder=folder), outputs
 
     return case
@@ -286,7 +286,7 @@ def _flipped_orbax(ctx, tmp):
     meta = json.loads(meta_file.read_text())
     meta["model_config"]["num_heads"] = meta["model_config"]["num_heads"] ^ 1 or 1
     meta_file.write_text(json.dumps(meta))
-    argv, outputs = _evaluate(tmp, step)
+    argv, outputs = _evaluate(ctx, tmp, step)
     return argv, f"checkpoint {step} is damaged", outputs
 
 
@@ -646,9 +646,9 @@ CASES = {
     ),
     # evaluate with a corrupt checkpoint
     "evaluate/missing_checkpoint": lambda ctx, tmp: (
-        _evaluate(tmp, tmp / "none")[0],
+        _evaluate(ctx, tmp, tmp / "none")[0],
         f"--checkpoint {tmp / 'none'} does not exist",
-        _evaluate(tmp, tmp)[1],
+        _evaluate(ctx, tmp, tmp)[1],
     ),
     "evaluate/truncated_safetensors": _hf_case(
         _truncate, "{folder}/model.safetensors is not a valid safetensors file"
@@ -679,14 +679,14 @@ CASES = {
     ),
     "evaluate/flipped_orbax_meta": _flipped_orbax,
     "evaluate/input_length_too_short": lambda ctx, tmp: (
-        [*_evaluate(tmp, ctx["hf"])[0], "--input_length", "1"],
+        [*_evaluate(ctx, tmp, ctx["hf"])[0], "--input_length", "1"],
         "--input_length must be at least 2 (one token and the EOS), got 1",
-        _evaluate(tmp, ctx["hf"])[1],
+        _evaluate(ctx, tmp, ctx["hf"])[1],
     ),
     "evaluate/vocabulary_larger_than_the_model": lambda ctx, tmp: (
-        _evaluate(tmp, ctx["hf"])[0],
+        _evaluate(ctx, tmp, ctx["hf"])[0],
         "the vocabulary has 3000 ids but the model only 64",
-        _evaluate(tmp, ctx["hf"])[1],
+        _evaluate(ctx, tmp, ctx["hf"])[1],
     ),
     "score/missing_input": _score_case(None, "input file not found: {input}"),
     "score/bad_json_row": _score_case(

@@ -69,6 +69,7 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
 # (command, older spelling) -> the flag it stands for: hidden, accepted with a note.
 ALIASES: dict[tuple[str, str], str] = {
     ("score", "--max_input_length"): "--input_length",
+    ("score", "--question"): "--questions",
     ("evaluate", "--metric_name"): "--metric",
     ("report", "--dataset"): "--data_dir",
     ("plan", "--model"): "--size",
@@ -89,6 +90,7 @@ REQUIRED = {
 # An alias's value on the command line and as the command receives it.
 ALIAS_VALUES = {
     "--max_input_length": ("64", 64),
+    "--question": ("4", "4"),
     "--metric_name": ("m", "m"),
     "--dataset": ("d", "d"),
     "--model": ("xl", "xl"),
