@@ -173,7 +173,7 @@ def test_a_kernel_int8_would_mostly_zero_is_refused(model_dir, tmp_path):
         _scorer(tmp_path, "int8")
     message = str(raised.value)
     assert message.startswith("decoder/layers_1/mlp/wi_1/kernel: int8 would round ")
-    assert message.endswith("score this model with --param_dtype bfloat16")
+    assert message.endswith("score this model with `param_dtype` bfloat16")
     # The model as saved passes: few of its weights round to zero.
     meter = quantize.ZeroedMeter()
     kernel = load_file(str(model_dir / "model.safetensors"))[key].T

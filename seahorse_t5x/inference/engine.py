@@ -350,7 +350,7 @@ class Placer:
             raise errors.UserError(
                 f"{name}: int8 would round {meter.zeroed_share:.0%} of its nonzero weights to "
                 f"zero (more than {quantize.MAX_ZEROED_SHARE:.0%}: outliers set its scales); "
-                "score this model with --param_dtype bfloat16"
+                "score this model with `param_dtype` bfloat16"
             )
         return placed
 
