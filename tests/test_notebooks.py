@@ -105,7 +105,10 @@ def test_meta_evaluation_notebook(demo, tmp_path):
     )
     text = _text_outputs(notebook)
     assert "| Metric | Q1 | Q2 | Q3 | Q4 | Q5 | Q6 |" in text
-    assert f"report: 2 metric(s) on seahorse: {2 * len(rouge_rows)} scored rows -> {out}" in text
+    assert (
+        f"report: 2 metric(s) on seahorse: {2 * len(rouge_rows)} scored rows from 2 score "
+        f"file(s) -> {out}" in text
+    )
     result = json.loads((out / "report.json").read_text(encoding="utf-8"))
     noisy_q1 = next(
         r

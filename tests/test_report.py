@@ -62,8 +62,9 @@ def test_format_value_writes_numbers_like_the_paper():
 def test_score_report_writes_every_output(score_report):
     out, result = score_report
     assert result["summary"] == (
-        f"report: 2 metric(s) on seahorse, mface, true: 1638 scored rows, "
-        f"2 without a score dropped -> {out}"
+        f"report: 2 metric(s) on seahorse, mface, true: 1638 scored rows from 3 score "
+        f"file(s), 2 without a score (null, NaN or infinite) dropped, the first at "
+        f"{SCORE_FILES[1]}:4 -> {out}"
     )
     nulls = [json.loads(line) for line in SCORE_FILES[1].read_text().splitlines()]
     nulls = [r["question"] for r in nulls if r["score"] is None]

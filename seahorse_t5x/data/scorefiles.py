@@ -6,9 +6,10 @@ for graded benchmarks) and `score` (float, higher = more likely Yes; null or NaN
 scorer produced none). Optional slice fields: `gem_id`, `language`, `dataset`, `system`.
 Other fields are kept as extra columns and otherwise ignored.
 
-Labels are checked per benchmark: SEAHORSE and TRUE labels are 0 or 1 (graded labels
-belong to graded benchmarks such as mFACE and METAL), and numbered SEAHORSE questions are
-1..6. So are the labels of a user's rating set (`tasks.register_rating_tasks`): its rows
+Labels are checked per benchmark: SEAHORSE's labels and those of every registered
+benchmark whose label kind is binary (TRUE, AggreFact, LLM-AggreFact) are 0 or 1 (graded
+labels belong to graded benchmarks such as mFACE and METAL), and numbered SEAHORSE questions
+are 1..6. So are the labels of a user's rating set (`tasks.register_rating_tasks`): its rows
 say `"label_kind": "binary"`, an optional field any row may carry (`"graded"` allows any
 finite number).
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import pathlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO
@@ -45,8 +47,9 @@ ITEM_FIELDS: tuple[str, ...] = ("gem_id", "system", "summary")
 # Columns added by the reader: which file and line a row came from.
 SOURCE_FIELD = "source_file"
 LINE_FIELD = "source_line"
-# Benchmarks whose labels are 0/1 only (the others may carry graded labels).
-BINARY_LABEL_BENCHMARKS: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK, "true")
+# Benchmarks whose labels are 0/1 only besides the registered ones of label kind `binary`
+# (`binary_label_benchmarks`); the others may carry graded labels.
+BINARY_LABEL_BENCHMARKS: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK,)
 # The optional field that says what a row's label is: the integers 0/1, or any number.
 LABEL_KIND_FIELD = "label_kind"
 LABEL_KIND_BINARY = "binary"
@@ -79,6 +82,28 @@ def normalize_question(value: object) -> str:
     raise ValueError(f"expected a question number or name, got {type(value).__name__}")
 
 
+def binary_label_benchmarks() -> frozenset[str]:
+    """The benchmarks whose score rows hold 0/1 labels only: SEAHORSE, and every registered
+    benchmark whose label kind is binary (TRUE, AggreFact, LLM-AggreFact, one a user
+    `register`s), with its language subset's name."""
+    from seahorse_t5x.data.benchmarks import registry  # the registry's modules use this one
+
+    names = set(BINARY_LABEL_BENCHMARKS)
+    for benchmark in registry.benchmarks():
+        if benchmark.label_kind == registry.LABEL_BINARY:
+            names.add(benchmark.name)
+            if benchmark.subset_name:
+                names.add(benchmark.subset_name)
+    return frozenset(names)
+
+
+def graded_label_benchmarks() -> list[str]:
+    """The registered benchmarks whose labels may be graded, sorted."""
+    from seahorse_t5x.data.benchmarks import registry
+
+    return [b.name for b in registry.benchmarks() if b.label_kind != registry.LABEL_BINARY]
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -87,12 +112,19 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def validate_row(row: object, path: str, line: int, exact_labels: bool = False) -> dict:
+def validate_row(
+    row: object,
+    path: str,
+    line: int,
+    exact_labels: bool = False,
+    binary_benchmarks: frozenset[str] | None = None,
+) -> dict:
     """Checks one score row and returns it normalized (question as str, label/score floats).
 
     Labels are numbers, never booleans. With `exact_labels` (rows read from a file) the
     labels of 0/1 benchmarks must be the integers 0 or 1, as in the split files; rows given
-    to the writer may hold 1.0, which it writes as 1.
+    to the writer may hold 1.0, which it writes as 1. `binary_benchmarks`: the benchmarks
+    whose labels are 0/1 (None: `binary_label_benchmarks()`, looked up for this row).
 
     Raises:
       errors.DataError: naming the file, line and field that is wrong.
@@ -137,8 +169,11 @@ def validate_row(row: object, path: str, line: int, exact_labels: bool = False) 
             LABEL_KIND_FIELD,
             f"expected {' or '.join(map(repr, LABEL_KINDS))} or null, got {kind!r}",
         )
+    if binary_benchmarks is None:
+        binary_benchmarks = binary_label_benchmarks()
+    binary_benchmark = out["benchmark"] in binary_benchmarks
     binary = (
-        out["benchmark"] in BINARY_LABEL_BENCHMARKS
+        binary_benchmark
         or kind == LABEL_KIND_BINARY
         or ratings.is_rating_benchmark(out["benchmark"])
     )
@@ -149,8 +184,9 @@ def validate_row(row: object, path: str, line: int, exact_labels: bool = False) 
             "label",
             f"{out['benchmark']} labels are 0 (No) or 1 (Yes), got {label!r}; "
             + (
-                "graded labels belong to graded benchmarks (mface, metal)"
-                if out["benchmark"] in BINARY_LABEL_BENCHMARKS
+                "graded labels belong to graded benchmarks "
+                f"({', '.join(graded_label_benchmarks())})"
+                if binary_benchmark
                 else "the row's label_kind is binary"
                 if kind == LABEL_KIND_BINARY
                 else "a registered rating set's labels are 0/1"
@@ -372,10 +408,11 @@ def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
     if not path.is_file():
         raise errors.UserError(f"score file not found: {path}")
     records = []
+    binary = binary_label_benchmarks()
     for number, row in fileio.iter_json_objects(path):
         if number == 1:
             check_not_plain_scores(row, path)
-        record = validate_row(row, str(path), number, exact_labels=True)
+        record = validate_row(row, str(path), number, exact_labels=True, binary_benchmarks=binary)
         record[SOURCE_FIELD] = str(path)
         record[LINE_FIELD] = number
         records.append(record)
@@ -396,9 +433,29 @@ def _normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def score_files_in(folder: str | pathlib.Path) -> list[pathlib.Path]:
+    """The `*.jsonl` files in a folder and its sub-folders (e.g. `scores/` holding
+    `baselines`' `scores/baselines/`), in sorted order of their paths.
+
+    Only names ending in `.jsonl` count: a run's `OUTPUT.partial` and a writer's temporary
+    `.NAME.<random>.tmp` are never read. Hidden files and folders (a leading `.`) are
+    skipped, and symbolic links to folders are not followed.
+    """
+    found: list[pathlib.Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [
+            pathlib.Path(root, name)
+            for name in files
+            if name.endswith(".jsonl") and not name.startswith(".")
+        ]
+    return sorted(found)
+
+
 def expand_score_paths(paths: Sequence[str | pathlib.Path]) -> list[pathlib.Path]:
-    """Score file paths, a folder standing for its `*.jsonl` files (e.g. `evaluate`'s
-    `OUT/scores/`), in sorted order.
+    """Score file paths, a folder standing for the `*.jsonl` files in it and its sub-folders
+    (`score_files_in`; e.g. `evaluate`'s `OUT/scores/`, or `scores/` with `scores/baselines/`
+    in it), in the order given, each folder's files sorted.
 
     Raises:
       errors.UserError: no paths, or a folder without `.jsonl` files.
@@ -408,9 +465,11 @@ def expand_score_paths(paths: Sequence[str | pathlib.Path]) -> list[pathlib.Path
     out: list[pathlib.Path] = []
     for path in map(pathlib.Path, paths):
         if path.is_dir():
-            found = sorted(path.glob("*.jsonl"))
+            found = score_files_in(path)
             if not found:
-                raise errors.UserError(f"no .jsonl score files in folder {path}")
+                raise errors.UserError(
+                    f"no .jsonl score files in folder {path} (nor in its sub-folders)"
+                )
             out += found
         else:
             out.append(path)
@@ -423,7 +482,8 @@ def read_score_files(
     """Reads and concatenates score files (or folders of them) into one table.
 
     Args:
-      paths: score files, or folders standing for their `*.jsonl` files.
+      paths: score files, or folders standing for the `*.jsonl` files in them and their
+        sub-folders (`expand_score_paths`).
       drop_duplicates: keep the first row of each duplicated item and record how many were
         dropped in `frame.attrs["duplicates_dropped"]` (`{"metric/benchmark/question": n}`)
         instead of raising.
@@ -431,24 +491,35 @@ def read_score_files(
     Returns:
       A DataFrame with the required fields (`question` as str, `label` and `score` float,
       missing scores NaN), the slice fields and `summary` (None where absent), every extra
-      field, `source_file` and `source_line`.
+      field, `source_file` and `source_line`; `frame.attrs["score_files"]` lists the files
+      read.
 
     Raises:
       errors.UserError: no paths, a path given twice, or a file is missing.
       errors.DataError: a line is not JSON or a field is missing or wrong, or (unless
         `drop_duplicates`) the same item is scored twice for one metric and question.
     """
+    folders = any(pathlib.Path(p).is_dir() for p in paths)
     paths = expand_score_paths(paths)
     seen: set[pathlib.Path] = set()
     for path in paths:
         resolved = pathlib.Path(path).resolve()
         if resolved in seen:
             # Reading a file twice would count every item twice in every statistic.
-            raise errors.UserError(f"score file given twice: {path}")
+            raise errors.UserError(
+                f"score file given twice: {path}"
+                + (
+                    " (a folder stands for the .jsonl files of its sub-folders too)"
+                    if folders
+                    else ""
+                )
+            )
         seen.add(resolved)
     frame = pd.concat([read_score_file(p) for p in paths], ignore_index=True, sort=False)
     frame = _normalize_columns(frame)
-    return _handle_duplicates(frame, drop_duplicates)
+    frame = _handle_duplicates(frame, drop_duplicates)
+    frame.attrs["score_files"] = [str(p) for p in paths]
+    return frame
 
 
 def _item_keys(frame: pd.DataFrame) -> pd.Series:
@@ -505,3 +576,13 @@ def drop_missing_scores(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, in
         grouped = frame[missing].groupby(["metric", "benchmark", "question"], sort=True).size()
         counts = {"/".join(map(str, key)): int(n) for key, n in grouped.items()}
     return frame[~missing].reset_index(drop=True), counts
+
+
+def first_missing_score(frame: pd.DataFrame) -> str | None:
+    """`FILE:LINE` of the first row (in the order read) whose score is null, NaN or
+    infinite; None when every row has a score."""
+    missing = frame[frame["score"].isna()]
+    if missing.empty:
+        return None
+    row = missing.iloc[0]
+    return f"{row[SOURCE_FIELD]}:{int(row[LINE_FIELD])}"

@@ -313,7 +313,8 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
     all_kept, _ = scorefiles.drop_missing_scores(frame)
     # Counted once: a language subset's rows are copies of its benchmark's rows.
     subsets = _subset_names()
-    _, dropped = scorefiles.drop_missing_scores(frame[~frame["benchmark"].isin(subsets)])
+    own_rows = frame[~frame["benchmark"].isin(subsets)]
+    _, dropped = scorefiles.drop_missing_scores(own_rows)
     # Benchmarks with their own protocol (SummEval, FRANK, ...) get their own sections.
     own = [b for b in ordered_benchmarks(all_kept) if protocols.protocol_of(b) is not None]
     sections = {
@@ -374,6 +375,7 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         "n_rows": n_rows,
         "n_scored": n_scored,
         "missing_scores": dropped,
+        "first_missing_score": scorefiles.first_missing_score(own_rows),
         "benchmarks": ordered_benchmarks(all_kept),
         "metrics": metrics,
         "merged_question_models": merged,
@@ -656,6 +658,7 @@ def _score_section(
     duplicates_dropped = frame.attrs.get("duplicates_dropped", {})
     scores = evaluate_scores(frame, settings)
     scores["duplicates_dropped"] = duplicates_dropped
+    scores["score_files"] = frame.attrs.get("score_files", [])
     score_table_list = score_tables(scores)
     kept, _ = scorefiles.drop_missing_scores(normalized_scores(frame)[0])
     items = items_with_all_labels(kept)
@@ -679,10 +682,16 @@ def _score_section(
 def _score_summary(scores: Mapping) -> str:
     duplicates_dropped = scores["duplicates_dropped"]
     missing = sum(scores["missing_scores"].values())
+    files = len(scores.get("score_files", []))
     return (
         f"{len(scores['metrics'])} metric(s) on {', '.join(scores['benchmarks'])}: "
-        f"{scores['n_scored']} scored rows"
-        + (f", {missing} without a score dropped" if missing else "")
+        f"{scores['n_scored']} scored rows from {files} score file(s)"
+        + (
+            f", {missing} without a score (null, NaN or infinite) dropped, the first at "
+            f"{scores['first_missing_score']}"
+            if missing
+            else ""
+        )
         + (
             f", {sum(duplicates_dropped.values())} duplicated rows dropped"
             if duplicates_dropped

@@ -59,7 +59,7 @@ import dataclasses
 import math
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import ratings, scorefiles, splits
@@ -463,7 +463,7 @@ def convert(
     split: str,
     metric: str,
     join_by_position: bool = False,
-) -> tuple[list[dict], dict[str, int]]:
+) -> tuple[list[dict], dict[str, int | str]]:
     """Joins T5X score-mode output with the labels and slice fields of the rows the task read.
 
     A record with `aux.log_p_no` (`LabelScoringModel`, the run gins' model) becomes a row
@@ -490,7 +490,8 @@ def convert(
       (rows, counts): score-file rows in dataset order, and counts
       `{"examples", "non_finite_scores", "unchecked", "log_p_target"}` (`log_p_target`:
       rows whose score is T5X's whole-vocabulary log P(target), not P(yes)), with
-      `dropped_rows` (bad rows of the split file, dropped as the task drops them) for a
+      `first_non_finite` (`FILE:LINE` of the first NaN or infinite score) when there is
+      one, and `dropped_rows` (bad rows of the split file, dropped as the task drops them) for a
       rating task.
 
     Raises:
@@ -518,6 +519,7 @@ def convert(
         )
     out = []
     non_finite = unchecked = 0
+    first_non_finite: str | None = None
     two_way_kind: bool | None = None  # the first record's kind; every record must match it
     for (path, number, record), row in zip(records, source.rows, strict=True):
         inputs = record.get("inputs") or {}
@@ -557,20 +559,23 @@ def convert(
             _check_two_way(path, number, score, log_p_no)
         if not math.isfinite(score):
             non_finite += 1
+            first_non_finite = first_non_finite or f"{path}:{number}"
             score = math.nan
         out.append(_score_row(inferred, row, score, two_way, metric, split))
-    counts = {
+    counts: dict[str, int | str] = {
         "examples": len(out),
         "non_finite_scores": non_finite,
         "unchecked": unchecked,
         "log_p_target": 0 if two_way_kind else len(out),
     }
+    if first_non_finite is not None:
+        counts["first_non_finite"] = first_non_finite
     if source.dropped is not None:
         counts["dropped_rows"] = source.dropped
     return out, counts
 
 
-def join_warnings(counts: dict[str, int]) -> list[str]:
+def join_warnings(counts: Mapping[str, int | str]) -> list[str]:
     """What the user should know about a join's counts (`convert`), one line each."""
     warnings = []
     if counts.get("log_p_target"):
@@ -592,7 +597,8 @@ def join_warnings(counts: dict[str, int]) -> list[str]:
         )
     if counts["non_finite_scores"]:
         warnings.append(
-            f"{counts['non_finite_scores']} scores were NaN or infinite; written as null "
-            "(the report counts and drops them)"
+            f"{counts['non_finite_scores']} scores were NaN or infinite, the first at "
+            f"{counts.get('first_non_finite')}; written as null (the report counts and drops "
+            "them)"
         )
     return warnings
