@@ -13,6 +13,7 @@ import importlib.util
 import os
 import pathlib
 import sys
+import traceback
 from collections.abc import Iterable, Sequence
 
 from seahorse_t5x import errors
@@ -26,17 +27,71 @@ def make_importable(folders: Iterable[str | os.PathLike]) -> None:
             sys.path.insert(0, path)
 
 
-def import_error(name: str, error: BaseException) -> errors.UserError:
-    """The one-line error for a module that failed to import."""
-    detail = " ".join(f"{type(error).__name__}: {error}".split())
-    return errors.UserError(f"cannot import '{name}' ({detail}); pass --module or set PYTHONPATH")
+def _not_found(name: str, error: BaseException) -> bool:
+    """Whether `error` says that `name` itself (or a package above it) was not found, as
+    opposed to the module being found and raising while it ran."""
+    missing = getattr(error, "name", None)
+    if not isinstance(error, ModuleNotFoundError) or not missing:
+        return False
+    return name == missing or name.startswith(missing + ".")
 
 
-def import_module(spec: str) -> object:
+def _user_frame(error: BaseException) -> str:
+    """`file:line` where `error` was raised in the user's code (the deepest frame outside
+    Python's and the installed packages' own files), or ''."""
+    if isinstance(error, SyntaxError) and error.filename and error.lineno:
+        return f"{error.filename}:{error.lineno}"
+    installed = {
+        str(pathlib.Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)
+    }
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if frame.filename.startswith("<"):
+            continue
+        path = str(pathlib.Path(frame.filename).resolve())
+        if not any(path.startswith(prefix + os.sep) for prefix in installed):
+            return f"{frame.filename}:{frame.lineno}"
+    return ""
+
+
+def import_error(name: str, error: BaseException, at: str = "") -> errors.UserError:
+    """The one-line error for a module that failed to import.
+
+    A module that was not found is told where modules are looked for (`--module`,
+    `PYTHONPATH`); a module that was found and raised is named with the line that raised.
+
+    Args:
+      name: the module's name.
+      error: what importing it raised.
+      at: where the import was asked for (e.g. a gin file's `file:line`), or ''.
+    """
+    where = f" at {at}" if at else ""
+    if _not_found(name, error):
+        detail = " ".join(f"{type(error).__name__}: {error}".split())
+        return errors.UserError(
+            f"cannot import '{name}' ({detail}){where}; pass --module or set PYTHONPATH"
+        )
+    message = error.msg if isinstance(error, SyntaxError) else str(error)
+    detail = " ".join(f"{type(error).__name__}: {message}".split())
+    frame = _user_frame(error)
+    raised = f" at {frame}" if frame else ""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        fix = f"install '{error.name}', which it imports, or put it on PYTHONPATH"
+    else:
+        fix = "fix the module"
+    return errors.UserError(
+        f"cannot import '{name}'{where}: it was found but raised {detail}{raised}; {fix}"
+    )
+
+
+def import_module(spec: str, at: str = "") -> object:
     """Imports a module given by dotted name or by `.py` file path; returns it.
 
     A file is imported under its stem (`polite_task.py` -> `polite_task`), with its folder
     made importable, so a gin `import polite_task` line finds the same module object.
+
+    Args:
+      spec: a dotted module name or a `.py` file.
+      at: where the import was asked for (e.g. a gin file's `file:line`), named in errors.
 
     Raises:
       UserError: the module or file is missing, or importing it raised (one line).
@@ -69,7 +124,7 @@ def import_module(spec: str) -> object:
     except errors.UserError:
         raise
     except Exception as e:
-        raise import_error(spec, e) from None
+        raise import_error(spec, e, at) from None
 
 
 def import_modules(specs: Sequence[str]) -> list[object]:

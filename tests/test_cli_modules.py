@@ -46,8 +46,8 @@ def test_train_module_that_raises_is_one_line(user_folder, capsys):
     module.write_text("raise RuntimeError('no tasks today')\n")
     assert cli.main(["train", "--module", str(module), "--gin_file", "local/train.gin"]) == 2
     assert capsys.readouterr().err == (
-        "seahorse-t5x train: error: cannot import 'cli_modules_test_raises' (RuntimeError: no "
-        f"tasks today); {_HINT}\n"
+        "seahorse-t5x train: error: cannot import 'cli_modules_test_raises': it was found but "
+        f"raised RuntimeError: no tasks today at {module}:1; fix the module\n"
     )
     assert "cli_modules_test_raises" not in sys.modules
 
@@ -70,8 +70,9 @@ def test_evaluate_imports_modules_before_loading_the_checkpoint(user_folder, cap
     argv += ["--output_dir", str(user_folder / "out"), "--module", str(module)]
     assert cli.main(argv) == 2
     assert capsys.readouterr().err == (
-        "seahorse-t5x evaluate: error: cannot import 'cli_modules_test_broken' "
-        "(ModuleNotFoundError: No module named 'cli_modules_test_absent_dependency'); "
-        f"{_HINT}\n"
+        "seahorse-t5x evaluate: error: cannot import 'cli_modules_test_broken': it was found "
+        "but raised ModuleNotFoundError: No module named 'cli_modules_test_absent_dependency' "
+        f"at {module}:1; install 'cli_modules_test_absent_dependency', which it imports, or "
+        "put it on PYTHONPATH\n"
     )
     assert not (user_folder / "out").exists()

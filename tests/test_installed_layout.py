@@ -154,7 +154,8 @@ def test_a_module_that_raises_is_one_line(tmp_path):
     with pytest.raises(errors.UserError) as error:
         user_modules.import_module(str(tmp_path / "broken_task.py"))
     assert str(error.value) == (
-        "cannot import 'broken_task' (KeyError: 'polite'); pass --module or set PYTHONPATH"
+        f"cannot import 'broken_task': it was found but raised KeyError: 'polite' at "
+        f"{tmp_path / 'broken_task.py'}:1; fix the module"
     )
     assert "broken_task" not in sys.modules
     with pytest.raises(errors.UserError, match=r"^--module missing\.py: no such Python file$"):

@@ -31,6 +31,7 @@ import gin
 import gin.config
 
 from seahorse_t5x import errors
+from seahorse_t5x.runner import gin_includes
 
 # T5X's macro names (and this runner's few additions) that `--gin.NAME=value` accepts.
 MACROS: tuple[str, ...] = (
@@ -225,16 +226,22 @@ def bind_default_macros() -> list[str]:
 
 
 def _gin_import_error(error: ImportError) -> errors.UserError:
-    """One line for a gin `import` line that failed, naming the module, file and line."""
+    """One line for a gin `import` line that failed, naming the module, file and line
+    (`user_modules.import_error`: only a module that was not found is told to pass
+    --module or set PYTHONPATH)."""
+    from seahorse_t5x.tasks import user_modules
+
     text = str(error)
     message, _, where = text.partition(' In file "')
     name = error.name or (re.findall(r"No module named '([^']+)'", message) or ["?"])[0]
     location = re.match(r'([^"]+)", line (\d+)', where)
-    at = f" at {location.group(1)}:{location.group(2)}" if location else ""
-    detail = " ".join(f"{type(error).__name__}: {message}".split())
-    return errors.UserError(
-        f"cannot import '{name}' ({detail}){at}; pass --module or set PYTHONPATH"
-    )
+    at = f"{location.group(1)}:{location.group(2)}" if location else ""
+    if isinstance(error, ModuleNotFoundError):
+        plain = ModuleNotFoundError(message.strip(), name=error.name)
+    else:
+        plain = ImportError(message.strip(), name=error.name)
+    plain.__traceback__ = error.__traceback__
+    return user_modules.import_error(name, plain, at)
 
 
 def parse(
@@ -263,6 +270,9 @@ def parse(
     for path in gin_search_paths(search_paths):
         gin.add_config_file_search_path(path)
     found = [find_gin_file(name, search_paths) for name in gin_files]
+    # Include cycles and files that are not gin or not UTF-8: one line each, before gin
+    # parses (gin would recurse without end, or fail without naming the file).
+    imports = gin_includes.check_gin_files([str(path) for path in found], search_paths)
     # A gin `import polite_task` line finds modules in the current folder and beside the
     # user's gin files (the package's own gin folders hold no user modules).
     # (Imported here: importing the tasks package registers every task, with SeqIO and
@@ -273,6 +283,10 @@ def parse(
     user_modules.make_importable(
         ["."] + [path.parent for path in found if gin_dir not in path.parents]
     )
+    # The modules the gin files import, imported first: one that is missing or raises is one
+    # line naming the gin file and line (gin would pass a module's own error on as is).
+    for module, at in imports:
+        user_modules.import_module(module, at=at)
     try:
         with _quiet_lookups():
             gin.parse_config_files_and_bindings(
