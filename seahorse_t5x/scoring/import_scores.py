@@ -214,8 +214,17 @@ def read_external_scores(
         values = tuple(normalize_key_value(f, _field(record, f, aliases)) for f in key)
         missing = [f for f, v in zip(key, values, strict=True) if v is None]
         if missing:
-            names = "/".join(aliases[missing[0]])
-            invalid.append(errors.DataError(str(p), where, missing[0], f"no key value ({names})"))
+            names = " or ".join(repr(a) for a in aliases[missing[0]])
+            fields = ", ".join(map(str, list(record)[:8])) + (", ..." if len(record) > 8 else "")
+            invalid.append(
+                errors.DataError(
+                    str(p),
+                    where,
+                    missing[0],
+                    f"no key value: expected a non-empty {names} (the record has: "
+                    f"{fields or 'no fields'})",
+                )
+            )
             continue
         score = _score_value(record.get(score_field))
         if score is None:
@@ -438,9 +447,26 @@ def join_scores(
     if not rows:
         raise errors.UserError(
             f"no {benchmark} item matched a score of {external.path} on key "
-            f"{','.join(key)}: {report.summary()}"
+            f"{','.join(key)}: {report.summary()}{first_problems(report)}"
         )
     return rows, report
+
+
+# The external rows' problems a failed join names, in this order, and how many of each.
+PROBLEM_KINDS: tuple[str, ...] = ("invalid", "duplicated", "unmatched")
+PROBLEMS_SHOWN = 3
+
+
+def first_problems(report: JoinReport) -> str:
+    """`; first invalid: FILE:LINE field 'F': ...; ...`: the first external rows of each
+    problem kind (`PROBLEM_KINDS`, `PROBLEMS_SHOWN` each), for a join of which nothing
+    matched; "" when no external row had a problem."""
+    parts = [
+        f"first {kind}: {'; '.join(report.examples[kind][:PROBLEMS_SHOWN])}"
+        for kind in PROBLEM_KINDS
+        if report.examples.get(kind)
+    ]
+    return "".join(f"; {part}" for part in parts)
 
 
 # ----------------------------------------------------------------------------- METAL's LLM scores
