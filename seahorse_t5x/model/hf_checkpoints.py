@@ -265,6 +265,8 @@ _HF_INT_KEYS = (
     "relative_attention_num_buckets",
     "relative_attention_max_distance",
 )
+# The keys an mT5 config.json must set (the others have T5's defaults).
+_HF_REQUIRED_KEYS = ("vocab_size", "d_model", "num_heads", "d_kv", "d_ff", "num_layers")
 _HF_FLOAT_KEYS = ("dropout_rate", "layer_norm_epsilon")
 _HF_STR_KEYS = ("feed_forward_proj", "model_type")
 _HF_BOOL_KEYS = ("tie_word_embeddings",)
@@ -274,7 +276,8 @@ def read_hf_config(directory: str | os.PathLike) -> dict[str, Any]:
     """The `config.json` of an HF directory, checked to be an object with well-typed values.
 
     Raises:
-      DataError: not JSON, not an object, or a value of the wrong type (naming the key).
+      DataError: not JSON, not an object, a required key missing or a value of the wrong
+        type (naming the file and the key).
     """
     path = pathlib.Path(directory) / "config.json"
     hf_config = _read_json_file(path, "config.json")
@@ -288,6 +291,15 @@ def read_hf_config(directory: str | os.PathLike) -> dict[str, Any]:
             str(path), None, key, f"expected {expected}, got {hf_config[key]!r}"
         )
 
+    for key in _HF_REQUIRED_KEYS:
+        if key not in hf_config:
+            raise errors.DataError(
+                str(path),
+                None,
+                key,
+                f"missing; an mT5 config.json sets {', '.join(_HF_REQUIRED_KEYS)} (the "
+                "snapshot may be incomplete: download it again)",
+            )
     for key in _HF_INT_KEYS:
         value = hf_config.get(key)
         if value is None and key == "num_decoder_layers":
@@ -317,7 +329,10 @@ def load_hf(
     """Loads an HF `MT5ForConditionalGeneration` directory."""
     directory = pathlib.Path(directory)
     hf_config = read_hf_config(directory)
-    config = configs.from_hf_config(hf_config, dtype=dtype)
+    try:
+        config = configs.from_hf_config(hf_config, dtype=dtype)
+    except errors.UserError as e:  # a model this one does not implement: name the file
+        raise errors.UserError(f"{directory / 'config.json'}: {e}") from None
     return config, from_hf_state_dict(
         config,
         _read_hf_weights(directory),

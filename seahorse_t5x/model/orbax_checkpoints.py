@@ -200,7 +200,7 @@ def load_orbax(
     verify_content(step_dir, meta, {layout.PARAMS_ITEM: params})
     try:
         config = MT5Config.from_dict(dict(meta[layout.META_MODEL_CONFIG]))
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, errors.UserError) as e:
         raise errors.UserError(
             f"checkpoint {step_dir}: meta {layout.META_MODEL_CONFIG} is invalid: {e}"
         ) from None

@@ -105,15 +105,27 @@ def read_t5x_params(path: str | os.PathLike) -> dict[str, np.ndarray]:
     return params
 
 
-def infer_config(flat: Mapping[str, Any], dtype: str | None = None) -> MT5Config:
+def infer_config(
+    flat: Mapping[str, Any], dtype: str | None = None, source: str = "checkpoint"
+) -> MT5Config:
     """The config implied by parameter shapes (T5X checkpoints carry no config).
 
     `relative_attention_max_distance` cannot be seen in shapes: T5X's default (128) is used.
+
+    Args:
+      flat: the parameters, by `a/b/c` name.
+      dtype: the model's dtype (default float32).
+      source: the checkpoint's file, named in errors.
+
+    Raises:
+      UserError: a parameter the config is read from is missing (naming `source`).
     """
 
     def shape(name: str) -> tuple[int, ...]:
         if name not in flat:
-            raise errors.UserError(f"checkpoint lacks {name}; is it an mT5 (T5.1.1) checkpoint?")
+            raise errors.UserError(
+                f"{source} lacks the parameter {name}; is it an mT5 (T5.1.1) checkpoint?"
+            )
         return tuple(flat[name].shape)
 
     vocab_size, emb_dim = shape("token_embedder/embedding")
@@ -141,5 +153,6 @@ def load_t5x(
 ) -> tuple[MT5Config, Params]:
     """Loads a T5X `checkpoint_N` directory (or a T5X MODEL_DIR: its latest step)."""
     flat = read_t5x_params(path)
-    config = infer_config(flat, dtype)
+    msgpack_path = find_msgpack(pathlib.Path(path))
+    config = infer_config(flat, dtype, f"T5X checkpoint {msgpack_path or path}")
     return config, checkpoint_params.to_tree(config, flat, str(path), placement)
