@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FILE",
         help="this project's per-example score files (JSON Lines: metric, benchmark, question,"
-        " label, score, ...); a folder stands for its *.jsonl files (an external metric's "
-        "output goes through `import-scores --external` first)",
+        " label, score, ...); a folder stands for the *.jsonl files in it and its sub-folders "
+        "(an external metric's output goes through `import-scores --external` first)",
     )
     parser.add_argument(
         "--data_dir",
