@@ -46,14 +46,18 @@ _OUTPUT_SIGNATURE = {
 def data_dir(path: str | None = None) -> str:
     """The folder holding the joined split files: gin binding, else env SEAHORSE_DATA_DIR.
 
+    Only the SEAHORSE tasks (and the ICE tasks built on them) call it, when their dataset
+    is built; a run on other tasks needs neither.
+
     Raises:
-      UserError: if neither is set.
+      UserError: if neither is set, naming both ways to set it.
     """
     chosen = path or os.environ.get(constants.ENV_DATA_DIR)
     if not chosen:
+        env = constants.ENV_DATA_DIR
         raise errors.UserError(
-            f"no SEAHORSE data folder: set {constants.ENV_DATA_DIR} (or gin "
-            "`seahorse_t5x.tasks.seahorse.data_dir.path`) to the output folder of "
+            f"no SEAHORSE data folder: set the environment variable {env} (or, in a T5X run, "
+            f'the gin macro: --gin.{env}=\\"DIR\\") to the output folder of '
             "`seahorse-t5x prepare`"
         )
     return chosen
