@@ -223,3 +223,16 @@ def test_t5x_scores_names_the_first_nan_score_and_the_count(tmp_path, capsys):
     )
     written = [json.loads(line)["score"] for line in output.read_text().splitlines()]
     assert [s is None for s in written] == [False, True, False, True, False]
+
+
+@pytest.mark.parametrize("benchmark", BINARY)
+def test_the_writer_refuses_a_binary_benchmarks_graded_label_and_writes_nothing(
+    benchmark, tmp_path
+):
+    path = tmp_path / "s.jsonl"
+    with pytest.raises(errors.DataError) as raised:
+        scorefiles.write_score_file(
+            path, [_row(benchmark, 1.0, 0.5, "a"), _row(benchmark, 0.7, 0.5, "b")]
+        )
+    assert (raised.value.line, raised.value.field) == (2, "label")
+    assert not path.exists()

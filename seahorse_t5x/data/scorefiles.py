@@ -305,8 +305,10 @@ class ScoreFileWriter:
         self.count = 0
         self._stack = contextlib.ExitStack()
         self._file: IO[str] | None = None
+        self._binary: frozenset[str] | None = None
 
     def __enter__(self) -> ScoreFileWriter:
+        self._binary = binary_label_benchmarks()
         self._file = self._stack.enter_context(
             fileio.atomic_writer(self.path, "w", encoding="utf-8")
         )
@@ -328,7 +330,7 @@ class ScoreFileWriter:
             raise RuntimeError(f"write {self.path} inside `with ScoreFileWriter(...)`")
         if self.validate:
             line = json.dumps(
-                _record_for_file(row, str(self.path), self.count + 1),
+                _record_for_file(row, str(self.path), self.count + 1, self._binary),
                 ensure_ascii=False,
                 allow_nan=False,
                 default=_to_json,
@@ -339,8 +341,10 @@ class ScoreFileWriter:
         self.count += 1
 
 
-def _record_for_file(row: Mapping, path: str, line: int) -> dict:
-    clean = validate_row(row, path, line)
+def _record_for_file(
+    row: Mapping, path: str, line: int, binary_benchmarks: frozenset[str] | None = None
+) -> dict:
+    clean = validate_row(row, path, line, binary_benchmarks=binary_benchmarks)
     # NaN (pandas' missing value) in any field is written as null: strict JSON.
     record = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
     record["question"] = _question_for_file(clean["question"])
