@@ -164,9 +164,8 @@ def score_file(
     # Output-path mistakes first: a Hub model may take long to fetch.
     resume_lib.check_output_names(job.output, job.input_path, job.resume, job.overwrite)
     # Hub names are fetched (or found in the HF cache) and checked once, before any scoring.
-    columns = [
-        dataclasses.replace(c, checkpoint=checkpoints.resolve(c.checkpoint)) for c in columns
-    ]
+    resolved = checkpoints.resolve_all([c.checkpoint for c in columns])
+    columns = [dataclasses.replace(c, checkpoint=r) for c, r in zip(columns, resolved, strict=True)]
     from seahorse_t5x.inference import precision
     from seahorse_t5x.model import partitioning  # JAX: only once the input is good
 

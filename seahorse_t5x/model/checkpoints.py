@@ -37,6 +37,8 @@ from seahorse_t5x.model.configs import MT5Config
 save_params = orbax_checkpoints.save_params
 # A checkpoint path or Hub name -> its local folder (`hub.resolve`).
 resolve = hub.resolve
+# Several at once; offline, every Hub name the cache lacks is named (`hub.resolve_all`).
+resolve_all = hub.resolve_all
 
 
 def detect_format(path: str | os.PathLike) -> tuple[str, pathlib.Path]:

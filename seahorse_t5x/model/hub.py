@@ -168,16 +168,12 @@ def download(repo: str, revision: str | None = None) -> pathlib.Path:
             allow_patterns=patterns,
         )
     except hub_errors.LocalEntryNotFoundError:
-        why = (
-            f"{ENV_OFFLINE} is set"
-            if is_offline
-            else "the Hub could not be reached and nothing is cached"
-        )
+        raise not_cached_error([name], is_offline) from None
+    except hub_errors.HFValidationError as e:
+        reason = " ".join(str(e).split())
         raise errors.UserError(
-            f"{name} is not a local path, and the HF cache {cache} holds no snapshot of it "
-            f"({why}): download it where the Hub is reachable with `hf download {name.split('@')[0]}"
-            f"{' --revision ' + revision if revision else ''}` (same HF_HUB_CACHE/HF_HOME), "
-            "or pass the checkpoint's folder"
+            f"{name} is not a local path, nor a valid Hub model name ({reason}): check the "
+            "spelling, e.g. google/seahorse-large-q4"
         ) from None
     except hub_errors.RevisionNotFoundError:
         raise errors.UserError(
@@ -198,11 +194,78 @@ def download(repo: str, revision: str | None = None) -> pathlib.Path:
         ) from None
     except Exception as e:  # noqa: BLE001 - HTTP errors, httpx connection errors, OSError
         reason = " ".join(str(e).split())[:200] or type(e).__name__
+        if is_offline:
+            raise errors.UserError(
+                f"could not read {name} from the HF cache {cache} ({reason}; {ENV_OFFLINE} is "
+                "set, so the Hub is not asked): unset it to fetch the model again, or pass "
+                "the checkpoint's folder"
+            ) from None
         raise errors.UserError(
             f"could not fetch {name} from the Hub ({reason}); retry, or set {ENV_OFFLINE}=1 "
             "to use a cached snapshot"
         ) from None
     return pathlib.Path(folder)
+
+
+def not_cached_error(names: list[str], is_offline: bool) -> errors.UserError:
+    """One line for Hub names the HF cache holds no snapshot of (every one named), with the
+    `hf download` commands that fetch them."""
+    why = (
+        f"{ENV_OFFLINE} is set"
+        if is_offline
+        else "the Hub could not be reached and nothing is cached"
+    )
+
+    def command(name: str) -> str:
+        repo, _, revision = name.partition("@")
+        return f"`hf download {repo}{' --revision ' + revision if revision else ''}`"
+
+    if len(names) == 1:
+        return errors.UserError(
+            f"{names[0]} is not a local path, and the HF cache {cache_dir()} holds no "
+            f"snapshot of it ({why}): download it where the Hub is reachable with "
+            f"{command(names[0])} (same HF_HUB_CACHE/HF_HOME), or pass the checkpoint's folder"
+        )
+    return errors.UserError(
+        f"the HF cache {cache_dir()} holds no snapshot of {len(names)} models ({why}): "
+        f"{', '.join(names)}; download them where the Hub is reachable with "
+        f"{'; '.join(command(name) for name in names)} (same HF_HUB_CACHE/HF_HOME), or pass "
+        "the checkpoints' folders"
+    )
+
+
+def is_cached(name: str) -> bool:
+    """Whether the HF cache holds a snapshot of the Hub name `ORG/NAME[@REVISION]` (nothing
+    is fetched)."""
+    import huggingface_hub
+    from huggingface_hub import errors as hub_errors
+
+    parsed = parse_name(name)
+    if parsed is None:
+        return False
+    try:
+        huggingface_hub.snapshot_download(
+            parsed[0], revision=parsed[1], cache_dir=cache_dir(), local_files_only=True
+        )
+    except hub_errors.LocalEntryNotFoundError:
+        return False
+    except Exception:  # noqa: BLE001 - a malformed name: `download` reports it
+        return True
+    return True
+
+
+def resolve_all(checkpoints: list[str | os.PathLike]) -> list[pathlib.Path]:
+    """`resolve` for each checkpoint; offline, the Hub names the cache lacks are named all at
+    once (e.g. every member of a family) rather than the first alone.
+
+    Raises:
+      UserError: as `resolve`.
+    """
+    if offline():
+        missing = [str(c) for c in checkpoints if is_name(c) and not is_cached(str(c))]
+        if len(missing) > 1:
+            raise not_cached_error(missing, True)
+    return [resolve(checkpoint) for checkpoint in checkpoints]
 
 
 # --------------------------------------------------------------------------------- checking
