@@ -42,16 +42,9 @@ _CUTS: dict[str, str] = {"val": "validation", "validation": "validation", "test"
 
 
 def aggrefact_file(path: str | os.PathLike) -> pathlib.Path:
-    """The CSV: `path` itself, or the first of `AGGREFACT_FILES` in a folder."""
-    p = pathlib.Path(path)
-    if p.is_dir():
-        for name in AGGREFACT_FILES:
-            if (p / name).is_file():
-                return p / name
-        raise errors.UserError(
-            f"{p} holds neither {' nor '.join(AGGREFACT_FILES)}. Get it from {AGGREFACT_SOURCE}."
-        )
-    return common.existing_file(p, "AggreFact CSV", AGGREFACT_SOURCE)
+    """The CSV: `path` itself, or the first of `AGGREFACT_FILES` in a folder or under the
+    release checkout's `data/` (`common.release_path`)."""
+    return common.release_path(path, AGGREFACT_FILES, "AggreFact CSV", AGGREFACT_SOURCE)
 
 
 def read_aggrefact(path: str | os.PathLike) -> list[common.ReadResult]:

@@ -115,6 +115,56 @@ def existing_file(path: str | os.PathLike, what: str, source: str) -> pathlib.Pa
     return p
 
 
+# Where a release's checkout keeps its files (AggreFact, FRANK, METAL: `data/`).
+RELEASE_DATA_FOLDER = "data"
+
+
+def release_path(
+    path: str | os.PathLike,
+    names: Sequence[str],
+    what: str,
+    source: str,
+    folder: bool = False,
+) -> pathlib.Path:
+    """A benchmark's file (or, with `folder`, the folder holding its files), given as the
+    file itself, the folder holding it, or the release's checkout root (the files under
+    `data/`): every reader accepts the three spellings alike.
+
+    Args:
+      path: as the user gave it.
+      names: the release's file names, preferred first (glob patterns allowed: a pattern
+        that matches several files in one folder is ambiguous).
+      what: the file or folder, for messages (`AggreFact CSV`).
+      source: where to get the release, for messages.
+      folder: return the folder holding the first of `names` found (a file given stands
+        for its folder).
+
+    Raises:
+      UserError: no such path, a folder holding none of `names` (nor under `data/`), or a
+        pattern matching several files.
+    """
+    p = pathlib.Path(path)
+    if p.is_file():
+        return p.parent if folder else p
+    if not p.is_dir():
+        raise errors.UserError(f"{what} not found: {p}. Get it from {source}.")
+    for base in (p, p / RELEASE_DATA_FOLDER):
+        for name in names:
+            found = sorted(f for f in base.glob(name) if f.is_file())
+            if len(found) > 1 and not folder:
+                raise errors.UserError(
+                    f"{base} holds several files matching {name} ({', '.join(f.name for f in found)}):"
+                    f" pass the {what} itself"
+                )
+            if found:
+                return base if folder else found[0]
+    wanted = " nor ".join(names)
+    raise errors.UserError(
+        f"{p} holds neither {wanted}, here or under {RELEASE_DATA_FOLDER}/ (a {what}, the "
+        f"folder holding it, or the release's checkout root). Get it from {source}."
+    )
+
+
 # ----------------------------------------------------------------------------- CSV rows
 
 

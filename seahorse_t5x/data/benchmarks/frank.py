@@ -55,7 +55,9 @@ def read_frank(directory: str | os.PathLike) -> list[common.ReadResult]:
     Raises:
       UserError: a file is missing; DataError: a file is not a JSON list.
     """
-    folder = pathlib.Path(directory)
+    folder = common.release_path(
+        directory, (FRANK_ANNOTATIONS, FRANK_BENCHMARK_DATA), "FRANK folder", FRANK_SOURCE, True
+    )
     annotations_path = common.existing_file(
         folder / FRANK_ANNOTATIONS, "FRANK human annotations", FRANK_SOURCE
     )

@@ -56,6 +56,13 @@ def parquet_files(path: str | os.PathLike) -> list[tuple[pathlib.Path, str]]:
       UserError: no Parquet file, or a file name that says no split (dev-*, test-*).
     """
     p = pathlib.Path(path)
+    if p.is_dir():
+        # The dataset's folder, its `data/` or any folder above them: every Parquet file
+        # below (`common.release_path` finds the folder).
+        try:
+            p = common.release_path(p, ("*.parquet",), "LLM-AggreFact folder", "", folder=True)
+        except errors.UserError:
+            pass
     files = sorted(p.rglob("*.parquet")) if p.is_dir() else [p]
     if not files or not files[0].is_file():
         raise errors.UserError(

@@ -18,6 +18,8 @@ from seahorse_t5x.data.benchmarks import common, registry
 
 ENV_METAL_PATH = "SEAHORSE_METAL_PATH"
 ENV_XLSUM_ARTICLES = "SEAHORSE_XLSUM_ARTICLES"
+# The release's file (under `data/` in its checkout).
+METAL_FILE = "METAL_dataset.json"
 
 METAL_SOURCE = "microsoft/METAL-Towards-Multilingual-Meta-Evaluation, file data/METAL_dataset.json"
 XLSUM_ARTICLES_SOURCE = (
@@ -124,7 +126,7 @@ def _load_metal(path: str | os.PathLike | None) -> tuple[pathlib.Path, dict]:
       UserError: the file is missing; DataError: not UTF-8 (file:line), not JSON, or not a
         JSON object.
     """
-    p = common.existing_file(path or metal_path(), "METAL JSON", METAL_SOURCE)
+    p = common.release_path(path or metal_path(), (METAL_FILE,), "METAL JSON", METAL_SOURCE)
     data = fileio.read_json(p)
     if not isinstance(data, dict):
         raise errors.DataError(str(p), None, None, "expected a JSON object keyed by record id")

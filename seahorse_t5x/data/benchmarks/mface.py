@@ -74,7 +74,7 @@ def read_mface(
         )
     column_prefix, question = MFACE_DIMENSIONS[dimension]
     label_column = f"{column_prefix}_avg"
-    p = common.existing_file(path or mface_path(), "mFACE CSV", MFACE_SOURCE)
+    p = common.release_path(path or mface_path(), ("*.csv",), "mFACE CSV", MFACE_SOURCE)
     rows = common.csv_rows(p)
     header = common.csv_header(p, rows, (*MFACE_CSV_COLUMNS, label_column))
     keep_languages = (

@@ -34,16 +34,9 @@ _REQUIRED = ("id", "model_id", "decoded", "expert_annotations")
 
 
 def summeval_file(path: str | os.PathLike) -> pathlib.Path:
-    """The annotations file: `path` itself, or the first of `SUMMEVAL_FILES` in a folder."""
-    p = pathlib.Path(path)
-    if p.is_dir():
-        for name in SUMMEVAL_FILES:
-            if (p / name).is_file():
-                return p / name
-        raise errors.UserError(
-            f"{p} holds neither {' nor '.join(SUMMEVAL_FILES)}. Get it from {SUMMEVAL_SOURCE}."
-        )
-    return common.existing_file(p, "SummEval annotations", SUMMEVAL_SOURCE)
+    """The annotations file: `path` itself, or the first of `SUMMEVAL_FILES` in a folder or
+    under the release checkout's `data/` (`common.release_path`)."""
+    return common.release_path(path, SUMMEVAL_FILES, "SummEval annotations", SUMMEVAL_SOURCE)
 
 
 def read_articles(path: str | os.PathLike) -> dict[str, str]:

@@ -55,7 +55,17 @@ def true_file(dataset: str, directory: str | os.PathLike | None = None) -> pathl
         raise errors.UserError(
             f"unknown TRUE dataset {dataset!r}: expected one of {list(TRUE_DATASETS)}"
         )
-    return pathlib.Path(directory or true_dir()) / TRUE_DATASETS[dataset][0]
+    return true_folder(directory or true_dir()) / TRUE_DATASETS[dataset][0]
+
+
+def true_folder(path: str | os.PathLike) -> pathlib.Path:
+    """The folder of TRUE's CSVs given as itself, one of its CSVs, or a checkout holding them
+    under `data/` (`common.release_path`); `path` itself when it holds none of them."""
+    names = tuple(name for name, _ in TRUE_DATASETS.values())
+    try:
+        return common.release_path(path, names, "TRUE folder", TRUE_SOURCE, folder=True)
+    except errors.UserError:  # the callers name the CSV that is missing
+        return pathlib.Path(path)
 
 
 def _binary_label(value: str) -> int | None:
