@@ -103,6 +103,17 @@ def test_a_python_script_is_not_a_gin_file_given_or_included(folder, capsys):
         assert str(error.value) == expected
 
 
+def test_a_syntax_error_in_a_gin_file_is_named_with_its_line(folder):
+    (folder / "typo.gin").write_text("X = 1\nTRAIN_STEPS = = 3\n")
+    (folder / "top.gin").write_text("include 'typo.gin'\n")
+    with pytest.raises(errors.UserError) as error:
+        gin_config.parse(["top.gin"], finalize=False, check_macros=False)
+    assert str(error.value) == (
+        f"gin: {folder / 'typo.gin'}:2: Unable to parse value. at 'TRAIN_STEPS = = 3' "
+        f"(included by {folder / 'top.gin'}:1)"
+    )
+
+
 def test_a_gin_file_that_is_not_utf8_is_named_with_its_line(folder, capsys):
     (folder / "latin.gin").write_bytes(b"X = 1\n# caf\xe9\nY = 2\n")
     (folder / "top.gin").write_text("include 'latin.gin'\n")

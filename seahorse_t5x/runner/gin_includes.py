@@ -86,7 +86,8 @@ def _statements(path: pathlib.Path, by: str) -> tuple[list[tuple[str, int]], lis
     """The (include, line) and (imported module, line) statements of the gin file at `path`.
 
     Raises:
-      UserError: if the file is not UTF-8 text or not gin syntax, naming it and the line.
+      UserError: if the file is not UTF-8 text or not gin syntax (a `.gin` file: a syntax
+        error; any other: not a gin file), naming it and the line.
     """
     from gin import config_parser
 
@@ -109,6 +110,8 @@ def _statements(path: pathlib.Path, by: str) -> tuple[list[tuple[str, int]], lis
     except SyntaxError as e:
         content = " ".join((e.text or "").split())
         what = f" at {content!r}" if content else ""
+        if path.suffix == ".gin":  # a gin file with a mistake in it
+            raise errors.UserError(f"gin: {path}:{e.lineno}: {e.msg}{what}{by}") from None
         raise errors.UserError(
             f"{path}:{e.lineno}: not a gin file ({e.msg}{what}){by}; a gin file holds "
             "bindings (`name.param = value`), includes and imports"
