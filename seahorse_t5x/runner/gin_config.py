@@ -261,9 +261,11 @@ def parse(
       check_macros: refuse a macro that no binding reads (`check_macros_read`).
 
     Raises:
-      UserError: for a missing file, a syntax error, an unknown configurable, a macro
-        that nothing reads (naming the closest one that is read), or a required macro left
-        unset (naming the flag that sets it).
+      UserError: for a missing file, an include cycle, a file that is not gin or not UTF-8
+        (`gin_includes`), a module that a gin file imports that is missing or raises, a
+        syntax error, an unknown configurable, a macro that nothing reads (naming the
+        closest one that is read), or a required macro left unset (naming the flag that
+        sets it).
     """
     if not gin_files:
         raise errors.UserError("give at least one --gin_file (e.g. local/train.gin)")
