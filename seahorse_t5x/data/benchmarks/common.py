@@ -152,9 +152,9 @@ def release_path(
         for name in names:
             found = sorted(f for f in base.glob(name) if f.is_file())
             if len(found) > 1 and not folder:
+                listed = ", ".join(f.name for f in found)
                 raise errors.UserError(
-                    f"{base} holds several files matching {name} ({', '.join(f.name for f in found)}):"
-                    f" pass the {what} itself"
+                    f"{base} holds several files matching {name} ({listed}): pass the {what} itself"
                 )
             if found:
                 return base if folder else found[0]
