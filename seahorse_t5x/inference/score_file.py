@@ -148,28 +148,24 @@ def score_file(
     )
     job.check()
     wanted = questions_lib.parse_questions(questions)
-    columns, family = questions_lib.plan_columns(checkpoint, wanted)
+    family = questions_lib.family_columns(checkpoint, wanted)  # (reads no checkpoint)
+    total, bad = input_rows.check_input(job.input_path, skip_bad_rows)
+    # Output-path mistakes first: a Hub model may take long to fetch.
+    resume_lib.check_output_names(job.output, job.input_path, job.resume, job.overwrite)
+    columns = _resolved_columns(
+        checkpoint, family, wanted, coordinator_address, num_processes, process_id
+    )
     if metric is not None and columns[0].question is None:
         raise errors.UserError(
             "`metric` writes score-file rows, which name their question: pass `questions` "
             f"(N), the question {checkpoint} answers"
         )
-    total, bad = input_rows.check_input(job.input_path, skip_bad_rows)
     if metric is not None:
         columns_lib.check_labels(
             job.input_path, [c.question for c in columns], metric, benchmark, skip_bad_rows
         )
-    from seahorse_t5x.model import checkpoints
-
-    # Output-path mistakes first: a Hub model may take long to fetch.
-    resume_lib.check_output_names(job.output, job.input_path, job.resume, job.overwrite)
-    # Hub names are fetched (or found in the HF cache) and checked once, before any scoring.
-    resolved = checkpoints.resolve_all([c.checkpoint for c in columns])
-    columns = [dataclasses.replace(c, checkpoint=r) for c, r in zip(columns, resolved, strict=True)]
     from seahorse_t5x.inference import precision
-    from seahorse_t5x.model import partitioning  # JAX: only once the input is good
 
-    partitioning.maybe_initialize_distributed(coordinator_address, num_processes, process_id)
     # `auto` is decided here, for this platform; the run records what it chose.
     choice = precision.choose(settings.dtype)
     job.settings = dataclasses.replace(settings, dtype=choice.dtype)
@@ -178,7 +174,7 @@ def score_file(
         settings,
         metric,
         benchmark,
-        columns=family or metric is not None or len(columns) > 1,
+        columns=family is not None or metric is not None or len(columns) > 1,
         questions=tuple(c.question for c in columns),
         total_rows=total,
         bad_rows=bad,
@@ -187,6 +183,30 @@ def score_file(
     if result.columns:
         return _score_columns(job, columns, result)
     return _score_one(job, columns[0], result)
+
+
+def _resolved_columns(
+    checkpoint, family, wanted, coordinator_address, num_processes, process_id
+) -> list[questions_lib.Column]:
+    """The columns with their checkpoints fetched (Hub names) and, for one model, planned
+    from its meta; this process joined to a multi-host run first, since reading a
+    checkpoint's meta starts JAX.
+
+    Raises:
+      UserError: a request the checkpoint cannot answer, or a Hub name that cannot be had.
+    """
+    from seahorse_t5x.model import checkpoints, partitioning
+
+    names = [c.checkpoint for c in family] if family is not None else [checkpoint]
+    # Hub names are fetched (or found in the HF cache) and checked once, before any scoring.
+    resolved = checkpoints.resolve_all(names)
+    partitioning.maybe_initialize_distributed(coordinator_address, num_processes, process_id)
+    if family is not None:
+        return [dataclasses.replace(c, checkpoint=r) for c, r in zip(family, resolved, strict=True)]
+    meta = questions_lib.checkpoint_meta(resolved[0])
+    # The question a name's `-qN` says is the name's, not its fetched folder's.
+    columns = questions_lib.model_columns(checkpoint, meta, wanted)
+    return [dataclasses.replace(c, checkpoint=str(resolved[0])) for c in columns]
 
 
 def _score_one(job: Job, column: questions_lib.Column, result: ScoreFileResult) -> ScoreFileResult:
