@@ -10,7 +10,6 @@ from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.cli import flags
 from seahorse_t5x.data import benchmarks, scorefiles, splits
 from seahorse_t5x.data.benchmarks import registry
-from seahorse_t5x.evaluation import stats
 from seahorse_t5x.formats import vocab
 from seahorse_t5x.scoring import baselines, rouge
 
@@ -102,6 +101,8 @@ def _by_dataset(benchmark: str) -> bool:
 def _summary(rows: list[dict], metric: str) -> str:
     """`q:rho/roc` per question (per dataset where the benchmark reports by dataset), for
     the one-line report of a file."""
+    from seahorse_t5x.evaluation import stats  # scipy: not needed for --help
+
     by_dataset = _by_dataset(rows[0]["benchmark"])
 
     def group(row: dict) -> object:

@@ -34,12 +34,13 @@ import math
 import os
 import pathlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import IO
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING
 
 from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import ratings
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built: `--help` stays light
+    import pandas as pd
 
 REQUIRED_FIELDS: tuple[str, ...] = ("metric", "benchmark", "question", "label", "score")
 # What identifies an item (with metric, benchmark and question): the fields a row carries.
@@ -408,6 +409,8 @@ def check_not_plain_scores(row: object, path: str | pathlib.Path) -> None:
 
 def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
     """Reads one score file (see `read_score_files`)."""
+    import pandas as pd
+
     path = pathlib.Path(path)
     if not path.is_file():
         raise errors.UserError(f"score file not found: {path}")
@@ -503,6 +506,8 @@ def read_score_files(
       errors.DataError: a line is not JSON or a field is missing or wrong, or (unless
         `drop_duplicates`) the same item is scored twice for one metric and question.
     """
+    import pandas as pd
+
     folders = any(pathlib.Path(p).is_dir() for p in paths)
     paths = expand_score_paths(paths)
     seen: set[pathlib.Path] = set()
@@ -528,6 +533,8 @@ def read_score_files(
 
 def _item_keys(frame: pd.DataFrame) -> pd.Series:
     """(metric, benchmark, question, gem_id, system, summary) per row; absent fields as ""."""
+    import pandas as pd
+
     columns = ["metric", "benchmark", "question", *ITEM_FIELDS]
     values = frame[columns].astype(object).where(frame[columns].notna(), "")
     return pd.Series(list(map(tuple, values.to_numpy())), index=frame.index)
