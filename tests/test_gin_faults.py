@@ -137,7 +137,7 @@ def test_an_include_found_nowhere_names_the_including_line(folder):
     message = str(error.value)
     assert message.startswith(
         f"gin file nowhere/else.gin (included by {folder / 'top.gin'}:3) not found: not a "
-        f"file here, nor under {gin_config.package_gin_dir()}"
+        f"file here, nor under {gin_includes.package_gin_dir()}"
     )
     assert "\n" not in message
 

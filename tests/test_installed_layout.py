@@ -11,7 +11,7 @@ import pytest
 
 from seahorse_t5x import cli, errors
 from seahorse_t5x.cli import gin_path
-from seahorse_t5x.runner import gin_config
+from seahorse_t5x.runner import gin_config, gin_includes
 from seahorse_t5x.tasks import user_modules
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ def _clean_gin():
 
 
 def test_the_gin_folder_is_the_package_s():
-    assert gin_config.package_gin_dir() == GIN_DIR
+    assert gin_includes.package_gin_dir() == GIN_DIR
     assert len(SOURCE_GINS) == 84
     assert {"local/train.gin", "local/small_from_scratch.gin", "smoke/train.gin"} <= set(
         SOURCE_GINS

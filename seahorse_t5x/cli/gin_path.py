@@ -39,9 +39,9 @@ def include_tree(name: str, gin_dir: pathlib.Path) -> list[tuple[int, str, str]]
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x.runner import gin_config
+    from seahorse_t5x.runner import gin_includes
 
-    gin_dir = gin_config.package_gin_dir()
+    gin_dir = gin_includes.package_gin_dir()
     if args.includes is None:
         print(gin_dir)
         return 0

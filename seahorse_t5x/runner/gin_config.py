@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import importlib.resources
 import logging
-import pathlib
 import re
 from collections.abc import Iterator, Sequence
 
@@ -32,6 +30,7 @@ import gin.config
 
 from seahorse_t5x import errors
 from seahorse_t5x.runner import gin_includes
+from seahorse_t5x.runner.gin_includes import find_gin_file, gin_search_paths, package_gin_dir
 
 # T5X's macro names (and this runner's few additions) that `--gin.NAME=value` accepts.
 MACROS: tuple[str, ...] = (
@@ -60,41 +59,6 @@ MACROS: tuple[str, ...] = (
 )
 
 _GIN_LITERAL_START = re.compile(r"""^\s*(['"{\[(@%]|-?\d|True$|False$|None$)""")
-
-
-def package_gin_dir() -> pathlib.Path:
-    """The gin folder installed with the package: `seahorse_t5x/gin/` (package data)."""
-    return pathlib.Path(str(importlib.resources.files("seahorse_t5x").joinpath("gin")))
-
-
-def gin_search_paths(extra: Sequence[str] = ()) -> list[str]:
-    """Where gin files and includes are looked up, in order: `extra`, the current folder,
-    the package's gin folder, the package folder (for the `gin/...` spelling) and the folder
-    holding the package (for `seahorse_t5x/gin/...`)."""
-    gin_dir = package_gin_dir()
-    return [*extra, ".", str(gin_dir), str(gin_dir.parent), str(gin_dir.parents[1])]
-
-
-def find_gin_file(name: str, search_paths: Sequence[str] = ()) -> pathlib.Path:
-    """The gin file `name` names: as given if it exists, else the first match under
-    `gin_search_paths(search_paths)`.
-
-    Raises:
-      UserError: if no such file exists, naming where it was looked for.
-    """
-    given = pathlib.Path(name)
-    if given.is_file():
-        return given.resolve()
-    if not given.is_absolute():
-        for folder in gin_search_paths(search_paths):
-            candidate = pathlib.Path(folder) / name
-            if candidate.is_file():
-                return candidate.resolve()
-    where = "".join(f", nor under {folder}" for folder in search_paths)
-    raise errors.UserError(
-        f"gin file {name} not found: not a file here{where}, nor in the package's gin folder "
-        f"{package_gin_dir()} (`ls $(seahorse-t5x gin-path)` lists them)"
-    )
 
 
 def macro_binding(name: str, value: str) -> str:

@@ -9,13 +9,14 @@ call it.
 
 Includes resolve as gin resolves them: an absolute path as given; a package path
 (`seahorse_t5x/gin/...`) in the package's gin folder; any other relative path in the current
-folder, then in the search paths (`gin_config.gin_search_paths`). T5X's own gins (`t5x/...`)
+folder, then in the search paths (`gin_search_paths`). T5X's own gins (`t5x/...`)
 are read from the installed t5x package and not followed (they include only T5X's).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import pathlib
 from collections.abc import Sequence
 
@@ -24,6 +25,41 @@ from seahorse_t5x import errors
 # Includes under this prefix are T5X's own gin files, read from the installed t5x package.
 T5X_PREFIX = "t5x/"
 T5X_MISSING = "T5X's (t5x not installed)"
+
+
+def package_gin_dir() -> pathlib.Path:
+    """The gin folder installed with the package: `seahorse_t5x/gin/` (package data)."""
+    return pathlib.Path(str(importlib.resources.files("seahorse_t5x").joinpath("gin")))
+
+
+def gin_search_paths(extra: Sequence[str] = ()) -> list[str]:
+    """Where gin files and includes are looked up, in order: `extra`, the current folder,
+    the package's gin folder, the package folder (for the `gin/...` spelling) and the folder
+    holding the package (for `seahorse_t5x/gin/...`)."""
+    gin_dir = package_gin_dir()
+    return [*extra, ".", str(gin_dir), str(gin_dir.parent), str(gin_dir.parents[1])]
+
+
+def find_gin_file(name: str, search_paths: Sequence[str] = ()) -> pathlib.Path:
+    """The gin file `name` names: as given if it exists, else the first match under
+    `gin_search_paths(search_paths)`.
+
+    Raises:
+      UserError: if no such file exists, naming where it was looked for.
+    """
+    given = pathlib.Path(name)
+    if given.is_file():
+        return given.resolve()
+    if not given.is_absolute():
+        for folder in gin_search_paths(search_paths):
+            candidate = pathlib.Path(folder) / name
+            if candidate.is_file():
+                return candidate.resolve()
+    where = "".join(f", nor under {folder}" for folder in search_paths)
+    raise errors.UserError(
+        f"gin file {name} not found: not a file here{where}, nor in the package's gin folder "
+        f"{package_gin_dir()} (`ls $(seahorse-t5x gin-path)` lists them)"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,9 +163,9 @@ def include_tree(
     """`name` and every include below it, depth first, each checked before gin parses it.
 
     Args:
-      name: a gin file, found as `--gin_file` finds it (`gin_config.find_gin_file`).
+      name: a gin file, found as `--gin_file` finds it (`find_gin_file`).
       search_paths: extra folders to look the file and its includes up in.
-      gin_dir: the package's gin folder (default: `gin_config.package_gin_dir()`).
+      gin_dir: the package's gin folder (default: `package_gin_dir()`).
 
     Raises:
       UserError: as `walk`.
@@ -150,10 +186,8 @@ def walk(
         naming the include line that closes it and the whole cycle), a file that is not
         UTF-8 or not gin, each naming the file, its line and the file that includes it.
     """
-    from seahorse_t5x.runner import gin_config
-
-    gin_dir = gin_dir or gin_config.package_gin_dir()
-    paths = gin_config.gin_search_paths(search_paths)
+    gin_dir = gin_dir or package_gin_dir()
+    paths = gin_search_paths(search_paths)
     rows: list[Include] = []
     imports: list[tuple[str, str]] = []
     # The files being read, from the top: (name as included, resolved path).
@@ -165,7 +199,7 @@ def walk(
             rows.append(Include(depth, include, str(found) if found else T5X_MISSING))
             return
         if not chain:
-            path = gin_config.find_gin_file(include, search_paths)
+            path = find_gin_file(include, search_paths)
         else:
             path = _resolve(include, paths, gin_dir)
             if path is None:
