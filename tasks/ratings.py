@@ -80,7 +80,7 @@ def _read(path: str, size: int, mtime: int, questions: tuple[str, ...]) -> ratin
     drop report."""
     del size, mtime  # cache keys only
     result = ratings.read_file(path, questions, _opener(path))
-    if result.dropped or result.unasked_questions():
+    if result.dropped or result.unasked_questions() or not result.rows_read:
         logging.warning("%s", result.summary())
     else:
         logging.info("%s", result.summary())

@@ -8,6 +8,7 @@ with a `language`, five bad lines that are dropped and counted.
 from __future__ import annotations
 
 import json
+import logging
 import pathlib
 
 import gin
@@ -447,3 +448,26 @@ def test_registering_a_set_twice_is_an_error_until_it_is_removed(chat):
         register_rating_tasks("chat_all", folder, ["polite"], languages=())
     assert ratings.get_rating_set("chat_all") is None
     assert "chat_all_polite_score" in seqio.TaskRegistry.names()
+
+
+def test_an_empty_split_file_is_named_in_one_warning(tmp_path, monkeypatch, caplog):
+    # A 0-byte split file gives its tasks no examples: the warning names the file first,
+    # before `evaluate` or `train` says a task has nothing in that split.
+    write_rating_set(tmp_path)
+    (tmp_path / "test.jsonl").write_bytes(b"")
+    monkeypatch.setenv(constants.ENV_VOCAB, "demo")
+    register_rating_tasks("hollow", tmp_path, QUESTIONS, prompts=PROMPTS)
+    try:
+        with caplog.at_level(logging.WARNING):
+            report = rating_tasks.ratings_file("hollow", "test")
+    finally:
+        remove_rating_tasks("hollow")
+    assert (report.rows_read, report.rows_kept, report.rows_dropped) == (0, 0, 0)
+    # (The fixture's train and validation files have bad rows: their reports warn too.)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    warnings = [w for w in warnings if w.startswith(str(tmp_path / "test.jsonl"))]
+    expected = (
+        f"{tmp_path / 'test.jsonl'}: empty (no rows; expected one JSON object per line with "
+        f"article, summary and the questions {', '.join(QUESTIONS)})"
+    )
+    assert warnings == [expected]

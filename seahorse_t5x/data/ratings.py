@@ -228,7 +228,13 @@ class RatingsFile:
         ]
 
     def summary(self) -> str:
-        """One line: read, kept and dropped rows, the drops per field and the first drop."""
+        """One line: read, kept and dropped rows, the drops per field and the first drop
+        (an empty file says so: its tasks have no examples in this split)."""
+        if not self.rows_read:
+            return (
+                f"{self.path}: empty (no rows; expected one JSON object per line with "
+                f"article, summary and the questions {', '.join(self.questions)})"
+            )
         line = (
             f"{self.path}: read {self.rows_read} rows, kept {self.rows_kept}, "
             f"dropped {self.rows_dropped}"
