@@ -12,6 +12,7 @@ import pytest
 from mt5_fixtures import save_hf_tiny
 
 from seahorse_t5x import cli, errors
+from seahorse_t5x.cli import inference_flags
 from seahorse_t5x.formats import input_format, vocab
 from seahorse_t5x.inference import inputs, windows
 from seahorse_t5x.inference import scorer as scorer_lib
@@ -249,3 +250,38 @@ def test_long_inputs_report_counts_items_over_the_length(long_inputs_report, dem
     assert out.out.splitlines()[2].startswith(f"| aggrefact | {len(pairs)} | ")
     assert long_inputs_report.main(["--vocab", "demo", "--benchmark", "aggrefact"]) == 2
     assert "--benchmark takes NAME=PATH" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["score", "evaluate"])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--window_overlap", "2"], "--window_overlap"),
+        (["--window_aggregate", "mean"], "--window_aggregate"),
+        (
+            ["--window_overlap", "0", "--window_aggregate", "max"],
+            "--window_overlap and --window_aggregate",
+        ),
+    ],
+)
+def test_window_flags_without_windows_are_refused_in_one_line(command, flags, named):
+    required = {
+        "score": ["--checkpoint", "m", "--input", "in.jsonl", "--output", "out.jsonl"],
+        "evaluate": ["--checkpoint", "m", "--tasks", "seahorse_q4_score", "--output_dir", "o"],
+    }[command]
+    args = cli.subcommand_parser(command).parse_args([*required, *flags])
+    with pytest.raises(errors.UserError) as raised:
+        inference_flags.settings(args)
+    assert str(raised.value) == (
+        f"{named} apply only with --long_inputs windows (got --long_inputs truncate)"
+    )
+    # With windows they are taken; without any window flag the defaults are.
+    windowed = cli.subcommand_parser(command).parse_args(
+        [*required, *flags, "--long_inputs", "windows"]
+    )
+    assert inference_flags.settings(windowed).long_inputs == "windows"
+    plain = inference_flags.settings(cli.subcommand_parser(command).parse_args(required))
+    assert (plain.window_overlap, plain.window_aggregate) == (
+        windows.DEFAULT_OVERLAP,
+        windows.AGGREGATE_MAX,
+    )

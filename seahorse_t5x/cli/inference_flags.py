@@ -76,16 +76,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--window_overlap",
         type=int,
-        default=windows.DEFAULT_OVERLAP,
+        default=None,
         metavar="SENTENCES",
-        help="sentences consecutive windows share (with --long_inputs windows)",
+        help="sentences consecutive windows share; only with --long_inputs windows "
+        f"(default: {windows.DEFAULT_OVERLAP})",
     )
     parser.add_argument(
         "--window_aggregate",
         choices=windows.AGGREGATES,
-        default=windows.AGGREGATE_MAX,
+        default=None,
         help="a row's score from its windows' P(yes): the largest (support found anywhere) "
-        "or the mean",
+        f"or the mean; only with --long_inputs windows (default: {windows.AGGREGATE_MAX})",
     )
     parser.add_argument(
         "--dtype",
@@ -153,6 +154,19 @@ def settings(args: argparse.Namespace) -> settings_lib.ScoringSettings:
     Raises:
       UserError: naming the flag that cannot work.
     """
+    window_flags = [
+        flag
+        for flag, value in (
+            ("--window_overlap", args.window_overlap),
+            ("--window_aggregate", args.window_aggregate),
+        )
+        if value is not None
+    ]
+    if window_flags and args.long_inputs != windows.LONG_INPUTS_WINDOWS:
+        raise errors.UserError(
+            f"{' and '.join(window_flags)} apply only with --long_inputs "
+            f"{windows.LONG_INPUTS_WINDOWS} (got --long_inputs {args.long_inputs})"
+        )
     chosen = settings_lib.ScoringSettings(
         vocab=args.vocab,
         input_length=args.input_length,
@@ -161,8 +175,10 @@ def settings(args: argparse.Namespace) -> settings_lib.ScoringSettings:
         param_dtype=args.param_dtype,
         truncation=args.truncation,
         long_inputs=args.long_inputs,
-        window_overlap=args.window_overlap,
-        window_aggregate=args.window_aggregate,
+        window_overlap=(
+            windows.DEFAULT_OVERLAP if args.window_overlap is None else args.window_overlap
+        ),
+        window_aggregate=args.window_aggregate or windows.AGGREGATE_MAX,
         mesh=args.mesh,
         label_words=args.label_words,
         packing=getattr(args, "packing", False),
