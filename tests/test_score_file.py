@@ -278,3 +278,16 @@ def test_evaluate_data_dir_is_checked_before_the_model_and_then_read(
     scores = [json.loads(line)["score"] for line in written.splitlines()]
     scorer = seahorse_t5x.Scorer.from_pretrained(model, questions=[4])
     np.testing.assert_allclose(scores, scorer.score(ARTICLES[:4], SUMMARIES[:4]), atol=1e-6)
+
+
+def test_benchmark_without_metric_is_refused_before_anything_is_read(tmp_path, capsys):
+    # --benchmark only labels the score-file rows --metric writes: alone it would do nothing.
+    argv = ["score", "--checkpoint", str(tmp_path / "absent"), "--input", str(tmp_path / "in")]
+    argv += ["--output", str(tmp_path / "out.jsonl"), "--benchmark", "mface"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "seahorse-t5x score: error: --benchmark names the benchmark of the score-file rows "
+        "--metric writes: give --metric NAME too, or leave --benchmark out"
+    )
+    assert not (tmp_path / "out.jsonl").exists()

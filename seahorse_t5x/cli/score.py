@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from seahorse_t5x import constants
+from seahorse_t5x import constants, errors
 from seahorse_t5x.cli import flags, inference_flags
 
 HELP = "score (article, summary) pairs with an mT5 metric checkpoint (length-bucketed P(yes))"
@@ -45,8 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--benchmark",
-        default=constants.SEAHORSE_BENCHMARK,
-        help="with --metric: the benchmark the rows carry",
+        default=None,
+        help="only with --metric: the benchmark the rows carry, a registered benchmark or "
+        f"rating set (default: {constants.SEAHORSE_BENCHMARK})",
     )
     parser.add_argument(
         "--input",
@@ -87,6 +88,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.benchmark is not None and args.metric is None:
+        raise errors.UserError(
+            "--benchmark names the benchmark of the score-file rows --metric writes: give "
+            "--metric NAME too, or leave --benchmark out"
+        )
     settings = inference_flags.settings(args)
     from seahorse_t5x.inference import score_file
 
@@ -97,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             args.output,
             questions=args.questions,
             metric=args.metric,
-            benchmark=args.benchmark,
+            benchmark=args.benchmark or constants.SEAHORSE_BENCHMARK,
             resume=args.resume,
             overwrite=args.overwrite,
             skip_bad_rows=args.skip_bad_rows,
