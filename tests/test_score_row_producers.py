@@ -117,3 +117,34 @@ def test_written_rows_keep_the_builders_order(tmp_path):
     assert scorefiles.write_score_file(path, rows) == len(rows)
     written = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert [list(r) for r in written] == [list(r) for r in rows]
+
+
+def test_score_metric_rows(built, tmp_path):
+    # `score --metric` (and `score_file(metric=...)`): the question columns joined with the
+    # labelled input rows; an unlabelled row and a bad row give none.
+    from seahorse_t5x.inference import columns
+
+    source = tmp_path / "pairs.jsonl"
+    inputs = [
+        {"gem_id": "a", "language": "en", "dataset": "xsum", "system": "s", "q4": 1},
+        {"gem_id": "b", "language": "de", "dataset": "mlsum", "system": "s", "q4": None},
+        {"gem_id": "c", "language": "en", "dataset": "xsum", "system": "t", "q4": 0},
+    ]
+    lines = [json.dumps({"article": "A.", "summary": "S.", **r}) for r in inputs]
+    source.write_text("\n".join([*lines, '{"article": "no summary"}']) + "\n")
+    output = tmp_path / "scores.jsonl"
+    scores = [0.9, 0.5, 0.2, None]
+    columns.column_path(output, 4).write_text(
+        "".join(json.dumps({"score": s}) + "\n" for s in scores)
+    )
+    joined = columns.join_columns(source, output, [4], "m", "seahorse")
+    assert joined.rows == 2
+    written = [json.loads(line) for line in output.read_text().splitlines()]
+    # Read back from the file: equal to the rows built, field for field and in order.
+    assert len(built) == 2 and written == built
+    assert [list(r) for r in written] == [list(b) for b in built]
+    assert list(written[0]) == [*scorefiles.REQUIRED_FIELDS, "summary", *constants.SLICE_FIELDS]
+    assert [(r["gem_id"], r["label"], r["score"]) for r in written] == [
+        ("a", 1, 0.9),
+        ("c", 0, 0.2),
+    ]

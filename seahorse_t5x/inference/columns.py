@@ -48,16 +48,17 @@ def label_of(row: dict[str, Any], question: int, single: bool) -> Any:
 def score_file_row(
     row: dict[str, Any], metric: str, benchmark: str, question: int, label: Any, score: Any
 ) -> dict[str, Any]:
-    """A score-file row (`data/scorefiles.py`) for an input row and one question."""
-    kept = {k: v for k, v in row.items() if k not in _NOT_IN_SCORE_ROWS and k != "score"}
-    return {
-        "metric": metric,
-        "benchmark": benchmark,
-        "question": question,
-        "label": label,
-        "score": score,
-        **{k: v for k, v in kept.items() if k not in ("metric", "benchmark", "question")},
-    }
+    """A score-file row (`scorefiles.score_row`) for an input row and one question: the
+    input's other fields follow in their order."""
+    dropped = (*_NOT_IN_SCORE_ROWS, *scorefiles.REQUIRED_FIELDS)
+    return scorefiles.score_row(
+        metric=metric,
+        benchmark=benchmark,
+        question=question,
+        label=label,
+        score=score,
+        extra={k: v for k, v in row.items() if k not in dropped},
+    )
 
 
 def check_labels(
@@ -153,7 +154,7 @@ def _score_file_rows(row, number, questions, scores, tally, metric, benchmark, i
             scorefiles.validate_row(record, str(input_path), number, True)
         except errors.DataError:
             continue
-        yield json.dumps(record, ensure_ascii=False) + "\n"
+        yield record
 
 
 def join_columns(
@@ -173,8 +174,15 @@ def join_columns(
     tally = _Tally(questions)
     rows = 0
     columns = [open(column_path(output, q), encoding="utf-8") for q in questions]
+    # Score-file rows through the one score-file writer (checked above against the input's
+    # lines, so written as built); plain rows are the input's own, with their scores.
+    writer = (
+        fileio.atomic_writer(output, "w", encoding="utf-8")
+        if metric is None
+        else scorefiles.ScoreFileWriter(output, validate=False)
+    )
     try:
-        with fileio.atomic_writer(output, "w", encoding="utf-8") as out:
+        with writer as out:
             for (number, row, problem), *lines in zip(
                 input_rows.records(input_path), *columns, strict=True
             ):
@@ -185,10 +193,10 @@ def join_columns(
                     out.write(_plain_row(row, number, problem, questions, scores))
                     rows += 1
                 elif problem is None:
-                    for line in _score_file_rows(
+                    for record in _score_file_rows(
                         row, number, questions, scores, tally, metric, benchmark, input_path
                     ):
-                        out.write(line)
+                        out.write(record)
                         rows += 1
     except ValueError as e:  # a column shorter or longer than the input: not this input's
         raise errors.UserError(
