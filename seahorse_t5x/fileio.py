@@ -42,6 +42,7 @@ __all__ = [
     "atomic_write_text",
     "atomic_writer",
     "check_output_path",
+    "empty_file_error",
     "iter_json_lines",
     "read_json",
     "iter_json_objects",
@@ -154,15 +155,39 @@ def open_text_input(
     return TextInput(path, invalid=invalid)
 
 
-def read_json(path: str | os.PathLike) -> object:
+def empty_file_error(
+    path: str | os.PathLike, expected: str, header_only: bool = False
+) -> errors.DataError:
+    """The one message for an input with nothing in it: `PATH: empty file; expected ...`.
+
+    Every reader says it the same way when a file holds no data: 0 bytes, only whitespace
+    or blank lines, or (`header_only`) a table's header and no row after it.
+
+    Args:
+      path: the file.
+      expected: what the file should hold (`one JSON object per line with ...`).
+      header_only: the file has a header row and nothing after it.
+    """
+    what = "empty file (a header and no rows)" if header_only else "empty file"
+    return errors.DataError(os.fspath(path), None, None, f"{what}; expected {expected}")
+
+
+def read_json(path: str | os.PathLike, expected: str = "a JSON document") -> object:
     """A whole JSON document (not JSON Lines), read with the text-input rules.
+
+    Args:
+      path: the file.
+      expected: what the document should be, for the message when the file is empty.
 
     Raises:
       UserError: the file cannot be read.
-      DataError: bytes that are not UTF-8 (file:line), or not JSON (with the line).
+      DataError: the file is empty (`empty_file_error`), bytes that are not UTF-8
+        (file:line), or not JSON (with the line).
     """
     with open_text_input(path) as f:
         text = f.read()
+    if not text.strip():
+        raise empty_file_error(path, expected)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 import gin
 import seqio
 import tensorflow as tf
+from absl import logging
 
 from seahorse_t5x import constants, errors
 from seahorse_t5x.data import splits
@@ -92,7 +93,12 @@ def _split_summary(path: str, size: int, mtime: float) -> dict[tuple[int, str], 
     field) instead of an error deep inside tf.data.
     """
     del size, mtime  # cache keys only
-    return splits.label_counts(path, opener=_open_gfile)
+    counts = splits.label_counts(path, opener=_open_gfile)
+    if not counts and splits.is_empty(path, opener=_open_gfile):
+        # `prepare` writes an empty split when it keeps no row of it: named before its
+        # tasks are found to have no examples.
+        logging.warning("%s", splits.empty_split_error(path))
+    return counts
 
 
 def labelled_row_count(split: str, question: int, language: str | None = None) -> int:

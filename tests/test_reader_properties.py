@@ -98,7 +98,7 @@ def _tsv_row(draw, number: int) -> bytes:
 
 @st.composite
 def _tsv_file(draw) -> tuple[bytes, int]:
-    count = draw(st.integers(0, 25))
+    count = draw(st.integers(1, 25))  # empty files: tests/test_empty_inputs.py
     lines = [draw(_tsv_row(i)) for i in range(count)]
     # A copy of an earlier row (a duplicate) now and then.
     if lines and draw(st.booleans()):
@@ -175,7 +175,8 @@ def _jsonl_line(draw, number: int) -> bytes:
 
 @st.composite
 def _jsonl_file(draw) -> tuple[bytes, int]:
-    lines = [draw(_jsonl_line(i)) for i in range(draw(st.integers(0, 25)))]
+    # Empty files: tests/test_empty_inputs.py.
+    lines = [draw(_jsonl_line(i)) for i in range(draw(st.integers(1, 25)))]
     blanks = draw(st.integers(0, 2))
     bom = b"\xef\xbb\xbf" if draw(st.booleans()) else b""
     return bom + b"\n".join(lines + [b""] * blanks) + b"\n", len(lines)
@@ -216,7 +217,7 @@ def _csv_file(draw) -> tuple[bytes, int]:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["", "grounding", "generated_text", "label"])
-    count = draw(st.integers(0, 20))
+    count = draw(st.integers(1, 20))  # empty files: tests/test_empty_inputs.py
     for index in range(count):
         # Quoted commas, quotes and newlines inside fields are valid CSV.
         text = st.text(

@@ -129,7 +129,7 @@ def test_writer_rejects_a_bad_row_and_writes_nothing(tmp_path):
 def test_empty_or_missing_file_is_a_user_error(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
-    with pytest.raises(errors.DataError, match="holds no score rows"):
+    with pytest.raises(errors.DataError, match="empty file; expected one score row per line"):
         scorefiles.read_score_files([empty])
     with pytest.raises(errors.UserError, match="score file not found"):
         scorefiles.read_score_files([tmp_path / "nope.jsonl"])

@@ -62,6 +62,8 @@ class SourceReport:
 
 
 MAX_BAD_EXAMPLES = 10
+# What an article file holds, for the message when it is empty.
+_EXPECTED = "GEM records (JSON Lines or Parquet) with gem_id and the article text"
 
 
 def _text_of(record: dict) -> tuple[str | None, str | None]:
@@ -105,6 +107,9 @@ def _files_of(source: str) -> list[str]:
 
 def _parquet_records(path: str):
     import pyarrow.parquet as pq  # only when Parquet sources are given
+
+    if os.path.getsize(path) == 0:
+        raise fileio.empty_file_error(path, _EXPECTED)
 
     try:
         table = pq.ParquetFile(path)
@@ -198,6 +203,7 @@ def load_articles(
                 for path in files
             ]
         for path, records in streams:
+            read_before = report.records_read + report.bad_records
             for position, record in records:
                 report.records_read += 1
                 raw_id = record.get(ID_FIELD)
@@ -226,5 +232,7 @@ def load_articles(
                     continue
                 articles[gem_id] = text
                 report.articles_added += 1
+            if report.records_read + report.bad_records == read_before and path in report.files:
+                raise fileio.empty_file_error(path, _EXPECTED)
         reports.append(report)
     return articles, reports

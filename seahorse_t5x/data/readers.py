@@ -203,7 +203,8 @@ def read_ratings(path: str, strict: bool = False) -> RatingsFile:
 
     Raises:
       UserError: the file cannot be read or is not UTF-8.
-      DataError: the header lacks SEAHORSE columns, or (strict) a row is unusable.
+      DataError: the file is empty (or a header only), the header lacks SEAHORSE columns,
+        or (strict) a row is unusable.
     """
     result = RatingsFile(path=path)
     # Read whole first, as `fileio.open_table` reads every TSV (one line a record, split on
@@ -231,14 +232,20 @@ def read_ratings(path: str, strict: bool = False) -> RatingsFile:
     return result
 
 
+_EXPECTED_TSV = "the SEAHORSE header row (tab separated) and one rated summary per line"
+
+
 def _header(path: str, records: list[fileio.TableRecord]) -> tuple[dict[str, int], int]:
     """The column index of each SEAHORSE column, and the number of fields a row must have."""
-    if not records:
-        raise errors.DataError(path, 1, None, "empty file; expected a SEAHORSE header row")
+    if not records or all(not "".join(r.fields).strip() for r in records):
+        raise fileio.empty_file_error(path, _EXPECTED_TSV)
     header = records[0]
     if header.invalid_utf8:
         raise errors.DataError(path, 1, None, "the header row is not UTF-8 text")
-    return _check_header(path, header.fields), len(header.fields)
+    columns = _check_header(path, header.fields)
+    if all(r.blank for r in records[1:]):
+        raise fileio.empty_file_error(path, _EXPECTED_TSV, header_only=True)
+    return columns, len(header.fields)
 
 
 def _check_row(

@@ -424,7 +424,9 @@ def read_score_file(path: str | pathlib.Path) -> pd.DataFrame:
         record[LINE_FIELD] = number
         records.append(record)
     if not records:
-        raise errors.DataError(str(path), None, None, "holds no score rows")
+        raise fileio.empty_file_error(
+            path, "one score row per line (a JSON object with metric, benchmark, score, ...)"
+        )
     return _normalize_columns(pd.DataFrame.from_records(records))
 
 

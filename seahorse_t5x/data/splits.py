@@ -25,6 +25,9 @@ FIELDS: tuple[str, ...] = (*TEXT_FIELDS, *LABEL_FIELDS)
 
 Opener = Callable[[str], contextlib.AbstractContextManager[Iterable[str]]]
 
+# What a split file holds, for the message when it is empty.
+EMPTY_SPLIT_EXPECTED = "one rated summary per line, as `seahorse-t5x prepare` writes the splits"
+
 
 def split_path(data_dir: str | os.PathLike, split: str) -> str:
     """`{data_dir}/{split}.jsonl` (not checked to exist: remote folders are checked by the caller).
@@ -89,6 +92,22 @@ def iter_rows(path: str | os.PathLike, opener: Opener | None = None) -> Iterator
     path = os.fspath(path)
     for line, row in fileio.iter_json_objects(path, opener=opener):
         yield line, check_row(path, line, row)
+
+
+def empty_split_error(path: str | os.PathLike) -> errors.DataError:
+    """The one-line message for a split file without rows (`fileio.empty_file_error`).
+
+    `prepare` writes one when a split keeps no row while the others keep some, so readers
+    of several splits may warn with it and go on; a command whose input is that split
+    raises it.
+    """
+    return fileio.empty_file_error(path, EMPTY_SPLIT_EXPECTED)
+
+
+def is_empty(path: str | os.PathLike, opener: Opener | None = None) -> bool:
+    """Whether a split file holds no row (0 bytes, or blank lines only)."""
+    with contextlib.closing(iter_rows(path, opener)) as rows:
+        return next(rows, None) is None
 
 
 def read_rows(path: str | os.PathLike, opener: Opener | None = None) -> list[dict]:

@@ -4,7 +4,7 @@ each checked, bad rows named by line."""
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seahorse_t5x import errors, fileio
@@ -33,7 +33,13 @@ def read_rows(path: pathlib.Path) -> Iterator[Record]:
     with fileio.open_table(path, invalid="replace") as table:
         if table.header is None:
             return
-        for row in table:
+        rows: Iterable[fileio.TableRow] = table
+        if not "".join(table.header).strip():
+            # No header: a file of whitespace only is empty (`check_input` says so).
+            rows = list(table)
+            if not any("".join(map(str, (*r.values.values(), *r.extra))).strip() for r in rows):
+                return
+        for row in rows:
             if row.invalid_utf8:
                 yield row.line, None, "not valid UTF-8"
             elif row.extra:
@@ -64,6 +70,7 @@ def check_input(path: pathlib.Path, skip_bad_rows: bool) -> tuple[int, int]:
     """Reads the whole input once, keeping nothing: (rows, bad rows).
 
     Raises:
+      DataError: the file has no row (`fileio.empty_file_error`).
       UserError: listing the bad rows by line, unless `skip_bad_rows`.
     """
     total, bad = 0, []
@@ -71,6 +78,13 @@ def check_input(path: pathlib.Path, skip_bad_rows: bool) -> tuple[int, int]:
         total += 1
         if problem is not None:
             bad.append((number, problem))
+    if not total:
+        raise fileio.empty_file_error(
+            path,
+            "one row per line with an article and a summary (JSON Lines, or a CSV/TSV "
+            "header and rows)",
+            header_only=path.suffix.lower() in (".csv", ".tsv") and _has_header(path),
+        )
     if bad and not skip_bad_rows:
         shown = "; ".join(f"line {n}: {p}" for n, p in bad[:_SHOWN_BAD_ROWS])
         more = f"; and {len(bad) - _SHOWN_BAD_ROWS} more" if len(bad) > _SHOWN_BAD_ROWS else ""
@@ -79,6 +93,11 @@ def check_input(path: pathlib.Path, skip_bad_rows: bool) -> tuple[int, int]:
             "`skip_bad_rows` to write them with a null score"
         )
     return total, len(bad)
+
+
+def _has_header(path: pathlib.Path) -> bool:
+    with fileio.open_table(path, invalid="replace") as table:
+        return bool(table.header and "".join(table.header).strip())
 
 
 def chunks(path: pathlib.Path, skip: int, size: int) -> Iterator[list[Record]]:

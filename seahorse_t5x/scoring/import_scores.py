@@ -90,6 +90,11 @@ def parse_key(text: str) -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- external rows
 
 
+def _expected(required: Mapping[str, Sequence[str]]) -> str:
+    """What an external file holds, for the message when it is empty."""
+    return f"one record per line or item with the fields {', '.join(required)}"
+
+
 def _check_header(
     path: pathlib.Path, columns: Sequence[str] | None, required: Mapping[str, Sequence[str]]
 ) -> None:
@@ -98,10 +103,8 @@ def _check_header(
     Raises:
       DataError: at line 1, naming the missing column and the columns found.
     """
-    if not columns:
-        raise errors.DataError(
-            str(path), 1, None, f"no header line; expected columns {', '.join(required)}"
-        )
+    if not columns or not "".join(columns).strip():
+        raise fileio.empty_file_error(path, _expected(required))
     for name, aliases in required.items():
         if not any(a in columns for a in aliases):
             also = f" (or {', '.join(a for a in aliases if a != name)})" if len(aliases) > 1 else ""
@@ -138,7 +141,7 @@ def _external_records(
             f"{path}: expected a .json (list of objects, or an object keyed by id), .jsonl, "
             ".csv or .tsv file"
         )
-    data = fileio.read_json(path)
+    data = fileio.read_json(path, _expected(required))
     if isinstance(data, list):
         # JSON arrays have no useful line numbers: items are located by 1-based position.
         yield from enumerate(data, start=1)
@@ -194,8 +197,8 @@ def read_external_scores(
     under the first of its `aliases` a record has; `key_aliases(benchmark)`).
 
     Raises:
-      UserError: the file is missing or of an unknown kind; DataError: a CSV/TSV header
-        without a key or score column.
+      UserError: the file is missing or of an unknown kind; DataError: the file is empty
+        (no record), or a CSV/TSV header without a key or score column.
     """
     p = pathlib.Path(path)
     if not p.is_file():
@@ -238,6 +241,9 @@ def read_external_scores(
             )
             continue
         by_key[values].append((location, score))
+    if not rows:
+        table = p.suffix.lower() in (".csv", ".tsv")
+        raise fileio.empty_file_error(p, _expected(required), header_only=table)
     return ExternalScores(str(p), dict(by_key), invalid, rows)
 
 

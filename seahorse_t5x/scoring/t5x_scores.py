@@ -278,6 +278,11 @@ def read_infer_output(paths: Sequence[str]) -> list[tuple[str, int, dict]]:
             records.append((path, number, record))
         per_shard.append(records)
     n = len(per_shard)
+    # A later shard may be empty (a split with fewer examples than shards); all empty is not.
+    if not any(per_shard):
+        raise fileio.empty_file_error(
+            ordered[0], "one T5X score-mode record per line (infer.py with mode='score')"
+        )
     if n == 1:
         return per_shard[0]
     # Shard k holds examples k, k + n, ...: its sizes are equal or one less than shard 0's.
@@ -323,6 +328,9 @@ def _seahorse_rows(task: ScoreTask, data_dir: str | None, split: str) -> _TaskRo
         {**row, "label": int(row[field])}
         for row in splits.labelled_rows(path, task.question, task.language, opener=_open)
     ]
+    if not rows and splits.is_empty(path, opener=_open):
+        # The split the infer run read: its output cannot come from an empty file.
+        raise splits.empty_split_error(path)
     return _TaskRows(f"{data_dir}/{split}.jsonl", rows)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import gin
 
-from seahorse_t5x import errors
+from seahorse_t5x import errors, fileio
 
 # Raw example keys shared by every reader (the shared preprocessors' input), with the
 # slice fields (`constants.SLICE_FIELDS`).
@@ -185,10 +185,10 @@ def csv_header(
     path: pathlib.Path, rows: Iterator[tuple[int, list[str]]], required: Sequence[str]
 ) -> list[str]:
     """The header row (stripped), taken from `rows`; a `DataError` if it lacks `required`."""
-    try:
-        _, header = next(rows)
-    except StopIteration:
-        raise errors.DataError(str(path), 1, None, "empty file: expected a header row") from None
+    # Blank lines before the header (a whitespace-only file) are no header.
+    header = next((fields for _, fields in rows if any(f.strip() for f in fields)), None)
+    if header is None:
+        raise fileio.empty_file_error(path, f"a header row with the columns {', '.join(required)}")
     header = [h.strip() for h in header]
     missing = [c for c in required if c not in header]
     if missing:
@@ -206,10 +206,12 @@ def csv_records(
 ) -> Iterator[tuple[int, dict[str, str]]]:
     """(line, column -> value) for each record left in `rows`: blank lines (as spreadsheet
     exports end) are skipped, a record with another number of fields than the header is
-    a drop."""
+    a drop; a header with no record after it is an empty file (`fileio.empty_file_error`)."""
+    seen = False
     for line, fields in rows:
         if not any(f.strip() for f in fields):
             continue
+        seen = True
         if len(fields) != len(header):
             drops.append(
                 errors.DataError(
@@ -218,6 +220,8 @@ def csv_records(
             )
             continue
         yield line, dict(zip(header, fields, strict=True))
+    if not seen:
+        raise fileio.empty_file_error(path, "one record per line after the header", True)
 
 
 def float_field(value: str) -> float | None:

@@ -30,10 +30,15 @@ _ANNOTATION_FIELDS = ("hash", "model_name", "dataset", "Factuality", "split")
 _DATA_FIELDS = ("hash", "model_name", "article", "summary")
 
 
+_EXPECTED = "a JSON list of FRANK records"
+
+
 def _records(path: pathlib.Path) -> list:
-    data = fileio.read_json(path)
+    data = fileio.read_json(path, _EXPECTED)
     if not isinstance(data, list):
         raise errors.DataError(str(path), None, None, "expected a JSON list of records")
+    if not data:
+        raise fileio.empty_file_error(path, _EXPECTED)
     return data
 
 

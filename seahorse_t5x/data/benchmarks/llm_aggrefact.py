@@ -16,7 +16,7 @@ import math
 import os
 import pathlib
 
-from seahorse_t5x import errors
+from seahorse_t5x import errors, fileio
 from seahorse_t5x.data.benchmarks import common, registry
 
 ENV_LLM_AGGREFACT_DIR = "SEAHORSE_LLM_AGGREFACT_DIR"
@@ -104,7 +104,10 @@ def read_llm_aggrefact(path: str | os.PathLike) -> list[common.ReadResult]:
     import pyarrow.parquet as pq
 
     results = []
+    expected = f"a Parquet table with the columns {', '.join(_COLUMNS)} and at least one row"
     for file, split in parquet_files(path):
+        if file.stat().st_size == 0:
+            raise fileio.empty_file_error(file, expected)
         try:
             table = pq.read_table(file)
         except Exception as e:  # pyarrow raises its own error kinds for a bad file
@@ -114,6 +117,8 @@ def read_llm_aggrefact(path: str | os.PathLike) -> list[common.ReadResult]:
             raise errors.DataError(
                 str(file), None, missing[0], f"column missing; columns: {table.column_names}"
             )
+        if not table.num_rows:
+            raise fileio.empty_file_error(file, expected)
         columns = {c: table.column(c).to_pylist() for c in _COLUMNS}
         examples, drops = [], []
         for row in range(table.num_rows):

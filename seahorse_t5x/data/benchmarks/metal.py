@@ -20,6 +20,7 @@ ENV_METAL_PATH = "SEAHORSE_METAL_PATH"
 ENV_XLSUM_ARTICLES = "SEAHORSE_XLSUM_ARTICLES"
 # The release's file (under `data/` in its checkout).
 METAL_FILE = "METAL_dataset.json"
+_METAL_EXPECTED = "a JSON object of METAL records keyed by record id"
 
 METAL_SOURCE = "microsoft/METAL-Towards-Multilingual-Meta-Evaluation, file data/METAL_dataset.json"
 XLSUM_ARTICLES_SOURCE = (
@@ -92,6 +93,8 @@ def read_xlsum_articles(path: str | os.PathLike | None = None) -> dict[str, str]
         if not isinstance(text, str):
             raise errors.DataError(str(p), line_number, "article", "missing article text")
         articles.setdefault(key.removeprefix("GEM-"), text)
+    if not articles:
+        raise fileio.empty_file_error(p, "one JSON object per line with an id and its article")
     return articles
 
 
@@ -127,9 +130,11 @@ def _load_metal(path: str | os.PathLike | None) -> tuple[pathlib.Path, dict]:
         JSON object.
     """
     p = common.release_path(path or metal_path(), (METAL_FILE,), "METAL JSON", METAL_SOURCE)
-    data = fileio.read_json(p)
+    data = fileio.read_json(p, _METAL_EXPECTED)
     if not isinstance(data, dict):
         raise errors.DataError(str(p), None, None, "expected a JSON object keyed by record id")
+    if not data:
+        raise fileio.empty_file_error(p, _METAL_EXPECTED)
     return p, data
 
 

@@ -135,4 +135,8 @@ def read_nli_jsonl(path: str | os.PathLike, name: str) -> common.ReadResult:
                 "system": "",
             }
         )
+    if not examples and not drops:
+        raise fileio.empty_file_error(
+            p, "one JSON object per line with a premise, a hypothesis and a label"
+        )
     return common.ReadResult(str(p), examples, drops)

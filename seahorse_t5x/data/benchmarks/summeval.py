@@ -53,6 +53,8 @@ def read_articles(path: str | os.PathLike) -> dict[str, str]:
         if not isinstance(key, str) or not isinstance(text, str):
             raise errors.DataError(str(p), line, "id", "expected a string id and text")
         articles.setdefault(key, text)
+    if not articles:
+        raise fileio.empty_file_error(p, "one JSON object per line with an id and its text")
     return articles
 
 
@@ -88,12 +90,14 @@ def read_summeval(
       are not three numbers in 1-5, is a counted drop (per dimension).
 
     Raises:
-      UserError: the file is missing.
+      UserError: the file is missing; DataError: it is empty.
     """
     p = summeval_file(path)
     by_id = read_articles(articles) if articles else {}
     results = {d: common.ReadResult(str(p), []) for d in SUMMEVAL_DIMENSIONS}
+    lines = 0
     for line, record in fileio.iter_json_lines(p):
+        lines += 1
 
         def drop(field: str | None, reason: str, line: int = line) -> None:
             for result in results.values():
@@ -141,6 +145,10 @@ def read_summeval(
                     "question": dimension,
                 }
             )
+    if not lines:
+        raise fileio.empty_file_error(
+            p, "one JSON object per line with id, model_id, decoded and expert_annotations"
+        )
     return list(results.values())
 
 

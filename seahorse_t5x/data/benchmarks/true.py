@@ -137,11 +137,12 @@ def task_question(name: str) -> int | None:
 
 
 def read_all(directory: str) -> list[common.ReadResult]:
-    """Every TRUE dataset whose CSV is in `directory` (the registry's reader); an absent CSV
-    is skipped with a line on stdout.
+    """Every TRUE dataset whose CSV is in `directory` (the registry's reader); an absent or
+    empty CSV is skipped with a line on stdout.
 
     Raises:
-      UserError: the folder holds none of TRUE's CSVs.
+      UserError: the folder holds none of TRUE's CSVs; DataError: every CSV it holds is
+        empty (the first one's `fileio.empty_file_error`).
     """
     present = [d for d in TRUE_DATASETS if true_file(d, directory).is_file()]
     if not present:
@@ -149,12 +150,21 @@ def read_all(directory: str) -> list[common.ReadResult]:
         raise errors.UserError(
             f"{directory} holds none of TRUE's CSVs ({files}). Get them from {TRUE_SOURCE}."
         )
-    results = []
+    results, empty = [], []
     for dataset in TRUE_DATASETS:
-        if dataset in present:
-            results.append(read_true(dataset, directory))
-        else:
+        if dataset not in present:
             print(f"TRUE {dataset}: {true_file(dataset, directory)} absent, skipped")
+            continue
+        try:
+            results.append(read_true(dataset, directory))
+        except errors.DataError as e:
+            if not e.reason.startswith("empty file"):
+                raise
+            # Like an absent CSV: TRUE is eleven files, and a folder may hold only some.
+            print(f"TRUE {dataset}: {e}; skipped")
+            empty.append(e)
+    if not results:
+        raise empty[0]
     return results
 
 
