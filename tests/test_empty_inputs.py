@@ -340,3 +340,17 @@ def test_import_scores_on_an_empty_external_file_exits_2_with_one_line(tmp_path,
         "expected one record per line or item with the fields article, summary, score\n"
     )
     assert not out.exists()
+
+
+def test_an_empty_split_a_seqio_task_reads_is_named_in_a_warning(tmp_path, monkeypatch, caplog):
+    from seahorse_t5x import constants
+    from seahorse_t5x.tasks import seahorse
+
+    empty = _write(tmp_path / "validation.jsonl", "\n")
+    monkeypatch.setenv(constants.ENV_DATA_DIR, str(tmp_path))
+    with caplog.at_level("WARNING"):
+        assert seahorse.labelled_row_count("validation", 1) == 0
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"{empty}: empty file; expected one rated summary per line, as `seahorse-t5x "
+        "prepare` writes the splits"
+    ]

@@ -187,7 +187,10 @@ def test_strict_reports_a_missing_article(tmp_path):
     data.mkdir()
     for split in ("train", "validation", "test"):
         header = (SEAHORSE / "seahorse_data" / f"{split}.tsv").read_text(encoding="utf-8")
-        (data / f"{split}.tsv").write_text(header.splitlines()[0] + "\n", encoding="utf-8")
+        # Train and validation: one row whose article is found (a header alone is empty).
+        row = f"xsum-test-4\ten-US\tA {split} summary.\tt5_base" + "\tYes" * 6 + "\n"
+        row = "" if split == "test" else row
+        (data / f"{split}.tsv").write_text(header.splitlines()[0] + "\n" + row, "utf-8")
     with (data / "test.tsv").open("a", encoding="utf-8") as f:
         f.write("xsum-test-3\ten-US\tA summary.\tt5_base\tYes\tYes\tYes\tYes\tYes\tYes\n")
     other = tmp_path / "articles.jsonl"
