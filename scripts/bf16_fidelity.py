@@ -84,7 +84,7 @@ def main() -> None:
         name: scorer_lib.Scorer(
             args.checkpoint,
             vocab=args.vocab,
-            max_input_length=args.input_length,
+            input_length=args.input_length,
             batch_size=args.batch_size,
             dtype=dtype,
             param_dtype=param_dtype,

@@ -63,13 +63,13 @@ def main() -> None:
             dtype: scorer_lib.Scorer(
                 checkpoint,
                 vocab=args.vocab,
-                max_input_length=args.input_length,
+                input_length=args.input_length,
                 batch_size=args.batch_size,
                 param_dtype=dtype,
             )
             for dtype in ("float32", "int8")
         }
-        report["input_length"] = scorers["float32"].max_input_length
+        report["input_length"] = scorers["float32"].input_length
         for question in (int(q) for q in args.questions.split(",")):
             labelled = [r for r in rows if r.get(f"q{question}") is not None]
             articles = [r["article"] for r in labelled]

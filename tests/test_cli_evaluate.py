@@ -188,11 +188,9 @@ def test_long_inputs_windows_scores_every_part_of_the_article(
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["tasks"][TASK]["windowed"] == 1
     assert metrics["run"]["long_inputs"] == "windows" and metrics["run"]["window_overlap"] == 0
-    scorer = scorer_lib.Scorer(
-        str(setup[0]), vocab="demo", max_input_length=INPUT_LENGTH, batch_size=2
-    )
+    scorer = scorer_lib.Scorer(str(setup[0]), vocab="demo", input_length=INPUT_LENGTH, batch_size=2)
     want, encoded_rows = scorer.score_windows(
-        [r["premise"] for r in ROWS], [r["hypothesis"] for r in ROWS], overlap=0
+        [r["premise"] for r in ROWS], [r["hypothesis"] for r in ROWS], window_overlap=0
     )
     assert encoded_rows.windows.tolist() == [len(pieces), 1]
     np.testing.assert_allclose(_scores(out), want, atol=1e-6)

@@ -142,7 +142,7 @@ def test_bfloat16_scores_of_the_trained_demo_model_stay_within_the_stated_bound(
     rows = splits.read_rows(splits.split_path(out / "data" / "prepared", "test"))
     runs = {
         name: scorer_lib.Scorer(
-            result["model_dir"], max_input_length=TINY_DEMO.input_length, batch_size=4,
+            result["model_dir"], input_length=TINY_DEMO.input_length, batch_size=4,
             dtype=dtype, param_dtype=param_dtype,
         )
         for name, (dtype, param_dtype) in {

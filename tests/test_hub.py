@@ -68,8 +68,8 @@ def test_scorer_by_name_equals_scorer_by_folder(hf_cache, tiny_dir):
 
     articles = ["The council approved the budget.", "Rain flooded the town."]
     summaries = ["Budget approved.", "A flood."]
-    by_name = scorer_lib.Scorer(REPO, vocab="demo", max_input_length=32)
-    by_folder = scorer_lib.Scorer(tiny_dir, vocab="demo", max_input_length=32)
+    by_name = scorer_lib.Scorer(REPO, vocab="demo", input_length=32)
+    by_folder = scorer_lib.Scorer(tiny_dir, vocab="demo", input_length=32)
     assert by_name.checkpoint == hf_cache[1]
     np.testing.assert_array_equal(
         by_name.score(articles, summaries), by_folder.score(articles, summaries)

@@ -168,11 +168,11 @@ def test_score_evaluate_and_validation_give_the_same_p_yes(trained, seahorse_env
 
 def test_checkpoint_meta_sets_the_input_length_and_a_mismatch_warns(trained, caplog):
     scorer = scorer_lib.Scorer(trained.model_dir)  # vocabulary from the checkpoint's meta
-    assert scorer.max_input_length == INPUT_LENGTH
+    assert scorer.input_length == INPUT_LENGTH
     assert scorer.vocab.sentencepiece_model_file == vocab.demo_vocab_path()
     with caplog.at_level(logging.WARNING):
-        other = scorer_lib.Scorer(trained.model_dir, vocab="demo", max_input_length=48)
-    assert other.max_input_length == 48
+        other = scorer_lib.Scorer(trained.model_dir, vocab="demo", input_length=48)
+    assert other.input_length == 48
     assert f"trained with inputs of {INPUT_LENGTH} tokens; scoring with 48" in caplog.text
 
 
@@ -397,7 +397,7 @@ _MESH_SCRIPT = textwrap.dedent(
         mesh = partitioning.create_mesh(
             partitioning.MeshConfig(model_parallel=model, data_parallel=data))
         for dtype in ("float32", "bfloat16"):
-            scorer = scorer_lib.Scorer({tmp!r}, vocab="demo", max_input_length=64,
+            scorer = scorer_lib.Scorer({tmp!r}, vocab="demo", input_length=64,
                                        batch_size=2, mesh=mesh, param_dtype=dtype)
             wi = scorer.params["encoder"]["layers"]["layer"]["mlp"]["wi_0"]["kernel"]
             logits = scorer.engine.label_logits(

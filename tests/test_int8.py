@@ -50,7 +50,7 @@ def _scorer(checkpoint, param_dtype, **kw):
     return scorer_lib.Scorer(
         checkpoint,
         vocab="demo",
-        max_input_length=MAX_LEN,
+        input_length=MAX_LEN,
         batch_size=2,
         param_dtype=param_dtype,
         **kw,

@@ -135,12 +135,12 @@ def test_questions_on_a_multi_question_model_prompt_the_question(models, pairs, 
     assert _cli_score(model, pairs, tmp_path / "q4.jsonl", "--questions", "4") == 0
     by_cli = _scores(tmp_path / "q4.jsonl")
     scorer = seahorse_t5x.Scorer.from_pretrained(model, questions=[4])
-    assert scorer.question == 4 and scorer.max_input_length == INPUT_LENGTH
+    assert scorer.question == 4 and scorer.input_length == INPUT_LENGTH
     by_api = scorer.score(ARTICLES, SUMMARIES)
     np.testing.assert_allclose(by_api, by_cli, rtol=0, atol=1e-6)
     # Independently: the inputs encoded with question 4's prompt, scored by the same weights.
     demo = vocab.get_vocabulary("demo")
-    plain = scorer_lib.Scorer((config, params), vocab=demo, max_input_length=INPUT_LENGTH)
+    plain = scorer_lib.Scorer((config, params), vocab=demo, input_length=INPUT_LENGTH)
     prompted = inputs.encode_pairs(demo, ARTICLES, SUMMARIES, INPUT_LENGTH, question=4).tokens
     unprompted = inputs.encode_pairs(demo, ARTICLES, SUMMARIES, INPUT_LENGTH).tokens
     assert all(p.tolist() != u.tolist() for p, u in zip(prompted, unprompted, strict=True))

@@ -244,12 +244,12 @@ def test_score_mistakes_are_one_line(family, tmp_path, capsys, extra, message):
 
 def test_python_api(family, single_runs):
     assert seahorse_t5x.Scorer is scorer_lib.Scorer
-    scorer = seahorse_t5x.Scorer.from_pretrained(family, questions=[4], max_input_length=MAX_LEN)
+    scorer = seahorse_t5x.Scorer.from_pretrained(family, questions=[4], input_length=MAX_LEN)
     # The CLI scored chunks of 2 rows, these 5 rows go in one batch: the same numbers up to
     # the float32 sums of other batch shapes.
     np.testing.assert_allclose(scorer.score(ARTICLES, SUMMARIES), single_runs[4], atol=1e-6)
     table = seahorse_t5x.score_questions(
-        family, ARTICLES, SUMMARIES, questions=[1, 4], max_input_length=MAX_LEN
+        family, ARTICLES, SUMMARIES, questions=[1, 4], input_length=MAX_LEN
     )
     assert table.shape == (5, 2) and table.dtype == np.float64
     np.testing.assert_allclose(table[:, 0], single_runs[1], atol=1e-6)
@@ -266,8 +266,8 @@ def test_python_api(family, single_runs):
 
 def test_deprecated_question_argument_warns_and_still_picks_the_member(family):
     with pytest.warns(FutureWarning, match=r"question=N\) is deprecated; use questions=\[N\]"):
-        old = seahorse_t5x.Scorer.from_pretrained(family, question=4, max_input_length=MAX_LEN)
-    new = seahorse_t5x.Scorer.from_pretrained(family, questions=4, max_input_length=MAX_LEN)
+        old = seahorse_t5x.Scorer.from_pretrained(family, question=4, input_length=MAX_LEN)
+    new = seahorse_t5x.Scorer.from_pretrained(family, questions=4, input_length=MAX_LEN)
     assert old.checkpoint == new.checkpoint and old.checkpoint.name == "seahorse-tiny-q4"
     assert old.question is None  # a one-question member: its inputs name no question
     with pytest.warns(FutureWarning), pytest.raises(errors.UserError, match="not of question 1"):

@@ -56,7 +56,7 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def scorer(model_dir, demo_vocab):
-    return scorer_lib.Scorer(model_dir[0], vocab=demo_vocab, max_input_length=MAX_LEN, batch_size=2)
+    return scorer_lib.Scorer(model_dir[0], vocab=demo_vocab, input_length=MAX_LEN, batch_size=2)
 
 
 def _hf_p_yes(model, tokens, yes_id, no_id):
@@ -99,7 +99,7 @@ def test_bfloat16_p_yes_is_within_its_tolerance_of_pytorch(model_dir, demo_vocab
     half = scorer_lib.Scorer(
         model_dir[0],
         vocab=demo_vocab,
-        max_input_length=MAX_LEN,
+        input_length=MAX_LEN,
         batch_size=2,
         dtype="bfloat16",
         param_dtype=param_dtype,
@@ -206,7 +206,7 @@ def test_vocab_defaults_to_the_checkpoints_spiece_model(tmp_path, monkeypatch, m
         shutil.copy(model_dir[0] / name, tmp_path / name)
     shutil.copy(vocab.demo_vocab_path(), tmp_path / "spiece.model")
     monkeypatch.delenv("SEAHORSE_VOCAB", raising=False)
-    scorer = scorer_lib.Scorer(tmp_path, max_input_length=MAX_LEN)
+    scorer = scorer_lib.Scorer(tmp_path, input_length=MAX_LEN)
     assert scorer.vocab.sentencepiece_model_file == str(tmp_path / "spiece.model")
     assert (scorer.yes_id, scorer.no_id) == (3, 4)
 
@@ -327,7 +327,7 @@ def test_score_cli_label_words_choose_the_answer_tokens(tmp_path, model_dir, dem
     ids = vocab.answer_token_ids(demo_vocab, words)
     assert ids != vocab.label_token_ids(demo_vocab) and ids[0] != ids[1]
     scorer = scorer_lib.Scorer(
-        model_dir[0], vocab=demo_vocab, max_input_length=MAX_LEN, batch_size=2, label_words=words
+        model_dir[0], vocab=demo_vocab, input_length=MAX_LEN, batch_size=2, label_words=words
     )
     assert (scorer.yes_id, scorer.no_id) == ids
     rows = [{"article": a, "summary": s} for a, s in zip(ARTICLES, SUMMARIES, strict=True)]

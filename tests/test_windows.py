@@ -43,7 +43,7 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def scorer(model_dir, demo_vocab):
-    return scorer_lib.Scorer(model_dir, vocab=demo_vocab, max_input_length=MAX_LEN, batch_size=2)
+    return scorer_lib.Scorer(model_dir, vocab=demo_vocab, input_length=MAX_LEN, batch_size=2)
 
 
 def _contains(haystack: np.ndarray, needle: list[int]) -> bool:
@@ -153,9 +153,9 @@ def test_scorer_windows_equal_the_windows_scored_as_articles(scorer, demo_vocab)
     long_article = " ".join(FILLER[:5] + [SUPPORT] + FILLER[5:9])
     short_article = FILLER[0]
     scores, encoded_rows = scorer.score_windows(
-        [long_article, short_article], [SUMMARY, SUMMARY], overlap=1
+        [long_article, short_article], [SUMMARY, SUMMARY], window_overlap=1
     )
-    encoded = scorer.encode_windows([long_article], [SUMMARY], overlap=1)
+    encoded = scorer.encode_windows([long_article], [SUMMARY], window_overlap=1)
     sentences = windows.split_sentences(long_article)
     lengths = [len(t) for t in inputs.encode_texts(demo_vocab, sentences)]
     hypothesis = inputs.encode_texts(demo_vocab, [input_format.hypothesis_text(SUMMARY)])[0]

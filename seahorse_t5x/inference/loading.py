@@ -36,5 +36,5 @@ def load_scorer(
     scorer = scorer_lib.Scorer(
         checkpoint, mesh=mesh, question=question, **settings.scorer_arguments()
     )
-    inputs.check_room_for_summary(scorer.vocab, scorer.max_input_length, "input_length", question)
+    inputs.check_room_for_summary(scorer.vocab, scorer.input_length, "input_length", question)
     return scorer

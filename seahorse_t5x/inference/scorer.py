@@ -86,9 +86,9 @@ class Scorer:
         a Hub name `ORG/NAME[@REVISION]`, or an already loaded `(MT5Config, params)` pair.
       vocab: a SentencePiece vocabulary, a `.model` path, `demo`, or None for the default
         (`vocab.resolve_vocabulary_path`, with this checkpoint).
-      max_input_length: input length in tokens (EOS included). None: the length a runner
+      input_length: input length in tokens (EOS included). None: the length a runner
         checkpoint was trained with, else 2048 as in the paper.
-      batch_size: rows per batch at `max_input_length`; shorter buckets get more rows
+      batch_size: rows per batch at `input_length`; shorter buckets get more rows
         (same number of tokens).
       dtype: the dtype of the model's matrix products: `float32`, `bfloat16` (bfloat16
         operands, float32 accumulation) or `auto` (`precision.choose`: bfloat16 on GPUs and
@@ -115,7 +115,7 @@ class Scorer:
         self,
         checkpoint: str | os.PathLike | tuple[MT5Config, Any],
         vocab: Any = None,
-        max_input_length: int | None = None,
+        input_length: int | None = None,
         batch_size: int = settings.DEFAULT_BATCH_SIZE,
         dtype: str = precision.AUTO,
         truncation: str = input_format.TRUNCATION_KEEP_SUMMARY,
@@ -126,7 +126,16 @@ class Scorer:
         label_words: Sequence[str] | None = None,
         question: int | None = None,
         compilation_cache: settings.CompilationCache = True,
+        *,
+        max_input_length: int | None = None,
     ) -> None:
+        if max_input_length is not None:
+            warnings.warn(
+                "Scorer(max_input_length=...) is deprecated; use input_length=",
+                FutureWarning,
+                stacklevel=2,
+            )
+            input_length = max_input_length if input_length is None else input_length
         if question is not None and question not in constants.QUESTIONS:
             raise errors.UserError(f"question must be one of 1..6, got {question!r}")
         self.question = question
@@ -141,7 +150,7 @@ class Scorer:
             checkpoint = checkpoints.resolve(checkpoint)
         self.checkpoint = checkpoint
         meta = {} if isinstance(checkpoint, tuple) else checkpoints.load_meta(checkpoint)
-        max_input_length = input_length_for(meta, max_input_length, checkpoint)
+        input_length = input_length_for(meta, input_length, checkpoint)
         self.vocab = vocab_lib.get_vocabulary(
             vocab,
             trained_with=meta.get(META_VOCABULARY),
@@ -160,7 +169,7 @@ class Scorer:
                 self.vocab, config.vocab_size, "use the vocabulary the model was trained with"
             )
             self.engine = engine_lib.Engine(
-                config, label_ids, mesh, max_input_length, batch_size, packing=packing
+                config, label_ids, mesh, input_length, batch_size, packing=packing
             )
             self._placer = self.engine.placer(param_dtype)
             return self._placer
@@ -177,9 +186,14 @@ class Scorer:
         self.params = self._placer.stack_layers(params, consume=owned)
         self.config = config
         self.yes_id, self.no_id = self.engine.label_ids
-        self.max_input_length = max_input_length
+        self.input_length = input_length
         self.truncation = truncation
         self.checkpoint_meta = meta
+
+    @property
+    def max_input_length(self) -> int:
+        """The older name of `input_length`."""
+        return self.input_length
 
     def encode(
         self, articles: Sequence[str], summaries: Sequence[str], question: int | None = None
@@ -190,7 +204,7 @@ class Scorer:
             self.vocab,
             articles,
             summaries,
-            self.max_input_length,
+            self.input_length,
             self.truncation,
             self._prompt(question),
         )
@@ -204,7 +218,7 @@ class Scorer:
         progress: Callable[[int], None] | None = None,
         bucketed: bool = True,
     ) -> np.ndarray:
-        """P(yes) for encoded inputs (EOS included, within max_input_length), input order."""
+        """P(yes) for encoded inputs (EOS included, within input_length), input order."""
         return self.engine.p_yes(self.params, tokens, progress, bucketed)
 
     def score(
@@ -223,13 +237,14 @@ class Scorer:
         articles: Sequence[str],
         summaries: Sequence[str],
         question: int | None = None,
-        overlap: int = windows.DEFAULT_OVERLAP,
+        window_overlap: int = windows.DEFAULT_OVERLAP,
         markers: Sequence[str] | None = None,
     ) -> windows.WindowedInputs:
-        """Token ids of every window of every article beside its whole summary."""
+        """Token ids of every window of every article beside its whole summary; consecutive
+        windows share `window_overlap` sentences."""
         question = None if markers is not None else self._prompt(question)
         return windows.encode_windows(
-            self.vocab, articles, summaries, self.max_input_length, question, overlap, markers
+            self.vocab, articles, summaries, self.input_length, question, window_overlap, markers
         )
 
     def score_windows(
@@ -237,23 +252,25 @@ class Scorer:
         articles: Sequence[str],
         summaries: Sequence[str],
         question: int | None = None,
-        overlap: int = windows.DEFAULT_OVERLAP,
-        aggregate: str = windows.AGGREGATE_MAX,
+        window_overlap: int = windows.DEFAULT_OVERLAP,
+        window_aggregate: str = windows.AGGREGATE_MAX,
         markers: Sequence[str] | None = None,
     ) -> tuple[np.ndarray, windows.WindowedInputs]:
         """P(yes) of each row from its article's windows (`inference.windows`), input order.
 
         Args:
+          window_overlap: sentences consecutive windows share.
+          window_aggregate: a row's score from its windows' P(yes): `max` or `mean`.
           markers: each row's marker text instead of `question`'s (a task's own prompts).
 
         Returns:
           (scores [n], the windows scored: `.windows` per row, `.summary_truncated`).
         """
-        windows.check_aggregate(aggregate)
-        encoded = self.encode_windows(articles, summaries, question, overlap, markers)
+        windows.check_aggregate(window_aggregate)
+        encoded = self.encode_windows(articles, summaries, question, window_overlap, markers)
         window_scores = self.score_tokens(encoded.tokens)
         scores = windows.aggregate_windows(
-            window_scores, encoded.row_of_window, len(articles), aggregate
+            window_scores, encoded.row_of_window, len(articles), window_aggregate
         )
         return scores, encoded
 
@@ -278,7 +295,7 @@ class Scorer:
             question its inputs name, so `score(articles, summaries)` prompts it; for a
             one-question model, a check against its own question.
           question: deprecated spelling of `questions`.
-          **kwargs: the `Scorer` arguments (`vocab`, `max_input_length`, `batch_size`,
+          **kwargs: the `Scorer` arguments (`vocab`, `input_length`, `batch_size`,
             `dtype`, `param_dtype`, `mesh`, `compilation_cache`, ...).
 
         Raises:

@@ -104,7 +104,7 @@ class ScoringSettings:
         from the shape by `create_mesh`)."""
         return {
             "vocab": self.vocab,
-            "max_input_length": self.input_length,
+            "input_length": self.input_length,
             "batch_size": self.batch_size,
             "dtype": self.dtype,
             "truncation": self.truncation,

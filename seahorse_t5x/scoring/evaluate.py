@@ -149,8 +149,8 @@ def score_examples(
     scores, encoded = scorer.score_windows(
         examples.premises,
         examples.hypotheses,
-        overlap=window_settings.overlap,
-        aggregate=window_settings.aggregate,
+        window_overlap=window_settings.overlap,
+        window_aggregate=window_settings.aggregate,
         markers=examples.markers,
     )
     return scores, int((encoded.windows > 1).sum())
@@ -316,7 +316,7 @@ def evaluate(
 ) -> dict[str, dict]:
     """Scores `task_names` with `scorer` and writes score files, metrics.json, metrics.md.
 
-    The tasks' inputs are `scorer.max_input_length` tokens long; their vocabulary should be
+    The tasks' inputs are `scorer.input_length` tokens long; their vocabulary should be
     the scorer's (`vocab.chosen_vocabulary`), as `evaluate` makes it.
 
     Args:
@@ -334,7 +334,7 @@ def evaluate(
     Raises:
       UserError: for an unknown task, or a task without examples in `split`.
     """
-    input_length = scorer.max_input_length
+    input_length = scorer.input_length
     results: dict[str, dict] = {}
     rows: dict[str, list[dict]] = {}
     for task_name in expand_task_names(task_names):
