@@ -265,7 +265,7 @@ def _train_and_evaluate(
         tasks,
         "test",
         evaluation_dir,
-        metric_name="demo_mt5_seahorse_all",
+        metric="demo_mt5_seahorse_all",
         run_info={"title": "demo metric on the synthetic test split", "model_dir": str(model_dir)},
         log=None,
     )

@@ -165,7 +165,7 @@ def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
     return result
 
 
-def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> list[dict]:
+def score_rows(examples: TaskExamples, scores: np.ndarray, metric: str) -> list[dict]:
     """Score-file rows (docs/architecture.md contract) for one task, under the benchmark
     and question the task belongs to (`task_rows.benchmark_of_task`, with the rating sets
     registered now).
@@ -185,7 +185,7 @@ def score_rows(examples: TaskExamples, scores: np.ndarray, metric_name: str) -> 
         kept = {k: v for k, v in meta.items() if v != ""} if rating else meta
         rows.append(
             scorefiles.score_row(
-                metric=metric_name,
+                metric=metric,
                 benchmark=benchmark,
                 question=question,
                 label=int(label) if float(label).is_integer() else float(label),
@@ -305,26 +305,26 @@ def tasks_truncate(mode: str) -> Iterator[None]:
 
 def evaluate(
     scorer: Scorer,
-    task_names: Sequence[str],
+    tasks: Sequence[str],
     split: str,
     output_dir: str | pathlib.Path,
-    metric_name: str,
+    metric: str,
     max_examples: int | None = None,
     run_info: Mapping[str, Any] | None = None,
     log=print,
     window_settings: WindowSettings | None = None,
 ) -> dict[str, dict]:
-    """Scores `task_names` with `scorer` and writes score files, metrics.json, metrics.md.
+    """Scores `tasks` with `scorer` and writes score files, metrics.json, metrics.md.
 
     The tasks' inputs are `scorer.input_length` tokens long; their vocabulary should be
     the scorer's (`vocab.chosen_vocabulary`), as `evaluate` makes it.
 
     Args:
-      task_names: tasks or mixtures (`expand_task_names`).
-      metric_name: the `metric` of the score files' rows.
+      tasks: tasks or mixtures (`expand_task_names`).
+      metric: the `metric` of the score files' rows.
       max_examples: score only the first N examples of each task.
       run_info: more of the run, for metrics.json's `run` (its `title` heads metrics.md;
-        default `{metric_name} ({split})`).
+        default `{metric} ({split})`).
       window_settings: score long articles in windows instead of the tasks' cut inputs;
         each task's result then says how many rows took several windows (`windowed`).
 
@@ -337,7 +337,7 @@ def evaluate(
     input_length = scorer.input_length
     results: dict[str, dict] = {}
     rows: dict[str, list[dict]] = {}
-    for task_name in expand_task_names(task_names):
+    for task_name in expand_task_names(tasks):
         with tasks_truncate(scorer.truncation):  # the tasks cut inputs as the scorer does
             examples = load_task_examples(task_name, split, input_length, max_examples)
         if not examples.tokens:
@@ -355,15 +355,15 @@ def evaluate(
                 1
             ]
         results[task_name] = result
-        rows[task_name] = score_rows(examples, scores, metric_name)
+        rows[task_name] = score_rows(examples, scores, metric)
         if log:
             log(
                 f"{task_name} ({split}): n={result['n']} pearson {_fmt(result['pearson'])} "
                 f"roc_auc {_fmt(result['roc_auc'])}"
             )
-    info = {"metric": metric_name, "split": split, "input_length": input_length}
+    info = {"metric": metric, "split": split, "input_length": input_length}
     info.update(run_info or {})
-    info.setdefault("title", f"{metric_name} ({split})")
+    info.setdefault("title", f"{metric} ({split})")
     write_outputs(output_dir, rows, results, info)
     return results
 
@@ -500,7 +500,7 @@ def evaluate_checkpoint(
                 task_names,
                 split,
                 output_dir,
-                metric_name=name,
+                metric=name,
                 max_examples=max_examples,
                 window_settings=(
                     WindowSettings(settings.window_overlap, settings.window_aggregate)
