@@ -68,3 +68,9 @@ def test_scorer_takes_the_scoring_settings_under_their_names():
     assert "questions" in _parameters(scorer.score_questions)
     assert "questions" in _parameters(score_file.score_file)
     assert "questions" in _flags("score")
+
+
+def test_evaluate_with_a_scorer_names_its_arguments_as_the_command_does():
+    # `evaluate(scorer, tasks, split, output_dir, metric, max_examples, ...)`.
+    named = _parameters(evaluate.evaluate) - {"scorer", "run_info", "window_settings"}
+    assert named - _PYTHON_ONLY - _flags("evaluate") == set()
