@@ -354,3 +354,23 @@ def test_an_empty_split_a_seqio_task_reads_is_named_in_a_warning(tmp_path, monke
         f"{empty}: empty file; expected one rated summary per line, as `seahorse-t5x "
         "prepare` writes the splits"
     ]
+
+
+def test_report_on_a_dataset_leaves_an_empty_split_out_with_a_warning(tmp_path, caplog):
+    # `prepare` writes an empty split when it keeps no row of it: the dataset report says
+    # so and reports the others.
+    import json
+
+    from seahorse_t5x.evaluation import report
+
+    row = {"gem_id": "x-1", "language": "en", "dataset": "xsum", "system": "s"}
+    row |= {"summary": "S.", "article": "A.", **{f"q{q}": 1 for q in range(1, 7)}}
+    _write(tmp_path / "train.jsonl", json.dumps(row) + "\n")
+    empty = _write(tmp_path / "test.jsonl", "")
+    with caplog.at_level("WARNING"):
+        items = report.read_prepared_dir(tmp_path)
+    assert items["split"].tolist() == ["train"]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"{empty}: empty file; expected one rated summary per line, as `seahorse-t5x "
+        "prepare` writes the splits; the report leaves that split out"
+    ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import logging
 import pathlib
 import re
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,8 @@ from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import scorefiles, splits
 from seahorse_t5x.data.benchmarks import registry
 from seahorse_t5x.evaluation import plots, protocol_tables, protocols, stats, tables
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BY: tuple[str, ...] = ("language", "dataset", "system")
 # The item a score belongs to, for pairing two metrics' rows and pivoting questions: one
@@ -428,6 +431,8 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
         if path.is_file():
             present.append(path)
             rows = splits.read_rows(path)
+            if not rows:  # `prepare` writes a split that kept no row: said, then left out
+                log.warning("%s; the report leaves that split out", splits.empty_split_error(path))
             frame = pd.DataFrame.from_records(rows, columns=None if rows else list(splits.FIELDS))
             frames.append(frame.assign(split=split))
     if not frames:
