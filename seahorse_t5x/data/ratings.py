@@ -43,7 +43,7 @@ from seahorse_t5x.formats import task_names as names
 Opener = Callable[[str], contextlib.AbstractContextManager[Iterable[str]]]
 
 TEXT_FIELDS: tuple[str, ...] = ("article", "summary")
-SLICE_FIELDS: tuple[str, ...] = ("language", "system", "dataset")
+RATING_SLICE_FIELDS: tuple[str, ...] = ("language", "system", "dataset")
 ID_FIELDS: tuple[str, ...] = ("gem_id", "id")
 # The field of a drop that concerns the whole line (not UTF-8, not JSON, not an object).
 WHOLE_ROW = "row"
@@ -111,7 +111,7 @@ def check_row(
         if problem:
             raise errors.DataError(path, line, question, problem)
         labels[question] = value
-    for field in SLICE_FIELDS:
+    for field in RATING_SLICE_FIELDS:
         value = record.get(field)
         if value is not None and not isinstance(value, str):
             raise errors.DataError(
@@ -302,7 +302,7 @@ def read_file(
 # The project's own task families, besides the registered benchmarks.
 TASK_FAMILIES: tuple[str, ...] = (constants.SEAHORSE_BENCHMARK, names.ICE_PREFIX, "xnli", "nli")
 # Fields of a rating row that are not questions.
-ROW_FIELDS: frozenset[str] = frozenset((*TEXT_FIELDS, *SLICE_FIELDS, *ID_FIELDS))
+ROW_FIELDS: frozenset[str] = frozenset((*TEXT_FIELDS, *RATING_SLICE_FIELDS, *ID_FIELDS))
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
 # `q4` would read as SEAHORSE's question 4 in score files and reports.
 _NUMBERED_QUESTION = re.compile(r"q\d+")
