@@ -43,6 +43,9 @@ HF_REQUIRES = [
 ]
 # scripts/bench_score.py's peers: HF PyTorch and CTranslate2 (its `--ct2` columns).
 BENCH_REQUIRES = HF_REQUIRES + ["ctranslate2==4.8.5"]
+# NVIDIA GPUs: JAX's CUDA 13 plugin and libraries at the JAX version above (Linux x86_64;
+# drivers >= 580). CPUs and TPUs need no extra (on a TPU VM, `jax[tpu]` as launch_tpu.sh does).
+CUDA_REQUIRES = ["jax[cuda13]==0.10.2"]
 # SeqIO's cache job (scripts/cache_tasks.sh) runs on Apache Beam; its DirectRunner caches
 # the SEAHORSE tasks on one machine; [tfrecord] brings the CRC the cache files need.
 BEAM_REQUIRES = ["apache-beam[tfrecord]==2.77.0"]
@@ -85,6 +88,7 @@ setup(
         "bench": BENCH_REQUIRES,
         "test": TEST_REQUIRES,
         "beam": BEAM_REQUIRES,
+        "cuda": CUDA_REQUIRES,
     },
     entry_points={"console_scripts": ["seahorse-t5x=seahorse_t5x.cli:main"]},
 )

@@ -31,6 +31,11 @@ def test_requirements_are_setup_py_install_requires_and_extras(check):
     with_beam = check.setup_requirements(["beam"])
     assert with_beam[: len(base)] == base
     assert with_beam[len(base) :] == _pinned_block("BEAM_REQUIRES")
+    # The GPU extra pins JAX's CUDA plugin at the JAX version the package pins.
+    with_cuda = check.setup_requirements(["cuda"])
+    assert with_cuda[len(base) :] == ["jax[cuda13]==0.10.2"]
+    jax_pin = next(r for r in base if r.startswith("jax=="))
+    assert with_cuda[-1].split("==")[1] == jax_pin.split("==")[1]
     with pytest.raises(SystemExit, match="no extra 'nope'"):
         check.setup_requirements(["nope"])
 
