@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="print the include tree of FILE (e.g. experiments/seahorse_q4_xxl.gin, a path "
         "under the gin folder, or any gin file) with where each include resolves; exit 2 "
-        "if one resolves nowhere (default: print the folder only)",
+        "if one resolves nowhere, the includes form a cycle, or a file is not gin or not "
+        "UTF-8 (default: print the folder only)",
     )
 
 
