@@ -124,13 +124,11 @@ def _questions(text: str | None, benchmark: str, external: str) -> tuple[int, ..
             "to all six"
         )
 
-    try:
-        questions = tuple(int(q) for q in text.split(",") if q.strip())
-    except ValueError:
-        questions = ()
-    if not questions or any(q not in constants.QUESTIONS for q in questions):
-        raise errors.UserError(f"--questions must list numbers 1..6, got {text!r}")
-    return questions
+    from seahorse_t5x.cli import inference_flags
+    from seahorse_t5x.inference import questions
+
+    with inference_flags.flag_names(["questions"]):
+        return questions.parse_questions(text)
 
 
 def _metal_llm(args: argparse.Namespace) -> int:
