@@ -273,7 +273,8 @@ def test_window_flags_without_windows_are_refused_in_one_line(command, flags, na
     with pytest.raises(errors.UserError) as raised:
         inference_flags.settings(args)
     assert str(raised.value) == (
-        f"{named} apply only with --long_inputs windows (got --long_inputs truncate)"
+        f"{named} {'apply' if ' and ' in named else 'applies'} only with --long_inputs windows "
+        "(got --long_inputs truncate)"
     )
     # With windows they are taken; without any window flag the defaults are.
     windowed = cli.subcommand_parser(command).parse_args(
@@ -285,3 +286,16 @@ def test_window_flags_without_windows_are_refused_in_one_line(command, flags, na
         windows.DEFAULT_OVERLAP,
         windows.AGGREGATE_MAX,
     )
+
+
+def test_window_settings_without_windows_are_refused_in_python_too():
+    from seahorse_t5x.inference import settings as settings_lib
+
+    with pytest.raises(errors.UserError) as raised:
+        settings_lib.ScoringSettings(window_aggregate="mean").checked()
+    assert str(raised.value) == (
+        "window_aggregate applies only with long_inputs windows (got long_inputs truncate)"
+    )
+    windowed = settings_lib.ScoringSettings(long_inputs="windows", window_aggregate="mean")
+    assert windowed.checked().window_aggregate == "mean"
+    assert settings_lib.ScoringSettings().checked().long_inputs == "truncate"

@@ -164,7 +164,8 @@ def settings(args: argparse.Namespace) -> settings_lib.ScoringSettings:
     ]
     if window_flags and args.long_inputs != windows.LONG_INPUTS_WINDOWS:
         raise errors.UserError(
-            f"{' and '.join(window_flags)} apply only with --long_inputs "
+            f"{' and '.join(window_flags)} {'apply' if len(window_flags) > 1 else 'applies'} "
+            "only with --long_inputs "
             f"{windows.LONG_INPUTS_WINDOWS} (got --long_inputs {args.long_inputs})"
         )
     chosen = settings_lib.ScoringSettings(

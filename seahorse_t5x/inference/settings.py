@@ -142,6 +142,21 @@ def check_windows(long_inputs: str, overlap: object, aggregate: str, truncation:
     windows.check_long_inputs(long_inputs)
     windows.check_overlap(overlap)
     windows.check_aggregate(aggregate)
+    changed = [
+        name
+        for name, value, default in (
+            ("window_overlap", overlap, windows.DEFAULT_OVERLAP),
+            ("window_aggregate", aggregate, windows.AGGREGATE_MAX),
+        )
+        if value != default
+    ]
+    if changed and long_inputs != windows.LONG_INPUTS_WINDOWS:
+        # Alone they would change nothing: the articles are cut, not windowed.
+        raise errors.UserError(
+            f"{' and '.join(changed)} {'apply' if len(changed) > 1 else 'applies'} only with "
+            f"long_inputs {windows.LONG_INPUTS_WINDOWS} "
+            f"(got long_inputs {long_inputs})"
+        )
     if long_inputs == windows.LONG_INPUTS_WINDOWS and truncation != (
         input_format.TRUNCATION_KEEP_SUMMARY
     ):
