@@ -29,6 +29,7 @@ from seahorse_t5x import cli, errors
 from seahorse_t5x.cli import inference_flags
 from seahorse_t5x.formats import vocab
 from seahorse_t5x.inference import engine, inputs, resume
+from seahorse_t5x.inference import questions as questions_lib
 from seahorse_t5x.inference import scorer as scorer_lib
 from seahorse_t5x.inference import settings as settings_lib
 from seahorse_t5x.model import configs, mt5, partitioning
@@ -265,7 +266,7 @@ def test_a_multi_question_model_scored_without_the_question_warns(caplog):
     ]
     for meta, names_question in cases:
         with caplog.at_level(logging.WARNING):
-            scorer_lib.warn_on_question_mismatch(meta, "ckpt", names_question)
+            questions_lib.warn_on_question_mismatch(meta, "ckpt", names_question)
     assert [r.getMessage().split(",")[0] for r in caplog.records] == [
         "ckpt was trained on seahorse_all",
         "ckpt was trained on seahorse_q4",

@@ -42,9 +42,6 @@ COMPUTE_DTYPES = precision.CHOICES
 META_TASK_FEATURE_LENGTHS = "task_feature_lengths"
 META_VOCABULARY = "vocabulary"
 META_VOCABULARY_SHA256 = "vocabulary_sha256"
-META_TASK = questions_lib.META_TASK
-# Moved to `inference.questions`; kept here for the callers that import it from here.
-warn_on_question_mismatch = questions_lib.warn_on_question_mismatch
 
 
 def input_length_for(meta: dict[str, Any], requested: int | None, checkpoint: Any) -> int:
