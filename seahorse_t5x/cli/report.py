@@ -56,6 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="METRIC",
         help="compare every metric with this one only (default: every pair of metrics)",
     )
+    parser.add_argument(
+        "--teacher",
+        metavar="METRIC",
+        help="also compare every other metric (a student) with this one row by row: Pearson "
+        "and Spearman with its scores, both against the labels, paired tests "
+        "(teacher_agreement.md/.tex; default: none)",
+    )
     parser.add_argument("--no_plots", action="store_true", help="write tables only")
     from seahorse_t5x.data.benchmarks import registry
 
@@ -85,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         n_resamples=args.bootstrap,
         seed=args.seed,
         baseline=args.baseline,
+        teacher=args.teacher,
         plots=not args.no_plots,
         drop_duplicates=args.drop_duplicates,
         benchmarks=tuple(name for name, _, _ in chosen),

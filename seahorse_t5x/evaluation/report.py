@@ -36,6 +36,8 @@ DEFAULT_BY: tuple[str, ...] = ("language", "dataset", "system")
 ITEM_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
 # A duplicated SEAHORSE item: the same summary of the same article, rated again.
 DUPLICATE_KEY: tuple[str, ...] = ("gem_id", "summary")
+# The name of the teacher-agreement tables' files (`teacher_agreement.md`, `.tex`).
+TEACHER_AGREEMENT = "teacher_agreement"
 
 
 @dataclasses.dataclass
@@ -52,6 +54,8 @@ class ReportSettings:
     # too and its section says how many of its items each metric scored.
     benchmarks: tuple[str, ...] = ()
     benchmark_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    # A metric whose scores the others (its students) are compared with, row by row.
+    teacher: str | None = None
 
 
 # ------------------------------------------------------------------------ statistics
@@ -288,6 +292,185 @@ def compare_metrics(frame: pd.DataFrame, settings: ReportSettings) -> list[dict]
     return comparisons
 
 
+def _metric_names(frame: pd.DataFrame) -> list[str]:
+    """The metrics as reported, then the names in the files that a merge replaced."""
+    names = list(dict.fromkeys(frame["metric"]))
+    if "model" in frame.columns:
+        names += [m for m in dict.fromkeys(frame["model"]) if m not in names]
+    return names
+
+
+def check_teacher(frame: pd.DataFrame, teacher: str) -> None:
+    """Raises errors.UserError when `teacher` names no metric of the rows: neither a
+    reported metric nor, for one model per question, a member's own name."""
+    names = _metric_names(frame)
+    if teacher not in names:
+        raise errors.UserError(
+            f"--teacher {teacher!r} is not a metric in the score files (metrics read: "
+            f"{', '.join(names)})"
+        )
+
+
+def _teacher_mask(frame: pd.DataFrame, teacher: str) -> pd.Series:
+    # A member of a merged family (`NAME_q4`) is found by its own name, kept in `model`.
+    if teacher in set(frame["metric"]) or "model" not in frame.columns:
+        return frame["metric"] == teacher
+    return frame["model"] == teacher
+
+
+_AGREEMENT_STATISTICS: tuple[str, ...] = ("pearson", "spearman")
+
+
+def _agreement_with_teacher(
+    student: np.ndarray, teacher: np.ndarray, settings: ReportSettings
+) -> dict:
+    """Pearson and Spearman between the student's and the teacher's scores on the joined
+    rows, each with its bootstrap interval (items resampled as for every other interval)."""
+    reason = None
+    if student.size < 2:
+        reason = "fewer than 2 joined rows"
+    elif np.all(teacher == teacher[0]):
+        reason = "the teacher's scores are constant: correlation undefined"
+    elif np.all(student == student[0]):
+        reason = "the student's scores are constant: correlation undefined"
+    intervals = {}
+    if reason is None and settings.n_resamples > 0:
+        intervals = stats.bootstrap_ci(
+            teacher,
+            student,
+            statistics=_AGREEMENT_STATISTICS,
+            n_resamples=settings.n_resamples,
+            seed=settings.seed,
+        )
+    out = {}
+    for name in _AGREEMENT_STATISTICS:
+        entry = {"estimate": None, "low": None, "high": None, "reason": reason}
+        if reason is None:
+            entry["estimate"] = stats.correlation(name, student, teacher)
+        if name in intervals:
+            ci = intervals[name]
+            entry.update(low=ci["low"], high=ci["high"], reason=ci["reason"])
+            entry.update(n_resamples=ci["n_resamples"], n_valid=ci["n_valid"])
+        out[name] = entry
+    return out
+
+
+def _teacher_entry(joined: pd.DataFrame, settings: ReportSettings) -> dict:
+    """One student's numbers on one (benchmark, question): agreement with the teacher, and
+    both metrics' agreement with the labels compared on the same rows."""
+    labels = joined["label_a"].to_numpy(dtype=np.float64)
+    student = joined["score_a"].to_numpy(dtype=np.float64)
+    teacher = joined["score_b"].to_numpy(dtype=np.float64)
+    rows = pd.DataFrame({"label": labels})
+    entry: dict = {
+        "agreement": _agreement_with_teacher(student, teacher, settings),
+        "student_vs_labels": group_metrics(rows.assign(score=student)),
+        "teacher_vs_labels": group_metrics(rows.assign(score=teacher)),
+        "paired": {},
+    }
+    if settings.n_resamples > 0:
+        for statistic in _resampled_statistics(rows):
+            entry["paired"][statistic] = stats.paired_bootstrap(
+                labels,
+                student,
+                teacher,
+                statistic=statistic,
+                n_resamples=settings.n_resamples,
+                seed=settings.seed,
+            )
+    entry["williams"] = stats.williams_compare(labels, student, teacher)
+    return entry
+
+
+def teacher_agreement(frame: pd.DataFrame, teacher: str, settings: ReportSettings) -> dict:
+    """Every other metric (a student) against `teacher`, per (benchmark, question) both score.
+
+    Rows are joined as `compare_metrics` joins two metrics (`_paired`: the item fields both
+    carry, else row order); a student row without a teacher row on its item is counted,
+    never dropped unsaid. On the joined rows: the student's Pearson and Spearman with the
+    teacher's scores (bootstrap intervals with `settings.n_resamples` and `settings.seed`),
+    both metrics' agreement with the labels (`group_metrics`), the paired bootstrap of
+    student - teacher on each resampled statistic and Williams' test on Pearson.
+
+    Args:
+      frame: score rows as the report groups them (`normalized_scores`, scores present).
+      teacher: a metric of `frame` (or a merged member's own name, see `check_teacher`).
+
+    Returns:
+      `{"teacher", "results": [entry per benchmark, question and student], "students":
+      {student: {"rows", "no_teacher_score", "label_mismatches", "questions_without_teacher"}},
+      "summary"}`; the counts leave out a language subset's copies of its benchmark's rows.
+
+    Raises:
+      errors.UserError: `teacher` is not a metric of `frame`.
+    """
+    check_teacher(frame, teacher)
+    is_teacher = _teacher_mask(frame, teacher)
+    teachers, others = frame[is_teacher], frame[~is_teacher]
+    subsets = _subset_names()
+    results: list[dict] = []
+    students: dict[str, dict] = {}
+    for (benchmark, student, question), rows in _groups(others):
+        counts = students.setdefault(
+            student,
+            {
+                "rows": 0,
+                "no_teacher_score": 0,
+                "label_mismatches": 0,
+                "questions_without_teacher": [],
+            },
+        )
+        counted = benchmark not in subsets
+        theirs = teachers[(teachers["benchmark"] == benchmark) & (teachers["question"] == question)]
+        if theirs.empty:
+            if counted:
+                counts["rows"] += len(rows)
+                counts["no_teacher_score"] += len(rows)
+                counts["questions_without_teacher"].append(f"{benchmark}/{question}")
+            continue
+        joined, info = _paired(rows, theirs)
+        if counted:
+            counts["rows"] += len(rows)
+            counts["no_teacher_score"] += info["unpaired_a"]
+            counts["label_mismatches"] += info["label_mismatches"]
+        entry = {
+            "benchmark": benchmark,
+            "question": question,
+            "student": student,
+            "teacher": teacher,
+            "n_student_rows": int(len(rows)),
+            "n_teacher_rows": int(len(theirs)),
+            "n_joined": info["n_items"],
+            "no_teacher_score": info["unpaired_a"],
+            "label_mismatches": info["label_mismatches"],
+            "paired_by": info["paired_by"],
+        }
+        entry.update(_teacher_entry(joined, settings))
+        results.append(entry)
+    return {
+        "teacher": teacher,
+        "results": results,
+        "students": students,
+        "summary": _teacher_summary(teacher, results, students),
+    }
+
+
+def _teacher_summary(teacher: str, results: Sequence[Mapping], students: Mapping) -> str:
+    if not students:
+        return f"teacher {teacher}: no other metric to compare with it"
+    tasks = len({(r["benchmark"], r["question"]) for r in results})
+    parts = [f"teacher {teacher}: {len(students)} student(s) on {tasks} question(s)"]
+    for student, counts in students.items():
+        part = (
+            f"student {student}: {counts['no_teacher_score']} of {counts['rows']} rows have "
+            "no teacher score"
+        )
+        if counts["label_mismatches"]:
+            part += f", {counts['label_mismatches']} a teacher row of another label"
+        parts.append(part)
+    return "; ".join(parts)
+
+
 def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
     """All numbers of the score-file report (what report.json holds under `scores`).
 
@@ -313,6 +496,8 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         raise errors.UserError(
             f"--baseline {settings.baseline!r} is not a metric in the score files: {metrics}"
         )
+    if settings.teacher is not None:
+        check_teacher(frame, settings.teacher)
     all_kept, _ = scorefiles.drop_missing_scores(frame)
     # Counted once: a language subset's rows are copies of its benchmark's rows.
     subsets = _subset_names()
@@ -374,6 +559,12 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
                 )
         breakdowns[field] = records
     comparisons = compare_metrics(kept, settings) if settings.n_resamples > 0 else []
+    agreement = None
+    if settings.teacher is not None:
+        agreement = teacher_agreement(kept, settings.teacher, settings)
+        agreement["left_out"] = {
+            name: "its protocol's own section; rows paired by its protocol" for name in own
+        }
     return {
         "n_rows": n_rows,
         "n_scored": n_scored,
@@ -387,6 +578,7 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         "breakdowns_skipped": skipped_fields,
         "significance": comparisons,
         "protocols": sections,
+        "teacher_agreement": agreement,
     }
 
 
@@ -591,6 +783,16 @@ def score_tables(scores: Mapping) -> list[tables.Table]:
     return out
 
 
+def teacher_tables(agreement: Mapping) -> list[tables.Table]:
+    """One teacher-agreement table per benchmark, in the order of `agreement["results"]`."""
+    results = agreement["results"]
+    benchmarks = list(dict.fromkeys(r["benchmark"] for r in results))
+    return [
+        tables.teacher_agreement_table(results, benchmark, agreement["teacher"])
+        for benchmark in benchmarks
+    ]
+
+
 def _matrix_json(matrix: pd.DataFrame) -> dict:
     # NaN (a question whose labels are constant) becomes null: report.json is strict JSON.
     return {
@@ -607,12 +809,16 @@ def _to_json(value: object) -> object:
 
 @dataclasses.dataclass
 class _Section:
-    """One input's part of the report: its numbers, tables, plots and summary phrase."""
+    """One input's part of the report: its numbers, tables, plots and summary phrase;
+    tables of their own file (`{name: tables}`, written as NAME.md and NAME.tex) and
+    further summary lines."""
 
     numbers: dict
     paper_tables: list[tables.Table]
     plots: list[str]
     summary: str
+    own_files: dict[str, list[tables.Table]] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 def write_report(
@@ -681,7 +887,12 @@ def _score_section(
                     matrix, n_items, plot_dir / "label_correlations_scores.png"
                 )
             )
-    return _Section(scores, score_table_list, written_plots, _score_summary(scores))
+    section = _Section(scores, score_table_list, written_plots, _score_summary(scores))
+    agreement = scores.get("teacher_agreement")
+    if agreement is not None:
+        section.own_files[TEACHER_AGREEMENT] = teacher_tables(agreement)
+        section.notes.append(agreement["summary"])
+    return section
 
 
 def _score_summary(scores: Mapping) -> str:
@@ -751,24 +962,39 @@ def _dataset_plots(
     return written
 
 
-def _write_outputs(report: dict, sections: Sequence[_Section], output_dir: pathlib.Path) -> None:
-    """Writes tables.md, tables.tex and report.json, completing `report` with what it holds."""
-    all_tables = [table for section in sections for table in section.paper_tables]
-    report["tables"] = [t.to_json() for t in all_tables]
-    markdown = "# seahorse-t5x report\n\n" + "\n".join(t.to_markdown() for t in all_tables)
-    fileio.atomic_write_text(output_dir / "tables.md", markdown)
-    latex = "% seahorse-t5x report (needs \\usepackage{booktabs})\n\n" + "\n".join(
-        t.to_latex() for t in all_tables
+def _write_tables(
+    output_dir: pathlib.Path, name: str, title: str, table_list: Sequence[tables.Table]
+) -> dict:
+    """NAME.md and NAME.tex holding `table_list`; returns their paths."""
+    markdown = f"# {title}\n\n" + "\n".join(t.to_markdown() for t in table_list)
+    fileio.atomic_write_text(output_dir / f"{name}.md", markdown)
+    latex = f"% {title} (needs \\usepackage{{booktabs}})\n\n" + "\n".join(
+        t.to_latex() for t in table_list
     )
-    fileio.atomic_write_text(output_dir / "tables.tex", latex)
+    fileio.atomic_write_text(output_dir / f"{name}.tex", latex)
+    return {"markdown": str(output_dir / f"{name}.md"), "latex": str(output_dir / f"{name}.tex")}
+
+
+def _write_outputs(report: dict, sections: Sequence[_Section], output_dir: pathlib.Path) -> None:
+    """Writes tables.md, tables.tex (and each section's own table files) and report.json,
+    completing `report` with what it holds."""
+    all_tables = [table for section in sections for table in section.paper_tables]
+    own_files = {name: t for section in sections for name, t in section.own_files.items()}
+    report["tables"] = [t.to_json() for t in all_tables]
+    report["tables"] += [t.to_json() for table_list in own_files.values() for t in table_list]
+    written = _write_tables(output_dir, "tables", "seahorse-t5x report", all_tables)
     report["outputs"] = {
         "json": str(output_dir / "report.json"),
-        "markdown": str(output_dir / "tables.md"),
-        "latex": str(output_dir / "tables.tex"),
+        **written,
         "plots": [path for section in sections for path in section.plots],
     }
+    for name, table_list in own_files.items():
+        report["outputs"][name] = _write_tables(
+            output_dir, name, f"seahorse-t5x report: {name.replace('_', ' ')}", table_list
+        )
     summary = "; ".join(section.summary for section in sections)
-    report["summary"] = f"report: {summary} -> {output_dir}"
+    notes = [note for section in sections for note in section.notes]
+    report["summary"] = "\n".join([f"report: {summary} -> {output_dir}", *notes])
     fileio.atomic_write_text(
         output_dir / "report.json",
         json.dumps(report, indent=1, ensure_ascii=False, default=_to_json, allow_nan=False),

@@ -457,6 +457,81 @@ def significance_table(comparisons: Sequence[Mapping], benchmark: str, statistic
     )
 
 
+def _with_interval(entry: Mapping) -> str:
+    """`.93 [.91, .95]`, `.93` without an interval, `-` when undefined."""
+    if entry.get("estimate") is None:
+        return MISSING
+    if entry.get("low") is None:
+        return format_value(entry["estimate"])
+    return f"{format_value(entry['estimate'])} {format_interval(entry)}"
+
+
+def _difference_cell(test: Mapping | None) -> str:
+    if not test or test.get("difference") is None or test.get("p_value") is None:
+        return MISSING
+    sign = "+" if test["difference"] >= 0 else ""
+    return f"{sign}{format_value(test['difference'])} ({format_p(test['p_value'])})"
+
+
+def teacher_agreement_table(results: Sequence[Mapping], benchmark: str, teacher: str) -> Table:
+    """Students against their teacher on one benchmark: rows = (student, question).
+
+    Columns: the joined rows and the student rows without a teacher row; the student's
+    Pearson and Spearman with the teacher's scores `[95% interval]`; student and teacher
+    against the labels (`ρ/roc`, `ρ/Spearman` for graded labels); the paired bootstrap of
+    student - teacher on the same rows (`Δ (p)`) and Williams' test of their Pearson ρ.
+    """
+    results = [r for r in results if r["benchmark"] == benchmark]
+    graded = has_graded_labels(r["student_vs_labels"] for r in results)
+    second = "spearman" if graded else "roc_auc"
+    second_title = "Spearman" if graded else "roc"
+    rows = []
+    for r in results:
+        student, teacher_labels = r["student_vs_labels"], r["teacher_vs_labels"]
+        williams = r["williams"]
+        rows.append(
+            [
+                r["student"],
+                question_header(r["question"]),
+                str(r["n_joined"]),
+                str(r["no_teacher_score"]),
+                _with_interval(r["agreement"]["pearson"]),
+                _with_interval(r["agreement"]["spearman"]),
+                format_pair(student["pearson"], student.get(second)),
+                format_pair(teacher_labels["pearson"], teacher_labels.get(second)),
+                _difference_cell(r["paired"].get("pearson")),
+                _difference_cell(r["paired"].get(second)),
+                MISSING if williams.get("p_value") is None else format_p(williams["p_value"]),
+            ]
+        )
+    return Table(
+        name=f"{benchmark}_teacher_agreement",
+        title=f"{benchmark}: students against the teacher {teacher}",
+        header=[
+            "Student",
+            "Question",
+            "n",
+            "No teacher",
+            f"Pearson {RHO} (teacher)",
+            "Spearman (teacher)",
+            f"Student {RHO}/{second_title}",
+            f"Teacher {RHO}/{second_title}",
+            f"Δ{RHO} (p)",
+            f"Δ{second_title} (p)",
+            "Williams p",
+        ],
+        rows=rows,
+        caption=(
+            "Rows joined item by item as for the paired tests; No teacher: student rows "
+            "without a teacher row. Agreement with the teacher: 95% percentile bootstrap "
+            f"interval over rows. Against the labels: {RHO}/{second_title} of each metric on "
+            "the joined rows; Δ = student - teacher, p from the paired bootstrap; Williams p: "
+            f"one-sided test of the larger Pearson {RHO}."
+        ),
+        label_columns=2,
+    )
+
+
 def format_p(p: float) -> str:
     """`p=.031`, or `p<.001`."""
     return f"p={p:.3f}".replace("=0.", "=.") if p >= 0.001 else "p<.001"
