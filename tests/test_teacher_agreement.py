@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
 from seahorse_t5x.data import scorefiles
-from seahorse_t5x.evaluation import report, stats
+from seahorse_t5x.evaluation import report, stats, tables
 
 N_ITEMS = 90
 # Student B also scores items the teacher never saw; student A a question it never scored.
@@ -267,3 +267,42 @@ def test_one_question_model_of_a_family_can_be_the_teacher(score_files, tmp_path
         _entry(by_family, "student_a", 4)["agreement"]
         == _entry(by_member, "student_a", 4)["agreement"]
     )
+
+
+def test_a_student_on_other_items_is_counted_and_its_numbers_say_why(score_files):
+    frame = scorefiles.read_score_files(score_files)
+    student_b = frame["metric"] == "student_b"
+    frame.loc[student_b, "gem_id"] = "other-" + frame.loc[student_b, "gem_id"]
+    # And one label of student A's that the teacher's row contradicts.
+    first_a = frame.index[frame["metric"] == "student_a"][0]
+    frame.loc[first_a, "label"] = 1 - frame.loc[first_a, "label"]
+    result = report.teacher_agreement(
+        report.normalized_scores(frame)[0], "teacher", _settings(n_resamples=50)
+    )
+    entry = _entry(result, "student_b", 1)
+    assert (entry["n_joined"], entry["no_teacher_score"]) == (0, N_ITEMS)
+    assert entry["agreement"]["pearson"] == {
+        "estimate": None,
+        "low": None,
+        "high": None,
+        "reason": "fewer than 2 joined rows",
+    }
+    assert entry["paired"]["pearson"]["reason"] == "metric A: no items"
+    assert entry["williams"]["p_value"] is None
+    assert _entry(result, "student_a", 1)["label_mismatches"] == 1
+    assert _entry(result, "student_a", 1)["n_joined"] == N_ITEMS - 1
+    assert result["summary"].endswith(
+        f"student student_a: 20 of {2 * N_ITEMS + 20} rows have no teacher score, 1 whose "
+        f"teacher row has another label; student student_b: {2 * N_ITEMS + EXTRA_ITEMS_B} of "
+        f"{2 * N_ITEMS + EXTRA_ITEMS_B} rows have no teacher score"
+    )
+    table = tables.teacher_agreement_table(result["results"], "seahorse", "teacher")
+    row = next(r for r in table.rows if r[:2] == ["student_b", "Q1"])
+    assert row[2:] == ["0", str(N_ITEMS), *["-"] * 7]
+
+
+def test_a_teacher_alone_has_no_students(score_files):
+    rows = _rows(score_files)
+    result = report.teacher_agreement(rows[rows["metric"] == "teacher"], "teacher", _settings())
+    assert result["results"] == []
+    assert result["summary"] == "teacher teacher: no other metric to compare with it"

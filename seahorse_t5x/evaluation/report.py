@@ -466,7 +466,7 @@ def _teacher_summary(teacher: str, results: Sequence[Mapping], students: Mapping
             "no teacher score"
         )
         if counts["label_mismatches"]:
-            part += f", {counts['label_mismatches']} a teacher row of another label"
+            part += f", {counts['label_mismatches']} whose teacher row has another label"
         parts.append(part)
     return "; ".join(parts)
 
