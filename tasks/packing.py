@@ -13,6 +13,10 @@ In gin (gin/runs/finetune.gin does this):
 
     from seahorse_t5x.tasks import packing
     models.EncoderDecoderModel.feature_converter_cls = @packing.FirstFitPackingConverter
+
+Both converters here also carry a distillation task's soft targets
+(`formats.soft_targets`) to the model when the dataset has them, packed beside the
+targets; a dataset without them converts exactly as SeqIO's converter does.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from collections.abc import Mapping
 import numpy as np
 import seqio
 import tensorflow as tf
+
+from seahorse_t5x.formats import soft_targets
 
 # Packed rows shuffled together after packing: about one window of SEAHORSE rows.
 ROW_SHUFFLE_BUFFER = 1024
@@ -76,13 +82,14 @@ def first_fit_decreasing_order(
 def first_fit_windows(
     dataset: tf.data.Dataset, task_feature_lengths: Mapping[str, int]
 ) -> tf.data.Dataset:
-    """`inputs` and `targets` of `dataset`, each packing window in first-fit order.
+    """The features of `task_feature_lengths` (`inputs`, `targets`, and any passed
+    through), each packing window in first-fit order.
 
     The window is SeqIO's packing batch, `max(task_feature_lengths.values())` examples, so
     the windows line up with the ones SeqIO packs. Token id 0 is padding (as SeqIO assumes
     when it packs), so an example's length is its count of non-zero ids.
     """
-    keys = ("inputs", "targets")
+    keys = tuple(task_feature_lengths)
     window = max(task_feature_lengths.values())
     capacities = {key: int(task_feature_lengths[key]) for key in keys}
 
@@ -115,7 +122,33 @@ def first_fit_windows(
     return dataset.unbatch().map(unpadded, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-class FirstFitPackingConverter(seqio.EncDecFeatureConverter):
+class SoftTargetsConverter(seqio.EncDecFeatureConverter):
+    """`seqio.EncDecFeatureConverter` that passes a distillation task's soft targets on.
+
+    When the dataset has the soft-target feature, it is packed (or padded) with the length
+    of `targets` and reaches the model under its own name; the caller's
+    `task_feature_lengths` stay `inputs` and `targets`. Without it, the parent's conversion.
+    """
+
+    def __call__(
+        self, ds: tf.data.Dataset, task_feature_lengths: Mapping[str, int]
+    ) -> tf.data.Dataset:
+        if soft_targets.FEATURE not in ds.element_spec:
+            return super().__call__(ds, task_feature_lengths)
+        lengths = dict(task_feature_lengths)
+        lengths[soft_targets.FEATURE] = lengths["targets"]
+        saved = self._passthrough_features
+        self._passthrough_features = {
+            **saved,
+            soft_targets.FEATURE: seqio.FeatureConverter.FeatureSpec(dtype=tf.int32),
+        }
+        try:
+            return super().__call__(ds, lengths)
+        finally:
+            self._passthrough_features = saved
+
+
+class FirstFitPackingConverter(SoftTargetsConverter):
     """`seqio.EncDecFeatureConverter` whose packed rows are filled first-fit-decreasing.
 
     Unpacked conversion (`pack=False`, as T5X's inference uses) is the parent's.

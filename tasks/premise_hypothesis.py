@@ -62,6 +62,7 @@ def add_premise_hypothesis_task(
     multi_question: bool = False,
     postprocess_fn: Callable[..., object] | None = None,
     metric_fns: Sequence[Callable[..., Mapping[str, float]]] | None = None,
+    extra_preprocessors: Sequence[Callable[..., tf.data.Dataset]] = (),
 ) -> seqio.Task:
     """Registers a task whose source yields premise/hypothesis examples.
 
@@ -74,6 +75,8 @@ def add_premise_hypothesis_task(
       multi_question: name the question at the start of the input.
       postprocess_fn: replaces the mode's postprocessor.
       metric_fns: replace the mode's metric.
+      extra_preprocessors: run after the chain (inputs and targets final), e.g. the
+        distillation tasks' soft targets.
 
     Returns:
       The registered task.
@@ -92,7 +95,8 @@ def add_premise_hypothesis_task(
         # truncation=None: keep_summary unless gin picks the paper's "right" (docs/tasks.md).
         preprocessors=preprocessors.premise_hypothesis_preprocessors(
             score_mode=score_mode, truncation=None, multi_question=multi_question
-        ),
+        )
+        + list(extra_preprocessors),
         output_features=output_features,
         postprocess_fn=postprocess_fn,
         metric_fns=list(metric_fns),

@@ -5,8 +5,11 @@ the constant target `1` that is log P(`1`) + log P(EOS | `1`), not the score thi
 defines. `LabelScoringModel` is that model with one method changed: its `score_batch`
 returns log P(yes) of the two-way softmax over the logits of the yes and no answer tokens
 (`1` and `0`, `vocab.answer_token_ids`) at the first decoder step, in float32: the
-logarithm of the P(yes) that `seahorse-t5x score` computes. Training (`loss_fn`) and
-decoding (`predict_batch`) are T5X's own.
+logarithm of the P(yes) that `seahorse-t5x score` computes. Decoding (`predict_batch`) is
+T5X's own, and so is training (`loss_fn`) on batches without soft targets; a batch from a
+distillation task (`tasks/distillation.py`, soft-target feature present) is trained on
+the distillation loss (`model/distillation.py`), its hard part through T5X's own
+`compute_weighted_cross_entropy` and both parts divided by T5X's loss normalizing factor.
 
 Used from gin (`gin/runs/label_scoring.gin`, included by `runs/infer_score.gin`,
 `runs/eval.gin` and `runs/finetune.gin`) over whatever model the model gin builds, so its
@@ -31,6 +34,8 @@ import jax
 import jax.numpy as jnp
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x.formats import soft_targets
+from seahorse_t5x.model import distillation
 
 # The aux value `LabelScoringModel(score_aux=True)` returns beside each score, which
 # `t5x.infer` writes into each line as `"aux": {"log_p_no": ...}`: how `t5x-scores` tells
@@ -86,6 +91,8 @@ def _define_model_class() -> type:
           score_aux: `score_batch` also returns `{"log_p_no": ...}`, which `t5x.infer`
             writes beside each score (`runs/infer_score.gin` sets it). Leave it off for
             `t5x.eval` and training: SeqIO's score metrics take the scores alone.
+          distill_alpha, distill_temperature: the distillation loss's weight and
+            temperature on batches with soft targets (`model/distillation.py`).
 
         Raises:
           UserError: answer words the output vocabulary cannot tell apart.
@@ -96,10 +103,62 @@ def _define_model_class() -> type:
             *args: Any,
             answer_words: Sequence[str] | str = DEFAULT_ANSWER_WORDS,
             score_aux: bool = False,
+            distill_alpha: float = 1.0,
+            distill_temperature: float = 1.0,
             **kwargs: Any,
         ) -> None:
             super().__init__(*args, **kwargs)
             self._set_answers(answer_words, score_aux)
+            self._set_distillation(distill_alpha, distill_temperature)
+
+        def loss_fn(
+            self,
+            params: Any,
+            batch: Mapping[str, jnp.ndarray],
+            dropout_rng: jax.Array | None,
+        ) -> tuple[jnp.ndarray, Any]:
+            """T5X's loss, or on a batch with soft targets the distillation loss."""
+            if soft_targets.FEATURE not in batch:
+                return super().loss_fn(params, batch, dropout_rng)
+            from t5x import losses
+
+            logits = self._compute_logits(params, batch, dropout_rng)
+            factor, weights = losses.get_loss_normalizing_factor_and_weights(
+                self._loss_normalizing_factor, batch
+            )
+            targets = batch["decoder_target_tokens"]
+            if weights is None:
+                weights = jnp.asarray(targets > 0, jnp.float32)
+            alpha, temperature = self.distill_alpha, self.distill_temperature
+            soft, mask = distillation.soft_cross_entropy(
+                logits, batch[soft_targets.FEATURE], self.label_ids, temperature
+            )
+            loss, z_loss, _ = losses.compute_weighted_cross_entropy(
+                logits,
+                targets=targets,
+                weights=distillation.hard_weights(weights, mask, alpha),
+                label_smoothing=self._label_smoothing,
+                z_loss=self._z_loss,
+                loss_normalizing_factor=factor,
+            )
+            soft_sum = (alpha * temperature**2) * jnp.sum(soft * mask * weights)
+            loss = loss + (soft_sum if factor is None else soft_sum / factor)
+            segment_ids = {
+                k[: -len("_segment_ids")]: v for k, v in batch.items() if k.endswith("_segment_ids")
+            } or {
+                k: v != 0
+                for k, v in batch.items()
+                if k in ("encoder_input_tokens", "decoder_target_tokens")
+            }
+            metrics = self._compute_metrics(
+                logits=logits,
+                targets=targets,
+                mask=weights,
+                loss=loss,
+                z_loss=z_loss,
+                segment_ids=segment_ids,
+            )
+            return loss, metrics
 
         def score_batch(  # pytype: disable=signature-mismatch
             self,
@@ -137,9 +196,11 @@ def _define_model_class() -> type:
             model: models.EncoderDecoderModel,
             answer_words: Sequence[str] | str = DEFAULT_ANSWER_WORDS,
             score_aux: bool = False,
+            distill_alpha: float = 1.0,
+            distill_temperature: float = 1.0,
         ) -> LabelScoringModel:
             """The same model (module, vocabularies, optimizer, losses, feature converter,
-            decoding) with this class's `score_batch`."""
+            decoding) with this class's `score_batch` and `loss_fn`."""
             if not isinstance(model, models.EncoderDecoderModel):
                 raise errors.UserError(
                     f"{_MODEL_CLASS} wraps a T5X EncoderDecoderModel, got "
@@ -148,7 +209,16 @@ def _define_model_class() -> type:
             scoring = cls.__new__(cls)
             scoring.__dict__.update(vars(model))
             scoring._set_answers(answer_words, score_aux)
+            scoring._set_distillation(distill_alpha, distill_temperature)
             return scoring
+
+        def _set_distillation(self, alpha: float, temperature: float) -> None:
+            try:
+                distillation.check_settings(alpha, temperature)
+            except ValueError as error:
+                raise errors.UserError(f"{_MODEL_CLASS}: {error}") from None
+            self.distill_alpha = float(alpha)
+            self.distill_temperature = float(temperature)
 
         def _set_answers(self, answer_words: Sequence[str] | str, score_aux: bool) -> None:
             words = (
@@ -169,6 +239,8 @@ def label_scoring_model(
     model: Any,
     answer_words: Sequence[str] | str = DEFAULT_ANSWER_WORDS,
     score_aux: bool = False,
+    distill_alpha: float = 1.0,
+    distill_temperature: float = 1.0,
 ) -> Any:
     """`model` (T5X's `EncoderDecoderModel`, as the model gin builds it) as a
     `LabelScoringModel` (`LabelScoringModel.from_model`): what the run gins bind to MODEL.
@@ -179,7 +251,11 @@ def label_scoring_model(
         vocabulary.
     """
     return __getattr__(_MODEL_CLASS).from_model(
-        model, answer_words=answer_words, score_aux=score_aux
+        model,
+        answer_words=answer_words,
+        score_aux=score_aux,
+        distill_alpha=distill_alpha,
+        distill_temperature=distill_temperature,
     )
 
 

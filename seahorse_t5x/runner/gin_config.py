@@ -56,6 +56,8 @@ MACROS: tuple[str, ...] = (
     "KEEP_CHECKPOINTS",
     "MODEL_PARALLEL",
     "PACK",
+    "DISTILL_ALPHA",
+    "DISTILL_TEMPERATURE",
 )
 
 _GIN_LITERAL_START = re.compile(r"""^\s*(['"{\[(@%]|-?\d|True$|False$|None$)""")

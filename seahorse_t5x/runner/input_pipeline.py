@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x.formats import soft_targets
 
 # Features the model reads; the converter's other outputs are not sent to the devices.
 MODEL_FEATURES_PACKED = (
@@ -102,6 +103,8 @@ def train_batches(config: DataConfig, start_batch: int = 0) -> Iterator[dict[str
     """
     import seqio
 
+    from seahorse_t5x.tasks import packing
+
     check_data_config(config)
     shard_info = (
         seqio.ShardInfo(index=jax.process_index(), num_shards=jax.process_count())
@@ -111,7 +114,7 @@ def train_batches(config: DataConfig, start_batch: int = 0) -> Iterator[dict[str
     dataset = seqio.get_dataset(
         config.mixture_or_task_name,
         task_feature_lengths=dict(config.task_feature_lengths),
-        feature_converter=seqio.EncDecFeatureConverter(pack=config.pack),
+        feature_converter=packing.SoftTargetsConverter(pack=config.pack),
         dataset_split=config.split,
         use_cached=config.use_cached,
         shuffle=True,
@@ -121,6 +124,8 @@ def train_batches(config: DataConfig, start_batch: int = 0) -> Iterator[dict[str
         verbose=False,
     )
     features = MODEL_FEATURES_PACKED if config.pack else MODEL_FEATURES_UNPACKED
+    if soft_targets.FEATURE in dataset.element_spec:  # a distillation task's
+        features = (*features, soft_targets.FEATURE)
     dataset = dataset.map(lambda ex: {k: ex[k] for k in features})
     dataset = dataset.batch(config.batch_size // jax.process_count(), drop_remainder=True)
     # Replaying the preprocessing of the skipped batches is what makes the resumed order

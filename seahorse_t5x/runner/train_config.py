@@ -61,6 +61,10 @@ class TrainConfig:
         buckets get more rows).
       best_metric: `roc_auc` or `pearson`, averaged over the validation tasks.
       z_loss: T5X's auxiliary `z_loss * log(Z)^2` term (keeps logits from drifting).
+      distill_alpha: on a distillation task (examples with a teacher's P(yes)), the weight
+        of the soft loss at the answer position, the hard loss taking the rest
+        (`model/distillation.py`; ignored on other tasks) [DISTILL_ALPHA].
+      distill_temperature: the distillation loss's temperature [DISTILL_TEMPERATURE].
       log_period: print and log the training numbers every this many steps.
       model_parallel: size of the mesh's `model` axis (the rest of the devices is `data`).
       data_parallel: size of the `data` axis; -1 = all devices left after `model`, a
@@ -98,6 +102,8 @@ class TrainConfig:
     eval_batch_size: int = 32
     best_metric: str = "roc_auc"
     z_loss: float = 1e-4
+    distill_alpha: float = 1.0
+    distill_temperature: float = 1.0
     log_period: int = 10
     model_parallel: int = 1
     data_parallel: int = -1
@@ -120,6 +126,12 @@ class TrainConfig:
         if self.best_metric not in BEST_METRICS:
             raise errors.UserError(
                 f"best_metric must be one of {', '.join(BEST_METRICS)}, got {self.best_metric!r}"
+            )
+        if not 0.0 <= self.distill_alpha <= 1.0:
+            raise errors.UserError(f"DISTILL_ALPHA must be in [0, 1], got {self.distill_alpha!r}")
+        if not self.distill_temperature > 0.0:
+            raise errors.UserError(
+                f"DISTILL_TEMPERATURE must be > 0, got {self.distill_temperature!r}"
             )
         if not self.model_dir:
             raise errors.UserError("MODEL_DIR is empty")

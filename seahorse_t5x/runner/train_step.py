@@ -1,6 +1,10 @@
 """The one train step: mT5 forward, cross entropy with T5X's z-loss, backward, optimizer
 update, optionally accumulated over microbatches, jit-compiled with explicit shardings.
 
+A batch that carries the soft-target feature (`formats.soft_targets`, from a distillation
+task) is trained on the distillation loss (`model.distillation`): the teacher's P(yes) at
+the answer position, mixed with the hard loss by `DistillationSettings.alpha`.
+
 `runner/trainer.py` runs it on real batches; `runner/plan.py` compiles it ahead of time on
 abstract arrays to measure its memory. Both get it from `make_train_step`, so the plan
 measures exactly the program the trainer runs.
@@ -18,31 +22,68 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from seahorse_t5x.model import mt5, partitioning
+from seahorse_t5x.formats import soft_targets
+from seahorse_t5x.model import distillation, mt5, partitioning
 
 # T5X's auxiliary `z_loss * log(Z)^2` weight (keeps logits from drifting).
 DEFAULT_Z_LOSS = 1e-4
 
 
+@dataclasses.dataclass(frozen=True)
+class DistillationSettings:
+    """How a batch with soft targets is trained (`model.distillation`).
+
+    Attributes:
+      label_ids: the (yes, no) answer token ids of the output vocabulary.
+      alpha: weight of the soft loss at the answer position [DISTILL_ALPHA].
+      temperature: softens teacher and student alike [DISTILL_TEMPERATURE].
+    """
+
+    label_ids: tuple[int, int]
+    alpha: float = 1.0
+    temperature: float = 1.0
+
+
 def cross_entropy_loss(
-    logits: jax.Array, targets: jax.Array, weights: jax.Array, z_loss: float
+    logits: jax.Array,
+    targets: jax.Array,
+    weights: jax.Array,
+    z_loss: float,
+    soft_target_codes: jax.Array | None = None,
+    distill: DistillationSettings | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """Mean per-target-token cross entropy plus T5X's z-loss.
+    """Mean per-target-token cross entropy plus T5X's z-loss; with `soft_target_codes`,
+    the distillation loss (`model.distillation`) instead.
 
     Returns:
       (objective, sums): the objective is divided by the global number of target tokens,
-      so it does not depend on how the batch is split over devices.
+      so it does not depend on how the batch is split over devices. With soft targets the
+      sums add `loss_sum` (the objective's numerator), `soft_ce_sum` and `answer_tokens`.
     """
     log_z = jax.nn.logsumexp(logits, axis=-1)
     target_logits = jnp.take_along_axis(logits, targets[..., None].astype(jnp.int32), axis=-1)
     token_ce = log_z - target_logits[..., 0]
     weights = weights.astype(jnp.float32)
     tokens = jnp.maximum(weights.sum(), 1.0)
+    token_z = z_loss * jnp.square(log_z)
     ce_sum = (token_ce * weights).sum()
-    z_sum = (z_loss * jnp.square(log_z) * weights).sum()
+    z_sum = (token_z * weights).sum()
     correct = ((jnp.argmax(logits, -1) == targets) * weights).sum()
-    objective = (ce_sum + z_sum) / tokens
-    return objective, {"ce_sum": ce_sum, "z_sum": z_sum, "tokens": tokens, "correct": correct}
+    sums = {"ce_sum": ce_sum, "z_sum": z_sum, "tokens": tokens, "correct": correct}
+    if soft_target_codes is None:
+        return (ce_sum + z_sum) / tokens, sums
+    if distill is None:
+        raise ValueError("a batch with soft targets needs DistillationSettings")
+    soft, mask = distillation.soft_cross_entropy(
+        logits, soft_target_codes, distill.label_ids, distill.temperature
+    )
+    mixed = distillation.mixed_token_losses(
+        token_ce + token_z, soft, mask, distill.alpha, distill.temperature
+    )
+    sums["loss_sum"] = (mixed * weights).sum()
+    sums["soft_ce_sum"] = (soft * weights).sum()
+    sums["answer_tokens"] = (mask * weights).sum()
+    return sums["loss_sum"] / tokens, sums
 
 
 def batch_loss(
@@ -51,11 +92,12 @@ def batch_loss(
     batch: Mapping[str, jax.Array],
     z_loss: float,
     dropout_rng: jax.Array | None = None,
+    distill: DistillationSettings | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """`cross_entropy_loss` of the model on one batch of the runner's model features.
 
     Packed batches carry segment ids and positions; padded ones do not. Dropout is on when
-    `dropout_rng` is given.
+    `dropout_rng` is given. A batch with the soft-target feature gets the distillation loss.
     """
     logits = model.apply(
         {"params": params},
@@ -69,7 +111,12 @@ def batch_loss(
         rngs={} if dropout_rng is None else {"dropout": dropout_rng},
     )
     return cross_entropy_loss(
-        logits, batch["decoder_target_tokens"], batch["decoder_loss_weights"], z_loss
+        logits,
+        batch["decoder_target_tokens"],
+        batch["decoder_loss_weights"],
+        z_loss,
+        batch.get(soft_targets.FEATURE),
+        distill,
     )
 
 
@@ -147,6 +194,7 @@ def make_train_step(
     microbatches: int,
     mesh: Mesh,
     seed: int = 0,
+    distill: DistillationSettings | None = None,
 ) -> TrainStep:
     """Builds the jit-compiled train step of `model` on `mesh`.
 
@@ -161,6 +209,7 @@ def make_train_step(
       mesh: the `data` x `model` mesh; batches are split over `data`.
       seed: the dropout key of step `s` is `fold_in(PRNGKey(seed), s)` (microbatch `i` of
         it folds in `i` once more).
+      distill: how batches with soft targets are trained (None: such a batch is refused).
 
     Returns:
       The `TrainStep` (function and state layout).
@@ -177,6 +226,7 @@ def make_train_step(
         mesh=mesh,
         params_sharding=layout.params_sharding,
         seed=seed,
+        distill=distill,
     )
     replicated = partitioning.replicated(mesh)
     fn = jax.jit(
@@ -207,14 +257,15 @@ def train_step(
     mesh: Mesh,
     params_sharding: Any,
     seed: int,
+    distill: DistillationSettings | None = None,
 ) -> tuple[Any, Any, dict[str, jax.Array]]:
     """One optimizer step on `batch` (`make_train_step` binds the keyword arguments)."""
     rng = jax.random.fold_in(jax.random.PRNGKey(seed), step)
     if microbatches == 1:
-        (objective, sums), grads = gradients(model, params, batch, z_loss, rng)
+        (objective, sums), grads = gradients(model, params, batch, z_loss, rng, distill)
     else:
         (objective, sums), grads = accumulated_gradients(
-            model, params, batch, z_loss, rng, microbatches, mesh, params_sharding
+            model, params, batch, z_loss, rng, microbatches, mesh, params_sharding, distill
         )
     updates, opt_state = optimizer.update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
@@ -227,11 +278,12 @@ def gradients(
     batch: Mapping[str, jax.Array],
     z_loss: float,
     rng: jax.Array,
+    distill: DistillationSettings | None = None,
 ) -> tuple[tuple[jax.Array, dict[str, jax.Array]], Any]:
     """`((objective, sums), grads)` of `batch_loss` on the whole batch at once."""
 
     def loss_fn(p):
-        return batch_loss(model, p, batch, z_loss, rng)
+        return batch_loss(model, p, batch, z_loss, rng, distill)
 
     return jax.value_and_grad(loss_fn, has_aux=True)(params)
 
@@ -245,6 +297,7 @@ def accumulated_gradients(
     microbatches: int,
     mesh: Mesh,
     params_sharding: Any,
+    distill: DistillationSettings | None = None,
 ) -> tuple[tuple[jax.Array, dict[str, jax.Array]], Any]:
     """`gradients`, summed over `microbatches` equal parts of `batch` in a `lax.scan`."""
     # Each microbatch still spreads over the whole data axis; gradients are summed in a
@@ -257,8 +310,8 @@ def accumulated_gradients(
         sums, grad_sum, index = carry
 
         def loss_fn(p):
-            _, part = batch_loss(model, p, micro, z_loss, jax.random.fold_in(rng, index))
-            return (part["ce_sum"] + part["z_sum"]) / tokens, part
+            _, part = batch_loss(model, p, micro, z_loss, jax.random.fold_in(rng, index), distill)
+            return part.get("loss_sum", part["ce_sum"] + part["z_sum"]) / tokens, part
 
         (_, part), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         grad_sum = jax.lax.with_sharding_constraint(
@@ -269,10 +322,12 @@ def accumulated_gradients(
 
     zero = jnp.float32(0.0)
     sums0 = {"ce_sum": zero, "z_sum": zero, "tokens": zero, "correct": zero}
+    if soft_targets.FEATURE in batch:
+        sums0.update(loss_sum=zero, soft_ce_sum=zero, answer_tokens=zero)
     grads0 = jax.lax.with_sharding_constraint(jax.tree.map(jnp.zeros_like, params), params_sharding)
     (sums, grads, _), _ = jax.lax.scan(accumulate, (sums0, grads0, jnp.int32(0)), split)
     sums["tokens"] = tokens
-    return ((sums["ce_sum"] + sums["z_sum"]) / tokens, sums), grads
+    return (sums.get("loss_sum", sums["ce_sum"] + sums["z_sum"]) / tokens, sums), grads
 
 
 def split_microbatches(
@@ -291,8 +346,9 @@ def split_microbatches(
 def step_metrics(
     objective: jax.Array, sums: Mapping[str, jax.Array], grads: Any, updates: Any
 ) -> dict[str, jax.Array]:
-    """The step's `TrainStep` metrics from the loss sums, gradients and updates."""
-    return {
+    """The step's `TrainStep` metrics from the loss sums, gradients and updates (plus
+    `soft_cross_entropy`, per answer token, when the batch had soft targets)."""
+    metrics = {
         "loss": objective,
         "cross_entropy": sums["ce_sum"] / sums["tokens"],
         "z_loss": sums["z_sum"] / sums["tokens"],
@@ -300,3 +356,8 @@ def step_metrics(
         "grad_norm": optax.global_norm(grads),
         "update_norm": optax.global_norm(updates),
     }
+    if "soft_ce_sum" in sums:
+        metrics["soft_cross_entropy"] = sums["soft_ce_sum"] / jnp.maximum(
+            sums["answer_tokens"], 1.0
+        )
+    return metrics

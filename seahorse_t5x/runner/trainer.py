@@ -114,9 +114,14 @@ def default_validation_tasks(mixture_or_task_name: str) -> list[str]:
         names = [task.name for task in mixture.tasks]
     else:
         names = [mixture_or_task_name]
+    from seahorse_t5x.tasks import distillation
+
     registered = set(seqio.TaskRegistry.names())
     result = []
     for name in names:
+        if distillation.validation_task(name) is not None:  # measured on SEAHORSE's labels
+            result.append(distillation.validation_task(name))
+            continue
         base, _, language = name.partition(".")
         candidate = f"{base}_score" + (f".{language}" if language else "")
         if name.endswith("_score") or "_score." in name:
@@ -238,8 +243,19 @@ class Trainer:
             learning_rate_multipliers=dict(cfg.learning_rate_multipliers),
             clip_gradient_norm=cfg.clip_gradient_norm,
         )
+        distill = train_step.DistillationSettings(
+            label_ids=tuple(vocab.label_token_ids(vocab.get_vocabulary())),
+            alpha=cfg.distill_alpha,
+            temperature=cfg.distill_temperature,
+        )
         step = train_step.make_train_step(
-            model, optimizer, cfg.z_loss, microbatches=1, mesh=self.mesh, seed=cfg.random_seed
+            model,
+            optimizer,
+            cfg.z_loss,
+            microbatches=1,
+            mesh=self.mesh,
+            seed=cfg.random_seed,
+            distill=distill,
         )
         layout = step.layout
         store = checkpointing.CheckpointStore(

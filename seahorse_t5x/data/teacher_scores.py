@@ -1,0 +1,338 @@
+"""A teacher metric's P(yes) over article/summary pairs: what distillation tasks learn from.
+
+Two forms are read (`read_teacher_scores`), one per file, told apart by their rows:
+
+- **scored pairs**: rows with `article`, `summary` and one `score_q{N}` per question, as
+  `seahorse-t5x score --questions ...` writes them (without `--metric`); a human label for
+  question N, when a row has one, is its `q{N}` field (1, 0 or null).
+- **score-file rows** (`data/scorefiles.py`): `metric`, `question`, `score`, `label` and the
+  pair's identity, as `score --metric`, `import-scores` (an LLM judge, a released metric)
+  and every other producer write them. The texts come from `pairs` files (JSON Lines with
+  `article` and `summary`), joined on `key` (default `gem_id`, `system`, `summary`: the
+  row identity of score files); `label` is the human label when it is 0 or 1.
+
+Every score must be a probability in [0, 1] (P(yes)); a row that is not usable for a
+question is dropped for that question and counted with file, line, field and reason
+(`TeacherScores.summary()`). No TensorFlow: `tasks/distillation.py` makes SeqIO tasks of
+the result.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x.data import scorefiles
+
+DEFAULT_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
+# Examples of drops kept for the summary.
+_DROP_EXAMPLES = 5
+_METADATA = ("gem_id", "language", "dataset", "system")
+
+
+@dataclasses.dataclass
+class TeacherExample:
+    """One pair with the teacher's P(yes) per question (and human labels where known)."""
+
+    article: str
+    summary: str
+    p_yes: dict[int, float]
+    labels: dict[int, int]
+    metadata: dict[str, str]
+
+
+@dataclasses.dataclass
+class TeacherScores:
+    """The pairs read, and what was dropped.
+
+    Attributes:
+      examples: in file order (files in the order given).
+      questions: the questions asked for.
+      rows_read: score rows read (score-file rows: one per question and pair).
+      dropped: `{field: count}` of rows (or row-questions) dropped.
+      drop_examples: the first few drops, `file:line field 'x': reason`.
+      paths: the files read.
+    """
+
+    examples: list[TeacherExample]
+    questions: tuple[int, ...]
+    rows_read: int = 0
+    dropped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    drop_examples: list[str] = dataclasses.field(default_factory=list)
+    paths: list[str] = dataclasses.field(default_factory=list)
+
+    def count(self, question: int) -> int:
+        """Pairs with a teacher P(yes) for `question`."""
+        return sum(question in example.p_yes for example in self.examples)
+
+    def human_labelled(self, question: int) -> int:
+        """Pairs with both a teacher P(yes) and a human label for `question`."""
+        return sum(
+            question in example.p_yes and question in example.labels for example in self.examples
+        )
+
+    def summary(self) -> str:
+        """One line: files, rows read, pairs per question, drops with their first causes."""
+        per_question = ", ".join(f"q{q} {self.count(q)}" for q in self.questions)
+        text = (
+            f"teacher scores: {len(self.paths)} file(s), {self.rows_read} rows read; "
+            f"pairs per question: {per_question}"
+        )
+        total = sum(self.dropped.values())
+        if total:
+            fields = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items()))
+            text += f"; {total} dropped ({fields}), e.g. " + "; ".join(self.drop_examples)
+        return text
+
+    def _drop(self, error: errors.DataError) -> None:
+        self.dropped[error.field or "row"] += 1
+        if len(self.drop_examples) < _DROP_EXAMPLES:
+            self.drop_examples.append(str(error))
+
+
+def parse_questions(questions: Iterable[int | str] | int | str) -> tuple[int, ...]:
+    """SEAHORSE questions as ints 1..6 from 4, "q4", "1,4" or a list of them, in order.
+
+    Raises:
+      UserError: an empty list, a repeat, or a question outside 1..6.
+    """
+    if isinstance(questions, (int, str)):
+        questions = [q for q in str(questions).split(",") if q.strip()]
+    result = []
+    for question in questions:
+        try:
+            number = int(scorefiles.normalize_question(question))
+        except ValueError:
+            number = None
+        if number not in constants.QUESTIONS:
+            raise errors.UserError(
+                f"distillation questions are SEAHORSE's 1..6 (e.g. 4 or 'q4'), got {question!r}"
+            )
+        if number in result:
+            raise errors.UserError(f"question {number} is given twice")
+        result.append(number)
+    if not result:
+        raise errors.UserError("no questions given: name the teacher's questions, e.g. [4]")
+    return tuple(result)
+
+
+def _probability(value: Any, path: str, line: int, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise errors.DataError(path, line, field, f"expected P(yes) in [0, 1], got {value!r}")
+    p = float(value)
+    if not math.isfinite(p) or not 0.0 <= p <= 1.0:
+        raise errors.DataError(
+            path,
+            line,
+            field,
+            f"expected P(yes) in [0, 1], got {value!r} (a score that is "
+            "not a probability cannot be a soft target)",
+        )
+    return p
+
+
+def _human_label(value: Any, path: str, line: int, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value not in (0, 1):
+        raise errors.DataError(
+            path, line, field, f"expected a human label 1, 0 or null, got {value!r}"
+        )
+    return int(value)
+
+
+def _text(row: Mapping[str, Any], field: str, path: str, line: int) -> str:
+    value = row.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise errors.DataError(path, line, field, "expected a non-empty string")
+    return value
+
+
+def _metadata(row: Mapping[str, Any]) -> dict[str, str]:
+    return {field: "" if row.get(field) is None else str(row[field]) for field in _METADATA}
+
+
+def _is_score_file_row(row: Mapping[str, Any]) -> bool:
+    return "score" in row and "question" in row
+
+
+def _read_scored_pairs(
+    path: str, rows: Iterable[tuple[int, Any]], result: TeacherScores, human_labels: bool
+) -> None:
+    for line, row in rows:
+        if isinstance(row, errors.DataError):
+            result._drop(row)
+            continue
+        result.rows_read += 1
+        try:
+            article = _text(row, "article", path, line)
+            summary = _text(row, "summary", path, line)
+        except errors.DataError as error:
+            result._drop(error)
+            continue
+        example = TeacherExample(article, summary, {}, {}, _metadata(row))
+        for question in result.questions:
+            field = f"score_q{question}"
+            try:
+                if field not in row:
+                    raise errors.DataError(path, line, field, "missing")
+                example.p_yes[question] = _probability(row[field], path, line, field)
+                label_field = f"q{question}"
+                label = _human_label(row.get(label_field), path, line, label_field)
+            except errors.DataError as error:
+                result._drop(error)
+                example.p_yes.pop(question, None)
+                continue
+            if human_labels and label is not None:
+                example.labels[question] = label
+        if example.p_yes:
+            result.examples.append(example)
+
+
+def _key_of(row: Mapping[str, Any], key: Sequence[str]) -> tuple[str, ...]:
+    return tuple("" if row.get(field) is None else str(row[field]) for field in key)
+
+
+def _read_pairs(paths: Sequence[str], key: Sequence[str]) -> dict[tuple[str, ...], dict]:
+    pairs: dict[tuple[str, ...], dict] = {}
+    for path in paths:
+        found = False
+        for line, row in fileio.iter_json_objects(path):
+            found = True
+            _text(row, "article", path, line)
+            _text(row, "summary", path, line)
+            pairs.setdefault(_key_of(row, key), row)
+        if not found:
+            raise fileio.empty_file_error(path, "JSON Lines pairs with article and summary")
+    return pairs
+
+
+def _read_score_rows(
+    path: str,
+    rows: Iterable[tuple[int, Any]],
+    result: TeacherScores,
+    pairs: Mapping[tuple[str, ...], dict] | None,
+    key: Sequence[str],
+    metric: str | None,
+    human_labels: bool,
+    joined: dict[tuple[str, ...], TeacherExample],
+) -> None:
+    metrics_seen: set[str] = set()
+    for line, row in rows:
+        if isinstance(row, errors.DataError):
+            result._drop(row)
+            continue
+        if metric is not None and row.get("metric") != metric:
+            continue
+        metrics_seen.add(str(row.get("metric")))
+        if metric is None and len(metrics_seen) > 1:
+            raise errors.UserError(
+                f"{path}:{line}: score rows of several metrics ({', '.join(sorted(metrics_seen))});"
+                " name the teacher with metric="
+            )
+        result.rows_read += 1
+        try:
+            question = int(scorefiles.normalize_question(row["question"]))
+        except (ValueError, TypeError):
+            result._drop(errors.DataError(path, line, "question", "expected a question 1..6"))
+            continue
+        if question not in result.questions:
+            continue
+        try:
+            p = _probability(row.get("score"), path, line, "score")
+            label = _human_label(row.get("label"), path, line, "label")
+            identity = _key_of(row, key)
+            if pairs is None:
+                text_row = row
+                _text(row, "article", path, line)
+            else:
+                text_row = pairs.get(identity)
+                if text_row is None:
+                    raise errors.DataError(
+                        path,
+                        line,
+                        ",".join(key),
+                        f"no pair with this key {identity!r} in the pairs files",
+                    )
+            summary = _text(text_row, "summary", path, line)
+        except errors.DataError as error:
+            result._drop(error)
+            continue
+        example = joined.get(identity)
+        if example is None:
+            example = TeacherExample(
+                text_row["article"], summary, {}, {}, _metadata({**text_row, **row})
+            )
+            joined[identity] = example
+            result.examples.append(example)
+        if question in example.p_yes:
+            result._drop(
+                errors.DataError(
+                    path, line, "question", f"a second q{question} score for this pair"
+                )
+            )
+            continue
+        example.p_yes[question] = p
+        if human_labels and label is not None:
+            example.labels[question] = label
+
+
+def read_teacher_scores(
+    scores: str | os.PathLike | Sequence[str | os.PathLike],
+    questions: Iterable[int | str] | int | str,
+    *,
+    pairs: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+    key: Sequence[str] = DEFAULT_KEY,
+    metric: str | None = None,
+    human_labels: bool = True,
+) -> TeacherScores:
+    """The teacher's P(yes) per pair and question from one or more files (module docstring).
+
+    Args:
+      scores: JSON Lines files of scored pairs or of score-file rows.
+      questions: the SEAHORSE questions to read (`parse_questions`).
+      pairs: for score-file rows without `article`: files with the texts, joined on `key`.
+      key: the fields that identify a pair in score rows and pairs files.
+      metric: with score-file rows of several metrics, the teacher's.
+      human_labels: keep the human labels the rows carry (False: the teacher's alone).
+
+    Raises:
+      UserError: a file cannot be read or is empty, rows of several metrics without
+        `metric`, or no pair is left for a question.
+    """
+    paths = [os.fspath(p) for p in ([scores] if isinstance(scores, (str, os.PathLike)) else scores)]
+    if not paths:
+        raise errors.UserError("no teacher score files given")
+    pair_paths = (
+        None
+        if pairs is None
+        else [os.fspath(p) for p in ([pairs] if isinstance(pairs, (str, os.PathLike)) else pairs)]
+    )
+    result = TeacherScores(examples=[], questions=parse_questions(questions), paths=paths)
+    pair_index = None if pair_paths is None else _read_pairs(pair_paths, tuple(key))
+    joined: dict[tuple[str, ...], TeacherExample] = {}
+    for path in paths:
+        rows = list(fileio.iter_json_lines(path))
+        objects = [row for _, row in rows if isinstance(row, dict)]
+        if not objects:
+            raise fileio.empty_file_error(
+                path, "JSON Lines of scored pairs (score_qN) or score-file rows"
+            )
+        if _is_score_file_row(objects[0]):
+            _read_score_rows(
+                path, rows, result, pair_index, tuple(key), metric, human_labels, joined
+            )
+        else:
+            _read_scored_pairs(path, rows, result, human_labels)
+    for question in result.questions:
+        if not result.count(question):
+            raise errors.UserError(
+                f"no pair has a teacher score for q{question} in {', '.join(paths)} "
+                f"({result.summary()})"
+            )
+    return result
