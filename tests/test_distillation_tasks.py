@@ -1,0 +1,210 @@
+"""Distillation tasks (tasks/distillation.py) over teacher scores (data/teacher_scores.py):
+what is read, dropped and counted, the soft targets through SeqIO's converters, and the
+runner training on them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import seqio
+
+from seahorse_t5x import errors
+from seahorse_t5x.data import teacher_scores
+from seahorse_t5x.formats import soft_targets, vocab
+from seahorse_t5x.tasks import distillation, packing
+
+ARTICLE = "The council approved the new bridge on Monday after a long debate."
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _scored_pairs(n=6):
+    rows = []
+    for i in range(n):
+        rows.append(
+            {
+                "gem_id": f"g{i}",
+                "article": f"{ARTICLE} Item {i}.",
+                "summary": f"The council approved a bridge ({i}).",
+                "language": "en",
+                "system": f"s{i % 2}",
+                "q1": 1,
+                "q4": [1, 0, None][i % 3],
+                "score_q1": 0.9 - 0.1 * i,
+                "score_q4": 0.05 + 0.15 * i,
+            }
+        )
+    return rows
+
+
+@pytest.fixture
+def registered(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAHORSE_VOCAB", "demo")
+    names = []
+
+    def register(name, *args, **kwargs):
+        names.append(name)
+        return distillation.register_distillation_tasks(name, *args, **kwargs)
+
+    yield register
+    for name in names:
+        distillation.remove_distillation_tasks(name)
+
+
+def test_scored_pairs_are_read_with_drops_counted(tmp_path):
+    rows = _scored_pairs()
+    rows[1]["score_q4"] = 1.5  # not a probability: dropped for q4 only
+    rows[2]["summary"] = ""  # no summary: the whole row
+    rows[3]["q4"] = "yes"  # a label that is not 1/0/null: dropped for q4
+    path = _write(tmp_path / "t.jsonl", rows)
+    with path.open("a") as out:
+        out.write("not json\n")
+    read = teacher_scores.read_teacher_scores(path, "q1,q4")
+    assert read.questions == (1, 4)
+    assert read.rows_read == 6  # JSON objects; the bad line is a drop
+    assert read.count(1) == 5 and read.count(4) == 3
+    assert read.dropped == {"score_q4": 1, "summary": 1, "q4": 1, "row": 1}
+    assert f"{path}:3 field 'summary'" in read.summary()
+    by_id = {e.metadata["gem_id"]: e for e in read.examples}
+    assert by_id["g0"].p_yes == {1: 0.9, 4: 0.05} and by_id["g0"].labels == {1: 1, 4: 1}
+    assert 4 not in by_id["g1"].p_yes and by_id["g1"].p_yes[1] == pytest.approx(0.8)
+    assert by_id["g5"].labels == {1: 1}  # q4 null: no human label
+    alone = teacher_scores.read_teacher_scores(path, [1, 4], human_labels=False)
+    assert all(not e.labels for e in alone.examples)
+
+
+def test_score_file_rows_are_joined_to_their_pairs(tmp_path):
+    pairs = _write(
+        tmp_path / "pairs.jsonl",
+        [{k: r[k] for k in ("gem_id", "article", "summary", "system")} for r in _scored_pairs(3)],
+    )
+    score_rows = []
+    for r in _scored_pairs(3):
+        for q in (1, 4):
+            score_rows.append(
+                {
+                    "metric": "llm_judge",
+                    "benchmark": "seahorse",
+                    "question": f"q{q}",
+                    "label": None,
+                    "score": r[f"score_q{q}"],
+                    "gem_id": r["gem_id"],
+                    "system": r["system"],
+                    "summary": r["summary"],
+                }
+            )
+    score_rows.append({**score_rows[0], "gem_id": "missing"})
+    scores = _write(tmp_path / "judge.jsonl", score_rows)
+    read = teacher_scores.read_teacher_scores(scores, [1, 4], pairs=pairs)
+    assert [e.metadata["gem_id"] for e in read.examples] == ["g0", "g1", "g2"]
+    assert read.examples[2].p_yes == {1: pytest.approx(0.7), 4: pytest.approx(0.35)}
+    assert read.examples[0].article.startswith(ARTICLE)
+    assert read.dropped == {"gem_id,system,summary": 1}
+    other = _write(tmp_path / "two.jsonl", [*score_rows[:2], {**score_rows[2], "metric": "x"}])
+    with pytest.raises(errors.UserError, match="several metrics"):
+        teacher_scores.read_teacher_scores(other, [1], pairs=pairs)
+    assert teacher_scores.read_teacher_scores(other, [1], pairs=pairs, metric="x").count(1) == 1
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(errors.UserError, match="empty file"):
+        teacher_scores.read_teacher_scores(empty, [4])
+    for questions in ([], [7], "q4,q4", ["x"]):
+        with pytest.raises(errors.UserError):
+            teacher_scores.parse_questions(questions)
+    path = _write(tmp_path / "t.jsonl", _scored_pairs())
+    with pytest.raises(errors.UserError, match="no pair has a teacher score for q2"):
+        teacher_scores.read_teacher_scores(path, [2])
+
+
+def test_tasks_carry_the_teacher_code_beside_the_hard_target(tmp_path, registered):
+    path = _write(tmp_path / "t.jsonl", _scored_pairs())
+    names = registered("tdist", [path], questions=[1, 4])
+    assert names == ["tdist_q1", "tdist_all_q1", "tdist_q4", "tdist_all_q4", "tdist_all"]
+    assert distillation.validation_task("tdist_all_q4") == "seahorse_all_q4_score"
+    assert distillation.validation_task("tdist_q1") == "seahorse_q1_score"
+    # Registering again with the same settings: the same names; other settings: refused.
+    assert registered("tdist", [path], questions=[1, 4]) == names
+    with pytest.raises(errors.UserError, match="other settings"):
+        distillation.register_distillation_tasks("tdist", [path], questions=[4])
+    task = seqio.get_mixture_or_task("tdist_q4")
+    examples = list(
+        task.get_dataset(
+            {"inputs": 64, "targets": 4}, split="train", shuffle=False
+        ).as_numpy_iterator()
+    )
+    yes, no = vocab.label_token_ids(vocab.get_vocabulary())
+    assert len(examples) == 6
+    p4 = [0.05 + 0.15 * i for i in range(6)]
+    human = [1, 0, None, 1, 0, None]
+    for ex, p, label in zip(examples, p4, human, strict=True):
+        assert soft_targets.decode(ex[soft_targets.FEATURE][0]) == pytest.approx(p, abs=1e-7)
+        assert list(ex[soft_targets.FEATURE][1:]) == [soft_targets.NO_SOFT_TARGET] * (
+            len(ex["targets"]) - 1
+        )
+        hard = label if label is not None else int(p >= 0.5)
+        assert ex["targets"][0] == (yes if hard else no)
+    with pytest.raises(errors.UserError, match="'train' split only"):
+        list(task.get_dataset({"inputs": 64, "targets": 4}, split="validation").take(1))
+    all_q4 = next(
+        seqio.get_mixture_or_task("tdist_all_q4")
+        .get_dataset({"inputs": 64, "targets": 4}, split="train", shuffle=False)
+        .as_numpy_iterator()
+    )
+    assert vocab.get_vocabulary().decode(all_q4["inputs"].tolist()).startswith("question:")
+
+
+@pytest.mark.parametrize(
+    "converter", [packing.SoftTargetsConverter, packing.FirstFitPackingConverter]
+)
+def test_packed_rows_keep_each_code_at_its_answer_token(tmp_path, registered, converter):
+    path = _write(tmp_path / "t.jsonl", _scored_pairs())
+    registered("tpack", [path], questions=[4], human_labels=False)
+    dataset = seqio.get_mixture_or_task("tpack_q4").get_dataset(
+        {"inputs": 256, "targets": 16}, split="train", shuffle=False
+    )
+    rows = list(converter(pack=True)(dataset, {"inputs": 256, "targets": 16}).as_numpy_iterator())
+    yes, no = vocab.label_token_ids(vocab.get_vocabulary())
+    codes = np.concatenate([r[soft_targets.FEATURE] for r in rows])
+    targets = np.concatenate([r["decoder_target_tokens"] for r in rows])
+    answers = np.isin(targets, (yes, no))
+    assert answers.sum() == 6 and (codes >= soft_targets.OFFSET).sum() == 6
+    np.testing.assert_array_equal(codes >= soft_targets.OFFSET, answers)
+    decoded = sorted(soft_targets.decode(c) for c in codes[answers])
+    np.testing.assert_allclose(decoded, [0.05 + 0.15 * i for i in range(6)], atol=1e-7)
+    assert len(rows) < 6  # several examples share a row
+    # Without soft targets the converter is SeqIO's: the same rows, no extra feature.
+    plain = seqio.get_mixture_or_task("seahorse_q4")  # registered, never read here
+    assert soft_targets.FEATURE not in plain.output_features
+
+
+@pytest.mark.slow
+def test_the_runner_trains_a_student_on_teacher_scores(tmp_path, registered, monkeypatch):
+    from seahorse_t5x.runner import trainer
+
+    path = _write(tmp_path / "t.jsonl", _scored_pairs() * 4)
+    registered("trun", [path], questions=[4], human_labels=False)
+    assert trainer.default_validation_tasks("trun_all") == ["seahorse_all_q4_score"]
+    result = trainer.train(
+        model_dir=str(tmp_path / "student"),
+        mixture_or_task_name="trun_all",
+        task_feature_lengths={"inputs": 64, "targets": 8},
+        train_steps=3,
+        batch_size=4,
+        model_size="tiny",
+        model_overrides={"vocab_size": 3072},
+        validation_tasks=(),
+        checkpoint_period=3,
+        log_period=1,
+    )
+    assert result.step == 3 and np.isfinite(result.final_loss)
+    log = [json.loads(line) for line in (tmp_path / "student" / "log.jsonl").open()]
+    steps = [r for r in log if "soft_cross_entropy" in r.get("metrics", r)]
+    assert steps, log[:3]
