@@ -16,7 +16,9 @@ for throughput: length-sorted batches of 8 (`max_batch_size`), one decoding step
 the released mT5 checkpoints' config says (transformers 5 ties mT5 without rescaling; the
 converter would otherwise scale the logits by d_model**-0.5). Every scorer's max |P(yes)
 difference| from HF is reported beside its time. `--dtype float32,bfloat16` times the engine
-in each dtype side by side (bfloat16: bfloat16 products accumulated in float32).
+in each dtype side by side (bfloat16: bfloat16 products accumulated in float32), and
+`--attention blockwise,full` with and without blockwise attention at long buckets
+(`Engine(blockwise_attention_from=None)`; the engine's default is blockwise).
 
 Ours is timed three ways: a first run (every shape traced and compiled, into an empty
 persistent cache), a run from that cache (JAX's in-memory caches cleared, as a new process
@@ -29,6 +31,7 @@ achieved FLOP/s on this engine's padded batches (encoder alone, timed separately
     python scripts/bench_score.py --num_examples 300 --json bench_score.json
     python scripts/bench_score.py --num_examples 64 --chunks 2 --ct2 float32,int8 \
         --dtype float32,bfloat16
+    python scripts/bench_score.py --num_examples 64 --ct2 float32,int8 --attention blockwise,full
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from bench_common import (  # scripts/ is on sys.path when run
 
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import executables
-from seahorse_t5x.model import configs, hf_checkpoints, mt5
+from seahorse_t5x.model import attention, configs, hf_checkpoints, mt5
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
 
@@ -88,6 +91,13 @@ def parse_args() -> argparse.Namespace:
         default="float32",
         help="ours: comma-separated compute dtypes timed side by side (the first is the one "
         "timed on a first run and from the cache)",
+    )
+    parser.add_argument(
+        "--attention",
+        default="blockwise",
+        help="ours: comma-separated attention kinds timed side by side: blockwise (the "
+        f"engine's, from {attention.BLOCKWISE_FROM_LENGTH} tokens) and full (every length as "
+        "short ones); the first is the one timed on a first run and from the cache",
     )
     parser.add_argument(
         "--ct2",
@@ -252,9 +262,19 @@ def main() -> None:
         flush=True,
     )
 
-    dtypes = args.dtype.split(",")
+    kinds = {"blockwise": attention.BLOCKWISE_FROM_LENGTH, "full": None}
+    attentions = args.attention.split(",")
+    if not set(attentions) <= set(kinds):
+        raise SystemExit(f"--attention takes {', '.join(kinds)}, got {args.attention}")
+    # Each engine's name: its dtype, and its attention where several are compared.
+    variants = {
+        (d if len(attentions) == 1 else f"{d}_{a}"): (d, a)
+        for d in args.dtype.split(",")
+        for a in attentions
+    }
+    dtypes = list(variants)
     engines = {
-        dtype: engine_lib.Engine(
+        name: engine_lib.Engine(
             config.replace(dtype=dtype),
             (YES_ID, NO_ID),
             None,
@@ -262,8 +282,9 @@ def main() -> None:
             args.batch_size,
             args.ladder,
             packing=args.packing,
+            blockwise_attention_from=kinds[kind],
         )
-        for dtype in dtypes
+        for name, (dtype, kind) in variants.items()
     }
     engine = engines[dtypes[0]]
     placer = engine.placer()
@@ -353,6 +374,7 @@ def main() -> None:
         "ladder": args.ladder,
         "packing": args.packing,
         "ours_dtype": dtypes[0],
+        "ours_blockwise_attention_from": engine.blockwise_attention_from,
         "ours_seconds": round(ours_s, 2),
         "ours_first_run_seconds": round(first_run_s, 2),
         "ours_cached_run_seconds": round(cached_run_s, 2),
@@ -400,7 +422,12 @@ def main() -> None:
     results["matmul_ceiling_gflops"] = round(ceiling / 1e9, 1)
     if args.encoder_batches > 0 and not args.packing:
         # The stacked layout `params` has, and the engine's attention layout.
-        model = mt5.MT5(config, scan_layers=True, head_major_attention=True)
+        model = mt5.MT5(
+            config,
+            scan_layers=True,
+            head_major_attention=True,
+            blockwise_attention_from=engine.blockwise_attention_from,
+        )
         encode_jit = jax.jit(lambda p, t: model.apply({"params": p}, t, method=mt5.MT5.encode))
         plan = [b for chunk_plan in plans for b in chunk_plan]
         picks = np.unique(np.linspace(0, len(plan) - 1, args.encoder_batches).astype(int))

@@ -45,7 +45,7 @@ from jax.sharding import Mesh
 from seahorse_t5x import constants, errors
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.inference import executables, quantize
-from seahorse_t5x.model import mt5, partitioning
+from seahorse_t5x.model import attention, mt5, partitioning
 from seahorse_t5x.model.configs import MT5Config
 
 logger = logging.getLogger(__name__)
@@ -140,11 +140,28 @@ def p_yes_from_label_logits(logits: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(logits[:, 1] - logits[:, 0]))
 
 
+def _model(config: MT5Config, params: Any, blockwise_from: int | None) -> mt5.MT5:
+    return mt5.MT5(
+        config,
+        scan_layers=mt5.is_scanned(params),
+        head_major_attention=True,
+        blockwise_attention_from=blockwise_from,
+    )
+
+
 def label_logits(
-    config: MT5Config, label_ids: tuple[int, int], params: Any, tokens: jax.Array
+    config: MT5Config,
+    label_ids: tuple[int, int],
+    params: Any,
+    tokens: jax.Array,
+    blockwise_from: int | None = attention.BLOCKWISE_FROM_LENGTH,
 ) -> jax.Array:
-    """Logits [b, 2] (float32) of the two answer tokens at the first decoder step."""
-    model = mt5.MT5(config, scan_layers=mt5.is_scanned(params), head_major_attention=True)
+    """Logits [b, 2] (float32) of the two answer tokens at the first decoder step.
+
+    `blockwise_from`: inputs of at least this many tokens run the encoder's self-attention
+    block by block (`model/attention.py`); None: never.
+    """
+    model = _model(config, params, blockwise_from)
     variables = {"params": params}
     with quantize.dequantizing():  # int8 weights: their outputs scaled back (else a no-op)
         encoded = model.apply(variables, tokens, method=mt5.MT5.encode)
@@ -165,6 +182,7 @@ def packed_label_logits(
     tokens: jax.Array,
     segment_ids: jax.Array,
     decoder_segment_ids: jax.Array,
+    blockwise_from: int | None = attention.BLOCKWISE_FROM_LENGTH,
 ) -> jax.Array:
     """Logits [rows, segments, 2] for rows that each hold several inputs (packing).
 
@@ -173,7 +191,7 @@ def packed_label_logits(
     own input (and to itself): the same logits as scoring the inputs one by one. Relative
     attention sees only distances within a segment, which packing preserves.
     """
-    model = mt5.MT5(config, scan_layers=mt5.is_scanned(params), head_major_attention=True)
+    model = _model(config, params, blockwise_from)
     variables = {"params": params}
     with quantize.dequantizing():
         encoded = model.apply(variables, tokens, segment_ids, method=mt5.MT5.encode)
@@ -194,9 +212,11 @@ def packed_label_logits(
 
 
 @functools.cache
-def _compiled_packed_label_logits(config: MT5Config, label_ids: tuple[int, int], mesh: Mesh):
+def _compiled_packed_label_logits(
+    config: MT5Config, label_ids: tuple[int, int], mesh: Mesh, blockwise_from: int | None
+):
     return jax.jit(
-        functools.partial(packed_label_logits, config, label_ids),
+        functools.partial(packed_label_logits, config, label_ids, blockwise_from=blockwise_from),
         out_shardings=partitioning.replicated(mesh),
     )
 
@@ -229,15 +249,17 @@ def pack_rows(lengths: Sequence[int], row_length: int, max_segments: int) -> lis
 
 
 @functools.cache
-def _compiled_label_logits(config: MT5Config, label_ids: tuple[int, int], mesh: Mesh):
-    # Cached per (model, answer ids, mesh): scorers, `evaluate` and validation of the same
-    # model share compiled programs. The logits come back replicated: every process holds
-    # every row, in any mesh.
+def _compiled_label_logits(
+    config: MT5Config, label_ids: tuple[int, int], mesh: Mesh, blockwise_from: int | None
+):
+    # Cached per (model, answer ids, mesh, attention): scorers, `evaluate` and validation of
+    # the same model share compiled programs. The logits come back replicated: every process
+    # holds every row, in any mesh.
     jitted = jax.jit(
-        functools.partial(label_logits, config, label_ids),
+        functools.partial(label_logits, config, label_ids, blockwise_from=blockwise_from),
         out_shardings=partitioning.replicated(mesh),
     )
-    return TracedOnce(jitted, int(mesh.shape[partitioning.DATA_AXIS]))
+    return TracedOnce(jitted, int(mesh.shape[partitioning.DATA_AXIS]), blockwise_from)
 
 
 class TracedOnce:
@@ -250,11 +272,16 @@ class TracedOnce:
     `executables.ExecutableCache` calls. A program that does not export is traced per shape,
     as `jax.jit` does (logged); so is every program of a run that spans several processes,
     where exported programs have not been tried.
+
+    `blockwise_from`: the length from which the program's attention runs blockwise: lengths
+    below it and lengths from it on are two programs, each exported once with its bound on
+    `length` (`jax.export` constraints), so the model's choice by length is made at the trace.
     """
 
-    def __init__(self, jitted: Callable, data_size: int) -> None:
+    def __init__(self, jitted: Callable, data_size: int, blockwise_from: int | None = None) -> None:
         self.jitted = jitted
         self.data_size = data_size
+        self.blockwise_from = blockwise_from
         self._exported: dict[str, Any] = {}  # by arguments; None: does not export
         self.traces = 0  # exports made, and per-shape traces where there is none
 
@@ -262,9 +289,10 @@ class TracedOnce:
         if jax.process_count() > 1:
             return self._trace_this_shape(params, tokens)
         sharding = getattr(tokens, "sharding", None)
-        key = f"{executables.describe_arguments(params)}|{tokens.dtype}|{sharding}"
+        long = attention.runs_blockwise(tokens.shape[1], self.blockwise_from)
+        key = f"{executables.describe_arguments(params)}|{tokens.dtype}|{sharding}|{long}"
         if key not in self._exported:
-            self._exported[key] = self._export(params, tokens.dtype, sharding)
+            self._exported[key] = self._export(params, tokens.dtype, sharding, long)
         exported = self._exported[key]
         if exported is None:
             return self._trace_this_shape(params, tokens)
@@ -274,10 +302,16 @@ class TracedOnce:
         self.traces += 1
         return self.jitted.lower(params, tokens)
 
-    def _export(self, params: Any, dtype: Any, sharding: Any) -> Any:
+    def _export(self, params: Any, dtype: Any, sharding: Any, long: bool) -> Any:
         rows = f"{self.data_size}*rows" if self.data_size > 1 else "rows"
+        constraints = ()
+        if self.blockwise_from is not None:
+            bound = self.blockwise_from
+            constraints = (f"length >= {bound}",) if long else (f"{bound - 1} >= length",)
         spec = jax.ShapeDtypeStruct(
-            jax.export.symbolic_shape(f"{rows}, length"), dtype, sharding=sharding
+            jax.export.symbolic_shape(f"{rows}, length", constraints=constraints),
+            dtype,
+            sharding=sharding,
         )
         try:
             exported = jax.export.export(self.jitted)(params, spec)
@@ -468,6 +502,11 @@ class Engine:
         attention spans the whole row.
       program_cache_dir: where compiled programs are kept (`executables`); default: beside
         JAX's compilation cache when one is enabled, else in memory only.
+      blockwise_attention_from: inputs padded to at least this many tokens run the encoder's
+        self-attention block by block (`model/attention.py`: faster at long inputs on a CPU,
+        and never the `[rows, heads, length, length]` float32 logits); None: never (every
+        length as the shorter ones run; for comparisons). At least
+        `attention.QUERY_BLOCK`.
     """
 
     def __init__(
@@ -480,8 +519,13 @@ class Engine:
         ladder: str = DEFAULT_LADDER,
         packing: bool = False,
         program_cache_dir: str | os.PathLike | None = None,
+        blockwise_attention_from: int | None = attention.BLOCKWISE_FROM_LENGTH,
     ) -> None:
         input_format.check_input_length(max_input_length, "max_input_length")
+        try:
+            attention.check_blockwise_from(blockwise_attention_from)
+        except ValueError as e:
+            raise errors.UserError(str(e)) from None
         if batch_size < 1:
             raise errors.UserError(f"batch_size must be at least 1, got {batch_size}")
         yes_id, no_id = (int(i) for i in label_ids)
@@ -500,12 +544,17 @@ class Engine:
         self.buckets = bucket_lengths(max_input_length, ladder)
         self.data_size = int(self.mesh.shape[partitioning.DATA_AXIS])
         self._batch_sharding = partitioning.batch_sharding(self.mesh)
-        self._fn = _compiled_label_logits(config, self.label_ids, self.mesh)
+        self.blockwise_attention_from = blockwise_attention_from
+        self._fn = _compiled_label_logits(
+            config, self.label_ids, self.mesh, blockwise_attention_from
+        )
         self.packing = packing
         self.rows_per_batch = _round_up(batch_size, self.data_size)
         # Inputs per packed row: enough for rows of short inputs; the decoder's cost is small.
         self.max_segments = max(1, min(max_input_length // 16, 128))
-        self._packed_fn = _compiled_packed_label_logits(config, self.label_ids, self.mesh)
+        self._packed_fn = _compiled_packed_label_logits(
+            config, self.label_ids, self.mesh, blockwise_attention_from
+        )
         self._program_cache_dir = program_cache_dir
         self._executables: executables.ExecutableCache | None = None
 
@@ -515,9 +564,15 @@ class Engine:
         if self._executables is None:  # the compilation cache may be set after __init__
             directory = self._program_cache_dir
             directory = executables.default_directory() if directory is None else directory
-            sources = (mt5.__file__, __file__, partitioning.__file__, constants.__file__)
+            sources = (
+                mt5.__file__,
+                attention.__file__,
+                __file__,
+                partitioning.__file__,
+                constants.__file__,
+            )
             self._executables = executables.ExecutableCache(directory, sources)
-        static = repr((self.config, self.label_ids))
+        static = repr((self.config, self.label_ids, self.blockwise_attention_from))
         return self._executables.run(name, static, jitted, args)
 
     def placer(self, param_dtype: str = "float32") -> Placer:

@@ -1,0 +1,199 @@
+"""Full against blockwise self-attention, alone and in the whole scoring program, by length.
+
+For each length L, `rows = --tokens // L` rows (the engine's batches hold about the same
+tokens at every bucket) of an mT5-shaped model with random weights:
+
+- attention alone, one layer's `softmax(q k^T + bias) v` on head-major operands: **full**
+  (the `[rows, heads, L, L]` bias made once, as the encoder makes it for all its layers),
+  **query blocks** (`model/attention.query_blocks`, each block's bias from the relative
+  position table, what the engine runs from `attention.BLOCKWISE_FROM_LENGTH` on) and
+  **key blocks** (flash-attention style: query blocks against key blocks with a running max
+  and sum; here only, to compare);
+- the whole scoring program (`inference.engine.label_logits`: encoder and one decoder step)
+  with full attention (`blockwise_from=None`) and blockwise at every length.
+
+Every variant is compiled first, then timed in alternation, `--repeats` rounds; medians.
+
+    python scripts/bench_attention.py --lengths 512,1024,2048 --repeats 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from bench_score import cpu_model  # scripts/ is on sys.path when run
+
+from seahorse_t5x.inference import engine
+from seahorse_t5x.model import attention, configs, mt5
+
+LABEL_IDS = (3, 4)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", default="small", choices=configs.SIZE_NAMES)
+    parser.add_argument("--lengths", default="512,1024,2048")
+    parser.add_argument("--tokens", type=int, default=2048, help="rows x length per batch")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--key_block", type=int, default=512, help="key blocks' length")
+    parser.add_argument("--skip_model", action="store_true", help="attention alone only")
+    parser.add_argument("--json", default=None, help="write the results here too")
+    return parser.parse_args()
+
+
+def full_attention(q, k, v, bias, product):
+    weights = jax.nn.softmax(product("bhqd,bhkd->bhqk", q, k) + bias, axis=-1)
+    return product("bhqk,bhkd->bhqd", weights, v)
+
+
+def key_blocks(q, k, v, bias: mt5.BlockwiseBias, product, key_block: int):
+    """Flash-attention style: per query block, a running max and sum over key blocks (the
+    length a multiple of both blocks)."""
+    rows, heads, length, head_dim = q.shape
+    block = attention.QUERY_BLOCK
+
+    def query_body(i, context):
+        start = i * block
+        queries = jax.lax.dynamic_slice_in_dim(q, start, block, axis=2)
+        block_bias = bias.block(start, block)
+
+        def key_body(j, carry):
+            top, total, acc = carry
+            keys = jax.lax.dynamic_slice_in_dim(k, j * key_block, key_block, axis=2)
+            values = jax.lax.dynamic_slice_in_dim(v, j * key_block, key_block, axis=2)
+            part = jax.lax.dynamic_slice_in_dim(block_bias, j * key_block, key_block, axis=3)
+            logits = product("bhqd,bhkd->bhqk", queries, keys) + part
+            new_top = jnp.maximum(top, jnp.max(logits, axis=-1, keepdims=True))
+            weights = jnp.exp(logits - new_top)
+            scale = jnp.exp(top - new_top)
+            total = total * scale + jnp.sum(weights, axis=-1, keepdims=True)
+            acc = acc * scale + product("bhqk,bhkd->bhqd", weights, values)
+            return new_top, total, acc
+
+        init = (
+            jnp.full((rows, heads, block, 1), -jnp.inf, jnp.float32),
+            jnp.zeros((rows, heads, block, 1), jnp.float32),
+            jnp.zeros((rows, heads, block, head_dim), jnp.float32),
+        )
+        _, total, acc = jax.lax.fori_loop(0, length // key_block, key_body, init)
+        return jax.lax.dynamic_update_slice_in_dim(context, acc / total, start, axis=2)
+
+    return jax.lax.fori_loop(0, length // block, query_body, jnp.zeros_like(q))
+
+
+def alternate(fns: dict[str, Callable[[], jax.Array]], repeats: int) -> dict[str, float]:
+    """Median seconds of each (already compiled) function, timed in alternation."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            jax.block_until_ready(fn())
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def attention_alone(config, length: int, rows: int, args) -> dict:
+    rng = np.random.default_rng(length)
+    shape = (rows, config.num_heads, length, config.head_dim)
+    q, k, v = (jnp.asarray(0.3 * rng.standard_normal(shape), jnp.float32) for _ in range(3))
+    table = jnp.asarray(rng.standard_normal((config.num_heads, 32)), jnp.float32)
+    tokens = np.ones((rows, length), np.int32)
+    tokens[-1, length - length // 7 :] = 0  # one row padded
+    segments = jnp.asarray(tokens)
+    product = functools.partial(mt5.einsum, dtype=jnp.float32)
+    positions = jnp.arange(2 * length - 1, dtype=jnp.int32) - (length - 1)
+    buckets = mt5.relative_position_bucket(positions, True, 32, 128)
+    blockwise = mt5.BlockwiseBias(jnp.take(table, buckets, axis=1), segments)
+
+    @jax.jit
+    def full(q, k, v, blockwise):
+        # The encoder's full bias: relative positions + the mask, once for all layers.
+        query_pos = jnp.arange(length)[:, None]
+        distance = jnp.arange(length)[None, :] - query_pos + (length - 1)
+        relative = jnp.take(blockwise.by_distance, distance, axis=1)[None]
+        mask = mt5.encoder_self_mask(blockwise.segments, blockwise.segments)
+        return relative + mt5.mask_to_bias(mask)
+
+    bias = full(q, k, v, blockwise).block_until_ready()
+    variants = {
+        "full": jax.jit(functools.partial(full_attention, product=product)),
+        "query_blocks": jax.jit(
+            lambda q, k, v, b: attention.query_blocks(q, k, v, b.block, product)
+        ),
+        "key_blocks": jax.jit(
+            functools.partial(key_blocks, product=product, key_block=args.key_block)
+        ),
+    }
+    inputs = {"full": bias, "query_blocks": blockwise, "key_blocks": blockwise}
+    outputs = {name: fn(q, k, v, inputs[name]) for name, fn in variants.items()}
+    real = tokens[:, :, None].astype(bool)[:, None]  # queries of real tokens
+    for name in ("query_blocks", "key_blocks"):
+        diff = np.abs(np.asarray(outputs[name]) - np.asarray(outputs["full"]))
+        assert np.max(np.where(real, diff, 0.0)) < 1e-5, (name, diff.max())
+    seconds = alternate(
+        {name: functools.partial(fn, q, k, v, inputs[name]) for name, fn in variants.items()},
+        args.repeats,
+    )
+    return {f"attention_{name}_ms": round(1e3 * s, 2) for name, s in seconds.items()}
+
+
+def whole_model(config, params, length: int, rows: int, args) -> dict:
+    rng = np.random.default_rng(length)
+    tokens = rng.integers(3, 1000, size=(rows, length)).astype(np.int32)
+    tokens[-1, length - length // 7 :] = 0
+    programs = {
+        name: jax.jit(functools.partial(engine.label_logits, config, LABEL_IDS, blockwise_from=b))
+        .lower(params, tokens)
+        .compile()
+        for name, b in (("full", None), ("blockwise", attention.QUERY_BLOCK))
+    }
+    logits = {name: np.asarray(p(params, tokens)) for name, p in programs.items()}
+    seconds = alternate(
+        {name: functools.partial(p, params, tokens) for name, p in programs.items()},
+        args.repeats,
+    )
+    return {
+        "model_full_s": round(seconds["full"], 4),
+        "model_blockwise_s": round(seconds["blockwise"], 4),
+        "model_speedup": round(seconds["full"] / seconds["blockwise"], 3),
+        "model_max_abs_logit_difference": float(
+            np.max(np.abs(logits["full"] - logits["blockwise"]))
+        ),
+    }
+
+
+def main() -> None:
+    args = parse_args()
+    config = configs.get_config(args.size, dropout_rate=0.0)
+    results = {"cpu": cpu_model(), "load_average_before": os.getloadavg(), "lengths": {}}
+    params = None
+    if not args.skip_model:
+        params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0), scan_layers=True))
+    for length in (int(x) for x in args.lengths.split(",")):
+        rows = max(1, args.tokens // length)
+        row = {"rows": rows, **attention_alone(config, length, rows, args)}
+        row["attention_speedup"] = round(
+            row["attention_full_ms"] / row["attention_query_blocks_ms"], 3
+        )
+        if not args.skip_model:
+            row.update(whole_model(config, params, length, rows, args))
+        results["lengths"][length] = row
+        print(length, json.dumps(row), flush=True)
+    results["load_average_after"] = os.getloadavg()
+    print(json.dumps(results, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
