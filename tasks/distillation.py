@@ -91,6 +91,13 @@ def add_soft_targets(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.map(add, num_parallel_calls=tf.data.AUTOTUNE)
 
 
+def _opener(paths: Sequence[str]):
+    """tf.io.gfile for remote paths (gs://), else the package's local reader."""
+    if any("://" in path for path in paths):
+        return lambda path: tf.io.gfile.GFile(path, "r")
+    return None
+
+
 def _examples(scores: teacher_scores.TeacherScores, question: int) -> Iterator[dict]:
     prompt = constants.QUESTION_PROMPTS[question]
     for example in scores.examples:
@@ -225,6 +232,7 @@ def register_distillation_tasks(
         key=settings[3],
         metric=metric,
         human_labels=human_labels,
+        opener=_opener(settings[0] + (settings[2] or ())),
     )
     logging.info("%s", read.summary())
     if sum(read.dropped.values()):

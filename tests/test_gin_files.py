@@ -50,6 +50,9 @@ def _project_configurables() -> dict[str, tuple[str, ...]]:
         "seahorse_t5x.formats.ice_format.answer_words": _function_parameters(
             t5x.ROOT / "seahorse_t5x" / "formats" / "ice_format.py", "answer_words"
         ),
+        "seahorse_t5x.tasks.distillation.distillation_task": _function_parameters(
+            t5x.ROOT / "tasks" / "distillation.py", "distillation_task"
+        ),
     }
 
 
@@ -75,8 +78,10 @@ def test_t5x_gin_layout_is_complete():
         for kind in ("seahorse_all", "xnli", "nli_mixture")
         for s in t5x.SIZES
     }
+    # Distillation: a Base student of an XXL teacher (docs/distillation.md).
+    expected.add("seahorse_t5x/gin/experiments/distill_q4_xxl_to_base.gin")
     assert experiments == expected
-    assert len(experiments) == 45
+    assert len(experiments) == 46
 
 
 _UNCHECKED = object()  # a value mixing literals with macros or references
@@ -191,7 +196,13 @@ def test_gin_syntax(path):
         if ours[-1] is _UNCHECKED:
             ours, gins = ours[:-1], gins[:-1]
         assert ours == gins, path
-    if path.parent.name == "experiments" and not path.name.startswith("ice_"):
+    if path.name.startswith("distill_"):
+        # A distillation experiment: its teacher's size, then the student's experiment gin.
+        includes = [s[1] for s in from_text if s[0] == "include"]
+        student = path.stem.rsplit("_to_", 1)[1]
+        question = path.stem.split("_")[1]
+        assert includes == [f"seahorse_t5x/gin/experiments/seahorse_{question}_{student}.gin"]
+    elif path.parent.name == "experiments" and not path.name.startswith("ice_"):
         # Fine-tuning experiments include their size's mT5 gin and the run gin, then name
         # their task (`xnli_*` trains on the translate-train mixture).
         task, size = path.stem.rsplit("_", 1)

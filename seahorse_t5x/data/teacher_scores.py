@@ -20,16 +20,18 @@ the result.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import scorefiles
 
 DEFAULT_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
+Opener = Callable[[str], contextlib.AbstractContextManager[Iterable[str]]]
 # Examples of drops kept for the summary.
 _DROP_EXAMPLES = 5
 _METADATA = ("gem_id", "language", "dataset", "system")
@@ -198,11 +200,13 @@ def _key_of(row: Mapping[str, Any], key: Sequence[str]) -> tuple[str, ...]:
     return tuple("" if row.get(field) is None else str(row[field]) for field in key)
 
 
-def _read_pairs(paths: Sequence[str], key: Sequence[str]) -> dict[tuple[str, ...], dict]:
+def _read_pairs(
+    paths: Sequence[str], key: Sequence[str], opener: Opener | None
+) -> dict[tuple[str, ...], dict]:
     pairs: dict[tuple[str, ...], dict] = {}
     for path in paths:
         found = False
-        for line, row in fileio.iter_json_objects(path):
+        for line, row in fileio.iter_json_objects(path, opener):
             found = True
             _text(row, "article", path, line)
             _text(row, "summary", path, line)
@@ -290,6 +294,7 @@ def read_teacher_scores(
     key: Sequence[str] = DEFAULT_KEY,
     metric: str | None = None,
     human_labels: bool = True,
+    opener: Opener | None = None,
 ) -> TeacherScores:
     """The teacher's P(yes) per pair and question from one or more files (module docstring).
 
@@ -300,6 +305,8 @@ def read_teacher_scores(
       key: the fields that identify a pair in score rows and pairs files.
       metric: with score-file rows of several metrics, the teacher's.
       human_labels: keep the human labels the rows carry (False: the teacher's alone).
+      opener: opens a path as lines (default: local files; e.g. `tf.io.gfile.GFile` for
+        gs://).
 
     Raises:
       UserError: a file cannot be read or is empty, rows of several metrics without
@@ -314,10 +321,10 @@ def read_teacher_scores(
         else [os.fspath(p) for p in ([pairs] if isinstance(pairs, (str, os.PathLike)) else pairs)]
     )
     result = TeacherScores(examples=[], questions=parse_questions(questions), paths=paths)
-    pair_index = None if pair_paths is None else _read_pairs(pair_paths, tuple(key))
+    pair_index = None if pair_paths is None else _read_pairs(pair_paths, tuple(key), opener)
     joined: dict[tuple[str, ...], TeacherExample] = {}
     for path in paths:
-        rows = list(fileio.iter_json_lines(path))
+        rows = list(fileio.iter_json_lines(path, opener))
         objects = [row for _, row in rows if isinstance(row, dict)]
         if not objects:
             raise fileio.empty_file_error(
