@@ -63,6 +63,12 @@ YES_ID, NO_ID = 333, 334  # any two ids: weights are random
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="small", choices=configs.SIZE_NAMES)
+    parser.add_argument(
+        "--model_config",
+        metavar="CHECKPOINT",
+        help="time the shape of this checkpoint of the project (a run folder or step: the "
+        "model config it recorded) instead of --size; weights are random either way",
+    )
     parser.add_argument("--num_examples", type=int, default=300)
     parser.add_argument("--max_input_length", type=int, default=2048)
     parser.add_argument("--min_length", type=int, default=100)
@@ -234,13 +240,26 @@ def cpu_model() -> str:
     return f"{name} ({' '.join(dots) or 'no AVX-512'})"
 
 
+def bench_config(size: str, checkpoint: str | None = None) -> configs.MT5Config:
+    """The model shape timed: a named size, or the config a checkpoint of this project
+    recorded (`--model_config`), without dropout."""
+    if not checkpoint:
+        return configs.get_config(size, dropout_rate=0.0)
+    from seahorse_t5x.model import checkpoints
+
+    recorded = checkpoints.load_meta(checkpoint).get("model_config")
+    if not recorded:
+        raise SystemExit(f"--model_config: {checkpoint} records no model config")
+    return configs.MT5Config(**{**recorded, "dropout_rate": 0.0})
+
+
 def main() -> None:
     args = parse_args()
     import torch
     import transformers
 
     load_before = os.getloadavg()
-    config = configs.get_config(args.size, dropout_rate=0.0)
+    config = bench_config(args.size, args.model_config)
     torch.manual_seed(args.seed)
     hf_config = transformers.MT5Config(**configs.to_hf_config(config))
     hf_model = transformers.MT5ForConditionalGeneration(hf_config).eval()
