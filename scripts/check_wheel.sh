@@ -3,6 +3,8 @@
 # environment and, from an empty folder, runs what the docs tell a new user to run:
 #   - `seahorse-t5x gin-path --includes` on a T5X experiment gin (every include resolves
 #     under the installed gin folder, T5X's own named as T5X's), `seahorse-t5x demo-data`;
+#   - docs/distillation.md's ```bash blocks: teacher scores -> register_distillation_tasks
+#     -> a student -> evaluate -> report --teacher;
 #   - docs/extending.md's ```bash blocks: your own ratings -> register_rating_tasks in a
 #     module -> a small `train` from local/small_from_scratch.gin -> `evaluate` -> `report`;
 #   - with --demo, `seahorse-t5x demo` as well (about 7 CPU-minutes: 8 minutes on 2 quiet cores).
@@ -52,6 +54,9 @@ seahorse-t5x gin-path --includes experiments/ice_mt0_small.gin >/dev/null
 
 echo "== docs/extending.md"
 python "${ROOT}/scripts/run_doc_blocks.py" "${ROOT}/docs/extending.md" --workdir "${WORK}/empty/extending"
+
+echo "== docs/distillation.md"
+python "${ROOT}/scripts/run_doc_blocks.py" "${ROOT}/docs/distillation.md" --workdir "${WORK}/empty/distillation"
 
 if [[ "${RUN_DEMO}" == 1 ]]; then
   echo "== seahorse-t5x demo"
