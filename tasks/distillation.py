@@ -156,6 +156,17 @@ def validation_task(task_or_mixture: str) -> str | None:
     return _VALIDATION.get(task_or_mixture)
 
 
+def seahorse_task_of(task_or_mixture: str) -> str | None:
+    """The SEAHORSE task whose inputs a registered distillation task or mixture has
+    (`distil_all` -> `seahorse_all`, `distil_all_q4` -> `seahorse_all_q4`, `distil_q4` ->
+    `seahorse_q4`); None for any other name."""
+    for dset in _SETS.values():
+        if task_or_mixture == f"{dset.name}_all":
+            return "seahorse_all"
+    validation = _VALIDATION.get(task_or_mixture)
+    return None if validation is None else validation.removesuffix(names.SCORE_SUFFIX)
+
+
 def _check_name(name: str) -> None:
     if not isinstance(name, str) or not name.isidentifier() or not name.islower():
         raise errors.UserError(

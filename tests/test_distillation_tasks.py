@@ -206,5 +206,15 @@ def test_the_runner_trains_a_student_on_teacher_scores(tmp_path, registered, mon
     )
     assert result.step == 3 and np.isfinite(result.final_loss)
     log = [json.loads(line) for line in (tmp_path / "student" / "log.jsonl").open()]
-    steps = [r for r in log if "soft_cross_entropy" in r.get("metrics", r)]
-    assert steps, log[:3]
+    soft = [r["soft_cross_entropy"] for r in log if "soft_cross_entropy" in r]
+    assert len(soft) == 3 and all(np.isfinite(soft))
+    # `score` asks the student for the questions its inputs named, as a seahorse_all model.
+    from seahorse_t5x.inference import questions
+    from seahorse_t5x.model import checkpoints
+
+    model_dir = tmp_path / "student"
+    assert checkpoints.load_meta(model_dir)["inputs_as"] == "seahorse_all"
+    columns, family = questions.plan_columns(model_dir, (4,))
+    assert not family and [(c.question, c.prompt) for c in columns] == [(4, 4)]
+    with pytest.raises(errors.UserError, match="whose inputs name the question"):
+        questions.plan_columns(model_dir, None)

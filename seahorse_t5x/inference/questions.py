@@ -31,8 +31,11 @@ from seahorse_t5x.formats import task_names
 
 log = logging.getLogger(__name__)
 
-# The meta key of the runner's checkpoints that names the training task or mixture.
+# The meta key of the runner's checkpoints that names the training task or mixture, and
+# the one that names the SEAHORSE task whose inputs it had, when its own name does not say
+# (a distillation task: `distil_all` -> `seahorse_all`).
 META_TASK = "mixture_or_task_name"
+META_INPUTS_AS = "inputs_as"
 # A rating set's multi-question names (`chat_all`, `chat_all_polite[_score]`): what a model
 # trained on them saw is an input that names its question.
 _RATING_MULTI = re.compile(r"(?P<set>[a-z][a-z0-9_]*?)_all(?:_[a-z][a-z0-9_]*)?")
@@ -83,8 +86,9 @@ def parse_questions(value: str | int | Iterable[int] | None) -> tuple[int, ...] 
 
 
 def trained_task(meta: Mapping[str, Any]) -> str | None:
-    """The task or mixture a runner checkpoint was trained on (None: not recorded)."""
-    task = meta.get(META_TASK)
+    """The task or mixture a runner checkpoint was trained on, as the SEAHORSE task whose
+    inputs it had where recorded (a distillation task's); None: not recorded."""
+    task = meta.get(META_INPUTS_AS) or meta.get(META_TASK)
     return task if isinstance(task, str) and task else None
 
 

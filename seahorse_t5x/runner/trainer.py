@@ -346,8 +346,10 @@ class Trainer:
         return actions
 
     def _checkpoint_meta(self, model_config: MT5Config) -> dict[str, Any]:
+        from seahorse_t5x.tasks import distillation
+
         cfg = self.config
-        return {
+        meta = {
             "model_config": model_config.to_dict(),
             "vocabulary": vocab.vocabulary_path(),
             "vocabulary_sha256": vocab.file_sha256(vocab.vocabulary_path()),
@@ -356,6 +358,12 @@ class Trainer:
             "task_feature_lengths": dict(cfg.task_feature_lengths),
             "optimizer": self._optimizer_settings(),
         }
+        # A distillation task's inputs are a SEAHORSE task's: `score` reads which (whether
+        # they name the question) from here, where the distillation set is not registered.
+        inputs_as = distillation.seahorse_task_of(cfg.mixture_or_task_name)
+        if inputs_as is not None:
+            meta["inputs_as"] = inputs_as
+        return meta
 
     def _loop(self, run: _Run, actions: Sequence[actions_lib.Action]) -> None:
         cfg = self.config
