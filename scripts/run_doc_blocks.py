@@ -37,6 +37,22 @@ def script(markdown: str) -> str:
     return "\n".join(parts) + "\n"
 
 
+def run_as_a_new_user(page: pathlib.Path, workdir: pathlib.Path) -> subprocess.CompletedProcess:
+    """Runs `page`'s blocks in `workdir` with this Python's commands first on PATH and none
+    of the package's environment variables set (as in a fresh shell); output captured."""
+    env = dict(os.environ)
+    env["PATH"] = f"{pathlib.Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    for name in ("SEAHORSE_DATA_DIR", "SEAHORSE_VOCAB", "PYTHONPATH"):
+        env.pop(name, None)
+    return subprocess.run(
+        [sys.executable, __file__, str(page), "--workdir", str(workdir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("page", type=pathlib.Path, help="Markdown page")

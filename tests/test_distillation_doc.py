@@ -2,9 +2,7 @@
 (scripts/run_doc_blocks.py), from teacher scores to the report against the teacher."""
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
@@ -26,19 +24,8 @@ def test_the_page_has_its_runnable_blocks_in_order():
 
 @pytest.mark.slow
 def test_the_recipe_runs_from_teacher_scores_to_the_report(tmp_path):
-    env = dict(os.environ)
-    env["PATH"] = f"{pathlib.Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    for name in ("SEAHORSE_DATA_DIR", "SEAHORSE_VOCAB", "PYTHONPATH"):
-        env.pop(name, None)
     work = tmp_path / "empty"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "run_doc_blocks.py"), str(PAGE)]
-        + ["--workdir", str(work)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    result = run_doc_blocks.run_as_a_new_user(PAGE, work)
     assert result.returncode == 0, result.stderr[-3000:]
     # Step 2: one P(yes) column per question on each of the 400 + 400 pairs.
     for name in ("teacher_pairs", "teacher_more_pairs"):

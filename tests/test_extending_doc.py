@@ -2,9 +2,7 @@
 (scripts/run_doc_blocks.py), from made-up ratings to the report's table."""
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
@@ -31,19 +29,8 @@ def test_blocks_other_than_bash_are_not_run():
 
 @pytest.mark.slow
 def test_the_walk_through_runs_from_ratings_to_the_report(tmp_path):
-    env = dict(os.environ)
-    env["PATH"] = f"{pathlib.Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    for name in ("SEAHORSE_DATA_DIR", "SEAHORSE_VOCAB", "PYTHONPATH"):
-        env.pop(name, None)
     work = tmp_path / "empty"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "run_doc_blocks.py"), str(PAGE)]
-        + ["--workdir", str(work)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    result = run_doc_blocks.run_as_a_new_user(PAGE, work)
     assert result.returncode == 0, result.stderr[-3000:]
     # Step 1's data: 40 + 12 + 12 rows.
     assert "  64 total" in result.stdout
