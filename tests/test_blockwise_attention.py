@@ -188,7 +188,8 @@ def test_engine_scores_long_buckets_blockwise_and_short_ones_as_before(hf_and_pa
     kw = dict(max_input_length=LONG, batch_size=1, ladder="2")
     blockwise = engine.Engine(TINY, LABEL_IDS, **kw)
     full = engine.Engine(TINY, LABEL_IDS, blockwise_attention_from=None, **kw)
-    assert blockwise.blockwise_attention_from == attention.BLOCKWISE_FROM_LENGTH
+    if blockwise.blockwise_attention_from is None:  # `auto` on an accelerator
+        blockwise = engine.Engine(TINY, LABEL_IDS, blockwise_attention_from=1024, **kw)
     placer = blockwise.placer()
     stacked = placer.stack_layers(placer.place_tree(params))
     ours = blockwise.label_logits(stacked, tokens)
@@ -220,14 +221,24 @@ def test_traced_once_lowers_both_sides_of_the_bound_from_two_exports(hf_and_para
     assert once.traces == 2
 
 
-@pytest.mark.parametrize("bound", [0, 255])
-def test_engine_refuses_a_bound_below_one_block(bound):
-    with pytest.raises(errors.UserError, match="256 tokens or more"):
+@pytest.mark.parametrize(
+    "bound, message", [(0, "256 tokens or more"), (255, "256 tokens or more"), ("x", "a length")]
+)
+def test_engine_refuses_a_bound_below_one_block(bound, message):
+    with pytest.raises(errors.UserError, match=message):
         engine.Engine(TINY, LABEL_IDS, max_input_length=LONG, blockwise_attention_from=bound)
-    with pytest.raises(ValueError, match="256 tokens or more"):
+    with pytest.raises(ValueError, match=message):
         mt5.MT5(TINY, head_major_attention=True, blockwise_attention_from=bound).init(
             jax.random.PRNGKey(0), jnp.ones((1, 4), jnp.int32), jnp.ones((1, 1), jnp.int32)
         )
+
+
+def test_auto_runs_blockwise_on_cpus_only():
+    assert attention.default_from("cpu") == attention.BLOCKWISE_FROM_LENGTH
+    assert attention.default_from("gpu") is None and attention.default_from("tpu") is None
+    assert engine.Engine(TINY, LABEL_IDS, max_input_length=LONG).blockwise_attention_from == (
+        attention.default_from(jax.devices()[0].platform)
+    )
 
 
 def test_short_buckets_compile_to_the_programs_of_full_attention(hf_and_params):

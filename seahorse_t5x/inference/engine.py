@@ -505,8 +505,9 @@ class Engine:
       blockwise_attention_from: inputs padded to at least this many tokens run the encoder's
         self-attention block by block (`model/attention.py`: faster at long inputs on a CPU,
         and never the `[rows, heads, length, length]` float32 logits); None: never (every
-        length as the shorter ones run; for comparisons). At least
-        `attention.QUERY_BLOCK`.
+        length as the shorter ones run; for comparisons); at least `attention.QUERY_BLOCK`.
+        `auto`: `attention.BLOCKWISE_FROM_LENGTH` on CPUs, never on GPUs and TPUs (not
+        measured there).
     """
 
     def __init__(
@@ -519,9 +520,13 @@ class Engine:
         ladder: str = DEFAULT_LADDER,
         packing: bool = False,
         program_cache_dir: str | os.PathLike | None = None,
-        blockwise_attention_from: int | None = attention.BLOCKWISE_FROM_LENGTH,
+        blockwise_attention_from: int | str | None = attention.AUTO,
     ) -> None:
         input_format.check_input_length(max_input_length, "max_input_length")
+        self.mesh = mesh or partitioning.create_mesh()
+        if blockwise_attention_from == attention.AUTO:
+            platform = self.mesh.devices.flat[0].platform
+            blockwise_attention_from = attention.default_from(platform)
         try:
             attention.check_blockwise_from(blockwise_attention_from)
         except ValueError as e:
@@ -538,7 +543,6 @@ class Engine:
                 )
         self.config = config
         self.label_ids = (yes_id, no_id)
-        self.mesh = mesh or partitioning.create_mesh()
         self.max_input_length = max_input_length
         self.tokens_per_batch = batch_size * max_input_length
         self.buckets = bucket_lengths(max_input_length, ladder)

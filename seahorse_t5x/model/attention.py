@@ -17,7 +17,8 @@ needs no rescaling.
 
 Chosen by length (`runs_blockwise`): at `BLOCKWISE_FROM_LENGTH` tokens and more, where it
 measured faster on a CPU (PERFORMANCE.md); shorter inputs keep the full-attention program,
-bit for bit.
+bit for bit. The engine's default (`AUTO`) runs it on CPUs only: it is unmeasured on GPUs
+and TPUs.
 """
 
 from __future__ import annotations
@@ -31,16 +32,31 @@ import jax.numpy as jnp
 Array = jax.Array
 # Queries per block: the float32 logits of a block are `rows x heads x block x length`.
 QUERY_BLOCK = 256
-# The shortest input length that runs blockwise by default (measured, PERFORMANCE.md).
+# The shortest input length that runs blockwise by default on CPUs (measured, PERFORMANCE.md).
 BLOCKWISE_FROM_LENGTH = 1024
+# The default's name: BLOCKWISE_FROM_LENGTH on CPUs, never on accelerators (`default_from`).
+AUTO = "auto"
+# Where blockwise attention was measured faster; GPUs and TPUs keep full attention until it is
+# measured there.
+_BLOCKWISE_PLATFORMS = frozenset({"cpu"})
 
 
 def check_blockwise_from(blockwise_from: int | None) -> None:
-    """Raises ValueError unless `blockwise_from` is None (never) or at least QUERY_BLOCK."""
-    if blockwise_from is not None and blockwise_from < QUERY_BLOCK:
+    """Raises ValueError unless `blockwise_from` is None (never) or a length of at least
+    QUERY_BLOCK tokens."""
+    if blockwise_from is None:
+        return
+    if isinstance(blockwise_from, bool) or not isinstance(blockwise_from, int):
+        raise ValueError(f"blockwise attention starts at a length, got {blockwise_from!r}")
+    if blockwise_from < QUERY_BLOCK:
         raise ValueError(
             f"blockwise attention starts at {QUERY_BLOCK} tokens or more, got {blockwise_from}"
         )
+
+
+def default_from(platform: str) -> int | None:
+    """The bound `AUTO` stands for on `platform` (`cpu`, `gpu`, `tpu`, ...)."""
+    return BLOCKWISE_FROM_LENGTH if platform.lower() in _BLOCKWISE_PLATFORMS else None
 
 
 def runs_blockwise(length: Any, blockwise_from: int | None) -> bool:
