@@ -12,8 +12,8 @@ block, and the loop runs as well over a symbolic length (`jax.export`). A fully 
 is one of its own and its sum at least 1.
 
 Measured on a CPU (PERFORMANCE.md), this beat a flash-attention loop over key blocks with a
-running max and sum: the whole key row of a block fits the caches, and one pass over it
-needs no rescaling.
+running max and sum by 7-16%: one pass over a block's whole key row makes two large
+products instead of many small ones, and needs no rescaling.
 
 Chosen by length (`runs_blockwise`): at `BLOCKWISE_FROM_LENGTH` tokens and more, where it
 measured faster on a CPU (PERFORMANCE.md); shorter inputs keep the full-attention program,
