@@ -121,10 +121,10 @@ def test_bad_settings_are_refused():
 def test_t5x_loss_equals_the_runner_loss(alpha, temperature):
     pytest.importorskip("t5x")
     import jax
+    from test_t5x_models import _tiny_t5x_model
 
     from seahorse_t5x.formats import vocab
     from seahorse_t5x.model import t5x_models
-    from test_t5x_models import _tiny_t5x_model
 
     base = _tiny_t5x_model()
     base._loss_normalizing_factor = "NUM_REAL_TARGET_TOKENS"

@@ -338,14 +338,22 @@ def _compile_scoring(request: PlanRequest, num_layers: int | None) -> tuple[Any,
     import jax.numpy as jnp
 
     from seahorse_t5x.inference import engine
-    from seahorse_t5x.model import partitioning
+    from seahorse_t5x.model import attention, partitioning
 
     config = _model_config(request, num_layers).replace(dropout_rate=0.0)
     mesh = partitioning.create_mesh(
         partitioning.MeshConfig(model_parallel=request.model_parallel, data_parallel=request.data),
         devices=jax.devices()[: request.devices],
     )
-    runner = engine.Engine(config, (0, 1), mesh, request.input_length, 1)
+    # The attention the planned platform runs, not the CPU the plan compiles on.
+    runner = engine.Engine(
+        config,
+        (0, 1),
+        mesh,
+        request.input_length,
+        1,
+        blockwise_attention_from=attention.default_from(PLANNED_PLATFORM),
+    )
     placer = runner.placer(request.param_dtype)
     # The scanned layout `score` runs (`Placer.stack_layers`), int8 kernels with their scales.
     params = placer.abstract_params(config)
