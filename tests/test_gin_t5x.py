@@ -26,7 +26,7 @@ PRETRAINED_STEPS = 1_000_000
 SCORE_TARGET_TOKENS = 2  # '1' or '0', then EOS: the score tasks' length
 # Training target slots of the packed rows: 2 per example, so they bound the examples per
 # row; SEAHORSE inputs are hundreds of tokens, NLI pairs tens.
-TRAIN_TARGET_SLOTS = {"seahorse": 64, "xnli": 128, "nli": 128}
+TRAIN_TARGET_SLOTS = {"seahorse": 64, "xnli": 128, "nli": 128, "distill": 64}
 
 
 def _size(path) -> str:
@@ -71,6 +71,8 @@ def test_experiment_sets_what_t5x_requires(path):
     assert "MODEL_DIR" in still_required
     if path.stem.startswith("seahorse_"):
         assert still_required == {"MODEL_DIR", "SEAHORSE_DATA_DIR"}
+    elif path.stem.startswith("distill_"):  # validated on SEAHORSE; the teacher's scores
+        assert still_required == {"MODEL_DIR", "SEAHORSE_DATA_DIR", "TEACHER_SCORES"}
     else:
         assert still_required == {"MODEL_DIR"}
         assert resolved.macros["SEAHORSE_DATA_DIR"] is None
@@ -117,7 +119,11 @@ def test_tasks_exist_and_best_checkpoint_metric_is_logged(path, registered_names
     macros = t5x.resolve(path).macros
     train_task = macros["MIXTURE_OR_TASK_NAME"]
     eval_task = macros["EVAL_MIXTURE_OR_TASK_NAME"]
-    assert train_task in registered_names
+    if path.stem.startswith("distill_"):
+        # Registered by the gin itself over the teacher's scores, then named: distil_q4.
+        assert train_task == ("@", "distillation.distillation_task", True)
+    else:
+        assert train_task in registered_names
     assert eval_task in registered_names
     # T5X's inference evaluator logs to MODEL_DIR/inference_eval/<task>/ with tag
     # eval/<metric>; SaveBestCheckpointer and the Orbax manager read '{run}/{tag}'.
