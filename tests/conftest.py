@@ -60,6 +60,19 @@ def _project_environment_unchanged(request):
     assert not changed, f"{request.module.__name__} changed the environment: {changed}"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _benchmark_paths_unbound_after_each_module():
+    """`evaluate --benchmark NAME --benchmark_path PATH` binds the path in gin for the rest of
+    the process (one command, one process); a test module that runs it in-process must not
+    hand the binding to the next module."""
+    import gin
+
+    yield
+    config = gin.config._CONFIG  # noqa: SLF001 - gin has no public unbind
+    for key in [k for k in config if k[1].endswith(".benchmark_paths")]:
+        del config[key]
+
+
 @pytest.fixture(scope="session")
 def demo_vocabulary():
     """The shipped demo SentencePiece vocabulary as a plain `seqio.SentencePieceVocabulary`."""
