@@ -30,6 +30,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from bench_common import report_results  # scripts/ is on sys.path when run
 from bench_score import cpu_model  # scripts/ is on sys.path when run
 
 from seahorse_t5x.inference import engine
@@ -191,10 +192,7 @@ def main() -> None:
         results["lengths"][length] = row
         print(length, json.dumps(row), flush=True)
     results["load_average_after"] = os.getloadavg()
-    print(json.dumps(results, indent=2))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    report_results(results, args.json)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ Three measurements, each printed as it finishes and gathered in `--json`:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -42,6 +41,7 @@ from bench_common import (  # scripts/ is on sys.path when run
     draw_inputs,
     encoder_flops,
     packed_train_batch,
+    report_results,
 )
 
 from seahorse_t5x.inference import engine as engine_lib
@@ -255,10 +255,7 @@ def main() -> None:
         results["score"] = score(args)
     if "train" not in skip:
         results["train"] = train(args)
-    print(json.dumps(results, indent=2))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    report_results(results, args.json)
 
 
 if __name__ == "__main__":

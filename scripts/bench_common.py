@@ -1,15 +1,16 @@
 """What the benchmark scripts share: the machine's fp32 matrix-product ceiling, the random
-scoring inputs, the encoder's FLOP count and a packed training batch."""
+scoring inputs, the encoder's FLOP count, a packed training batch and the results' output."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from seahorse_t5x import constants
+from seahorse_t5x import constants, fileio
 
 
 def matmul_ceiling(size: int = 2048, repeats: int = 5) -> float:
@@ -78,3 +79,11 @@ def packed_train_batch(
         "decoder_positions": np.tile(np.arange(target_length) % 2, (batch, 1)),
     }
     return {k: jnp.asarray(v, jnp.int32) for k, v in arrays.items()}
+
+
+def report_results(results: dict, json_path: str | None) -> None:
+    """Prints the results as JSON and, with `json_path`, writes them there (atomically)."""
+    text = json.dumps(results, indent=2)
+    print(text)
+    if json_path:
+        fileio.atomic_write_text(json_path, text)

@@ -37,7 +37,6 @@ achieved FLOP/s on this engine's padded batches (encoder alone, timed separately
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -51,6 +50,7 @@ from bench_common import (  # scripts/ is on sys.path when run
     draw_inputs,
     encoder_flops,
     matmul_ceiling,
+    report_results,
 )
 
 from seahorse_t5x.inference import engine as engine_lib
@@ -469,10 +469,7 @@ def main() -> None:
         results["encoder_batches_timed"] = len(timed)
     shutil.rmtree(cache, ignore_errors=True)
     results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    print(json.dumps(results, indent=2))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    report_results(results, args.json)
 
 
 if __name__ == "__main__":
