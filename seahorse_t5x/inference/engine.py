@@ -140,12 +140,15 @@ def p_yes_from_label_logits(logits: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(logits[:, 1] - logits[:, 0]))
 
 
-def _model(config: MT5Config, params: Any, blockwise_from: int | None) -> mt5.MT5:
+def _model(
+    config: MT5Config, params: Any, blockwise_from: int | None, fused_attention: bool = False
+) -> mt5.MT5:
     return mt5.MT5(
         config,
         scan_layers=mt5.is_scanned(params),
         head_major_attention=True,
         blockwise_attention_from=blockwise_from,
+        fused_attention=fused_attention,
     )
 
 
@@ -155,13 +158,15 @@ def label_logits(
     params: Any,
     tokens: jax.Array,
     blockwise_from: int | None = attention.BLOCKWISE_FROM_LENGTH,
+    fused_attention: bool = False,
 ) -> jax.Array:
     """Logits [b, 2] (float32) of the two answer tokens at the first decoder step.
 
     `blockwise_from`: inputs of at least this many tokens run the encoder's self-attention
-    block by block (`model/attention.py`); None: never.
+    block by block (`model/attention.py`); None: never. `fused_attention`: the encoder's
+    other self-attention through `attention.fused`.
     """
-    model = _model(config, params, blockwise_from)
+    model = _model(config, params, blockwise_from, fused_attention)
     variables = {"params": params}
     with quantize.dequantizing():  # int8 weights: their outputs scaled back (else a no-op)
         encoded = model.apply(variables, tokens, method=mt5.MT5.encode)
@@ -183,6 +188,7 @@ def packed_label_logits(
     segment_ids: jax.Array,
     decoder_segment_ids: jax.Array,
     blockwise_from: int | None = attention.BLOCKWISE_FROM_LENGTH,
+    fused_attention: bool = False,
 ) -> jax.Array:
     """Logits [rows, segments, 2] for rows that each hold several inputs (packing).
 
@@ -191,7 +197,7 @@ def packed_label_logits(
     own input (and to itself): the same logits as scoring the inputs one by one. Relative
     attention sees only distances within a segment, which packing preserves.
     """
-    model = _model(config, params, blockwise_from)
+    model = _model(config, params, blockwise_from, fused_attention)
     variables = {"params": params}
     with quantize.dequantizing():
         encoded = model.apply(variables, tokens, segment_ids, method=mt5.MT5.encode)
@@ -213,10 +219,20 @@ def packed_label_logits(
 
 @functools.cache
 def _compiled_packed_label_logits(
-    config: MT5Config, label_ids: tuple[int, int], mesh: Mesh, blockwise_from: int | None
+    config: MT5Config,
+    label_ids: tuple[int, int],
+    mesh: Mesh,
+    blockwise_from: int | None,
+    fused_attention: bool = False,
 ):
     return jax.jit(
-        functools.partial(packed_label_logits, config, label_ids, blockwise_from=blockwise_from),
+        functools.partial(
+            packed_label_logits,
+            config,
+            label_ids,
+            blockwise_from=blockwise_from,
+            fused_attention=fused_attention,
+        ),
         out_shardings=partitioning.replicated(mesh),
     )
 
@@ -250,13 +266,23 @@ def pack_rows(lengths: Sequence[int], row_length: int, max_segments: int) -> lis
 
 @functools.cache
 def _compiled_label_logits(
-    config: MT5Config, label_ids: tuple[int, int], mesh: Mesh, blockwise_from: int | None
+    config: MT5Config,
+    label_ids: tuple[int, int],
+    mesh: Mesh,
+    blockwise_from: int | None,
+    fused_attention: bool = False,
 ):
     # Cached per (model, answer ids, mesh, attention): scorers, `evaluate` and validation of
     # the same model share compiled programs. The logits come back replicated: every process
     # holds every row, in any mesh.
     jitted = jax.jit(
-        functools.partial(label_logits, config, label_ids, blockwise_from=blockwise_from),
+        functools.partial(
+            label_logits,
+            config,
+            label_ids,
+            blockwise_from=blockwise_from,
+            fused_attention=fused_attention,
+        ),
         out_shardings=partitioning.replicated(mesh),
     )
     return TracedOnce(jitted, int(mesh.shape[partitioning.DATA_AXIS]), blockwise_from)
@@ -508,6 +534,12 @@ class Engine:
         length as the shorter ones run; for comparisons); at least `attention.QUERY_BLOCK`.
         `auto`: `attention.BLOCKWISE_FROM_LENGTH` on CPUs, never on GPUs and TPUs (not
         measured there).
+      fused_attention: True runs the encoder's self-attention (where it is not blockwise) in
+        one `jax.nn.dot_product_attention`: cuDNN's flash attention on GPUs in bfloat16
+        (`model/attention.py`, `fused`: its numerics), XLA's attention elsewhere. `auto`:
+        on GPUs when the compute dtype is bfloat16 (`attention.default_fused`), off on CPUs
+        and TPUs, whose programs stay as they were. A program with cuDNN's attention does
+        not export (`TracedOnce`): each bucket shape is traced.
     """
 
     def __init__(
@@ -521,6 +553,7 @@ class Engine:
         packing: bool = False,
         program_cache_dir: str | os.PathLike | None = None,
         blockwise_attention_from: int | str | None = attention.AUTO,
+        fused_attention: bool | str = attention.AUTO,
     ) -> None:
         input_format.check_input_length(max_input_length, "max_input_length")
         self.mesh = mesh or partitioning.create_mesh()
@@ -531,6 +564,13 @@ class Engine:
             attention.check_blockwise_from(blockwise_attention_from)
         except ValueError as e:
             raise errors.UserError(str(e)) from None
+        if fused_attention == attention.AUTO:
+            platform = self.mesh.devices.flat[0].platform
+            fused_attention = attention.default_fused(platform, config.dtype)
+        if not isinstance(fused_attention, bool):
+            raise errors.UserError(
+                f"fused_attention is True, False or {attention.AUTO!r}, got {fused_attention!r}"
+            )
         if batch_size < 1:
             raise errors.UserError(f"batch_size must be at least 1, got {batch_size}")
         yes_id, no_id = (int(i) for i in label_ids)
@@ -549,15 +589,16 @@ class Engine:
         self.data_size = int(self.mesh.shape[partitioning.DATA_AXIS])
         self._batch_sharding = partitioning.batch_sharding(self.mesh)
         self.blockwise_attention_from = blockwise_attention_from
+        self.fused_attention = fused_attention
         self._fn = _compiled_label_logits(
-            config, self.label_ids, self.mesh, blockwise_attention_from
+            config, self.label_ids, self.mesh, blockwise_attention_from, fused_attention
         )
         self.packing = packing
         self.rows_per_batch = _round_up(batch_size, self.data_size)
         # Inputs per packed row: enough for rows of short inputs; the decoder's cost is small.
         self.max_segments = max(1, min(max_input_length // 16, 128))
         self._packed_fn = _compiled_packed_label_logits(
-            config, self.label_ids, self.mesh, blockwise_attention_from
+            config, self.label_ids, self.mesh, blockwise_attention_from, fused_attention
         )
         self._program_cache_dir = program_cache_dir
         self._executables: executables.ExecutableCache | None = None
@@ -576,7 +617,9 @@ class Engine:
                 constants.__file__,
             )
             self._executables = executables.ExecutableCache(directory, sources)
-        static = repr((self.config, self.label_ids, self.blockwise_attention_from))
+        static = repr(
+            (self.config, self.label_ids, self.blockwise_attention_from, self.fused_attention)
+        )
         return self._executables.run(name, static, jitted, args)
 
     def placer(self, param_dtype: str = "float32") -> Placer:

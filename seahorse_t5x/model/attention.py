@@ -19,15 +19,23 @@ Chosen by length (`runs_blockwise`): at `BLOCKWISE_FROM_LENGTH` tokens and more,
 measured faster on a CPU (PERFORMANCE.md); shorter inputs keep the full-attention program,
 bit for bit. The engine's default (`AUTO`) runs it on CPUs only: it is unmeasured on GPUs
 and TPUs.
+
+Fused attention (`fused`): `jax.nn.dot_product_attention`, which on NVIDIA GPUs runs cuDNN's
+flash attention for bfloat16 and float16 operands, and elsewhere XLA's attention. The
+engine's default (`AUTO`, `default_fused`) fuses on GPUs in bfloat16 only: float32 is not a
+cuDNN dtype, and on CPUs the programs stay as they were, bit for bit.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+
+logger = logging.getLogger(__name__)
 
 Array = jax.Array
 # Queries per block: the float32 logits of a block are `rows x heads x block x length`.
@@ -39,6 +47,14 @@ AUTO = "auto"
 # Where blockwise attention was measured faster; GPUs and TPUs keep full attention until it is
 # measured there.
 _BLOCKWISE_PLATFORMS = frozenset({"cpu"})
+# The product dtypes cuDNN's fused attention takes (besides float8); float32 is not one.
+FUSED_DTYPES = frozenset({"bfloat16", "float16"})
+# Where `AUTO` fuses attention: NVIDIA GPUs (JAX names their platform `gpu`).
+_FUSED_PLATFORMS = frozenset({"gpu", "cuda"})
+# The most negative bias cuDNN is given, by dtype: the mask's -1e10 (`mt5._MASK_BIAS`) is
+# finite in bfloat16 but not in float16 (largest 65504). The values are those JAX gives
+# cuDNN for its own boolean masks (`jax._src.cudnn.fused_attention_stablehlo`).
+_CUDNN_BIAS_FLOOR = {"bfloat16": -float(2 << 40), "float16": -float(2 << 14)}
 
 
 def check_blockwise_from(blockwise_from: int | None) -> None:
@@ -109,3 +125,87 @@ def query_blocks(
 
     context = jnp.zeros(query.shape[:3] + value.shape[3:], jnp.float32)
     return jax.lax.fori_loop(0, count, body, context)
+
+
+def _dtype_name(dtype: Any) -> str:
+    try:
+        return jnp.dtype(dtype).name
+    except TypeError:
+        return str(dtype)
+
+
+def default_fused(platform: str, dtype: Any) -> bool:
+    """Whether `AUTO` fuses attention (`fused`) on `platform` (`cpu`, `gpu`, `tpu`, ...) for
+    products in `dtype`: on GPUs in bfloat16 or float16, where cuDNN runs it; never in
+    float32 (not a cuDNN dtype) nor on CPUs and TPUs (their programs unchanged)."""
+    return platform.lower() in _FUSED_PLATFORMS and _dtype_name(dtype) in FUSED_DTYPES
+
+
+def fused_implementation(dtype: Any) -> str:
+    """`cudnn` where JAX's default backend is a GPU and `dtype` is a cuDNN dtype, else
+    `xla` (`jax.nn.dot_product_attention`'s own default, `None`, is XLA everywhere in JAX
+    0.10 and 0.11: cuDNN runs only when asked for by name)."""
+    if jax.default_backend() == "gpu" and _dtype_name(dtype) in FUSED_DTYPES:
+        return "cudnn"
+    return "xla"
+
+
+def fused_bias(bias: Array, dtype: Any) -> Array:
+    """The additive bias as `fused` hands it on: float32 to XLA; to cuDNN in the operands'
+    `dtype` (as JAX makes its own mask biases for cuDNN), no lower than `_CUDNN_BIAS_FLOOR`.
+
+    Computing it once per encoder, outside the layers, keeps each layer from converting it.
+    """
+    if fused_implementation(dtype) != "cudnn":
+        return bias.astype(jnp.float32)
+    floor = _CUDNN_BIAS_FLOOR[_dtype_name(dtype)]
+    return jnp.maximum(bias.astype(jnp.float32), floor).astype(dtype)
+
+
+def fused(query: Array, key: Array, value: Array, bias: Array, dtype: Any) -> Array:
+    """`softmax(q k^T + bias) v` of `[batch, length, heads, head_dim]` operands in one call of
+    `jax.nn.dot_product_attention`, with T5's scale of 1 (its 1/sqrt(head_dim) is folded
+    into the query's initialisation).
+
+    Where `fused_implementation` says `cudnn`, cuDNN's flash attention: it takes bfloat16 or
+    float16 operands (never float32) with a head_dim that is a multiple of 8, at most 128
+    (256 from Hopper on: mT5's 64 fits both), and a `[batch or 1, heads or 1, q, k]` bias
+    (`fused_bias`). Its numerics, flash attention's: both products take operands in
+    `dtype`; the softmax's running max and sum are float32; the weights enter the second
+    product unnormalised, in `dtype` (the model's own attention rounds the normalised ones
+    to `dtype`); the output is divided by the sum in float32, then rounded to `dtype`. The
+    bias is rounded to `dtype` too (8 significant bits in bfloat16: a relative-position bias
+    of 10 moves by up to 0.031, comparable to the rounding of the bfloat16 logits it is
+    added to). Where cuDNN refuses the call as it is traced (a shape, a dtype, no cuDNN), a
+    warning is logged and XLA's attention runs instead (with the bias as given: one
+    `fused_bias` rounded stays rounded); what cuDNN could refuse only when the program is
+    compiled is an error then (`Engine(fused_attention=False)` goes around it).
+
+    Elsewhere XLA's attention, the model's own two products in one function: logits
+    accumulated in float32 with the float32 bias added, softmax in float32, the weights
+    rounded to `dtype` for the second product, whose result is in `dtype` (the output
+    projection rounds its input to `dtype` in any case). float32 operands run at `HIGHEST`
+    precision, as the model's products do (`mt5.precision`).
+
+    Returns:
+      `[batch, q_length, heads, head_dim]` in `dtype`.
+    """
+    dtype = jnp.dtype(dtype)
+    query, key, value = (x.astype(dtype) for x in (query, key, value))
+    if fused_implementation(dtype) == "cudnn":
+        try:
+            return jax.nn.dot_product_attention(
+                query, key, value, bias=fused_bias(bias, dtype), scale=1.0, implementation="cudnn"
+            )
+        except (NotImplementedError, RuntimeError, ValueError) as e:
+            logger.warning("cuDNN refused fused attention (%s); XLA's attention runs instead", e)
+    if dtype == jnp.float32:  # not TF32 on GPUs nor bfloat16 passes on TPUs
+        with jax.default_matmul_precision("highest"):
+            return _xla_attention(query, key, value, bias)
+    return _xla_attention(query, key, value, bias)
+
+
+def _xla_attention(query: Array, key: Array, value: Array, bias: Array) -> Array:
+    return jax.nn.dot_product_attention(
+        query, key, value, bias=bias.astype(jnp.float32), scale=1.0, implementation="xla"
+    )

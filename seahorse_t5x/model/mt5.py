@@ -139,10 +139,16 @@ class MultiHeadAttention(nn.Module):
     2048 tokens than contracting the `[batch, length, heads, head_dim]` layout; the same
     values within float rounding, 3e-6 in the logits). The inference engine runs it; training
     keeps the other layout, whose numbers its runs and the demo were made with.
+
+    `fused` (inference: without dropout; an array bias): both products and the softmax in one
+    `jax.nn.dot_product_attention` (`attention.fused`: cuDNN's flash attention on GPUs in
+    bfloat16, XLA's attention elsewhere), on the `[batch, length, heads, head_dim]` layout
+    as the projections make it, whatever `head_major` says.
     """
 
     config: MT5Config
     head_major: bool = False
+    fused: bool = False
 
     @nn.compact
     def __call__(
@@ -154,21 +160,25 @@ class MultiHeadAttention(nn.Module):
         query = Dense(inner, axes, cfg, _query_init(cfg.head_dim), name="query")(inputs_q)
         key = Dense(inner, axes, cfg, _attention_init, name="key")(inputs_kv)
         value = Dense(inner, axes, cfg, _attention_init, name="value")(inputs_kv)
+        out = Dense(cfg.emb_dim, ("joined_kv", "embed"), cfg, _attention_init, name="out")
+        dtype = _compute_dtype(cfg)
+        if self.fused and not enable_dropout and not isinstance(bias, BlockwiseBias):
+            heads = (cfg.num_heads, cfg.head_dim)
+            query, key, value = (x.reshape(x.shape[:-1] + heads) for x in (query, key, value))
+            context = attention.fused(query, key, value, bias, dtype)
+            return out(context.reshape(context.shape[:-2] + (inner,)))
 
         def split_heads(x: Array) -> Array:
             x = x.reshape(x.shape[:-1] + (cfg.num_heads, cfg.head_dim))
             return x.transpose(0, 2, 1, 3) if self.head_major else x
 
         query, key, value = split_heads(query), split_heads(key), split_heads(value)
-        dtype = _compute_dtype(cfg)
         if isinstance(bias, BlockwiseBias):  # the engine's long inputs (`MT5.encode`)
             context = attention.query_blocks(
                 query, key, value, bias.block, functools.partial(einsum, dtype=dtype)
             ).transpose(0, 2, 1, 3)
             context = context.reshape(context.shape[:-2] + (inner,))
-            return Dense(cfg.emb_dim, ("joined_kv", "embed"), cfg, _attention_init, name="out")(
-                context
-            )
+            return out(context)
         if self.head_major:
             logits = einsum("bhqd,bhkd->bhqk", query, key, dtype)
         else:
@@ -181,7 +191,7 @@ class MultiHeadAttention(nn.Module):
         else:
             context = einsum("bhqk,bkhd->bqhd", weights, value, dtype)
         context = context.reshape(context.shape[:-2] + (inner,))
-        return Dense(cfg.emb_dim, ("joined_kv", "embed"), cfg, _attention_init, name="out")(context)
+        return out(context)
 
 
 class GatedGeluMlp(nn.Module):
@@ -341,13 +351,16 @@ def cross_mask(
 class EncoderLayer(nn.Module):
     config: MT5Config
     head_major: bool = False
+    fused_attention: bool = False
 
     @nn.compact
     def __call__(self, x: Array, bias: Array, enable_dropout: bool) -> Array:
         cfg = self.config
         drop = nn.Dropout(cfg.dropout_rate, broadcast_dims=(-2,))
         y = RmsNorm(cfg, name="pre_attention_layer_norm")(x)
-        y = MultiHeadAttention(cfg, self.head_major, name="attention")(y, y, bias, enable_dropout)
+        y = MultiHeadAttention(cfg, self.head_major, self.fused_attention, name="attention")(
+            y, y, bias, enable_dropout
+        )
         x = x + drop(y, deterministic=not enable_dropout)
         y = RmsNorm(cfg, name="pre_mlp_layer_norm")(x)
         y = GatedGeluMlp(cfg, name="mlp")(y, enable_dropout)
@@ -390,10 +403,11 @@ class _ScannedEncoderLayer(nn.Module):
     config: MT5Config
     enable_dropout: bool
     head_major: bool = False
+    fused_attention: bool = False
 
     @nn.compact
     def __call__(self, x: Array, bias: Array) -> tuple[Array, None]:
-        layer = EncoderLayer(self.config, self.head_major, name=SCANNED_LAYER)
+        layer = EncoderLayer(self.config, self.head_major, self.fused_attention, name=SCANNED_LAYER)
         return layer(x, bias, self.enable_dropout), None
 
 
@@ -426,9 +440,13 @@ def _scan(body: type[nn.Module], length: int, broadcast_args: int) -> type[nn.Mo
 
 
 class Encoder(nn.Module):
+    """`fused_attention`: self-attention through `attention.fused` where it runs without
+    dropout and not blockwise (`MultiHeadAttention`)."""
+
     config: MT5Config
     scan_layers: bool = False
     head_major: bool = False
+    fused_attention: bool = False
 
     @nn.compact
     def __call__(
@@ -448,13 +466,18 @@ class Encoder(nn.Module):
                 length, length
             )
             bias = bias + mask_to_bias(mask)
+            if self.fused_attention and not enable_dropout:  # once, not in every layer
+                bias = attention.fused_bias(bias, _compute_dtype(cfg))
         x = nn.Dropout(cfg.dropout_rate)(embedded, deterministic=not enable_dropout)
+        fused = self.fused_attention
         if self.scan_layers:
             scanned = _scan(_ScannedEncoderLayer, cfg.num_encoder_layers, 1)
-            x, _ = scanned(cfg, enable_dropout, self.head_major, name=SCANNED_LAYERS)(x, bias)
+            x, _ = scanned(cfg, enable_dropout, self.head_major, fused, name=SCANNED_LAYERS)(
+                x, bias
+            )
         else:
             for i in range(cfg.num_encoder_layers):
-                layer = EncoderLayer(cfg, self.head_major, name=f"layers_{i}")
+                layer = EncoderLayer(cfg, self.head_major, fused, name=f"layers_{i}")
                 x = layer(x, bias, enable_dropout)
         x = RmsNorm(cfg, name="encoder_norm")(x)
         return nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
@@ -515,6 +538,10 @@ class MT5(nn.Module):
     `blockwise_attention_from` (head-major, without dropout): inputs of at least this many
     tokens run the encoder's self-attention block by block (`attention.query_blocks`),
     never holding the `[batch, heads, length, length]` logits; None: never.
+    `fused_attention` (without dropout): the encoder's self-attention, where it is not
+    blockwise, in one `jax.nn.dot_product_attention` (`attention.fused`: cuDNN's flash
+    attention on GPUs in bfloat16). The decoder keeps its own: it runs one query per
+    input when scoring, where a fused kernel has nothing to gain.
 
     `scan_layers` runs each stack's layers as one `nn.scan` over parameters stacked on a
     leading `layers` axis (`encoder/layers/layer/...`): the same numbers, but tracing and
@@ -526,6 +553,7 @@ class MT5(nn.Module):
     scan_layers: bool = False
     head_major_attention: bool = False
     blockwise_attention_from: int | None = None
+    fused_attention: bool = False
 
     def setup(self) -> None:
         attention.check_blockwise_from(self.blockwise_attention_from)
@@ -538,7 +566,13 @@ class MT5(nn.Module):
             embedding_init=nn.with_logical_partitioning(_embedding_init, ("vocab", "embed")),
             name="token_embedder",
         )
-        self.encoder = Encoder(cfg, self.scan_layers, self.head_major_attention, name="encoder")
+        self.encoder = Encoder(
+            cfg,
+            self.scan_layers,
+            self.head_major_attention,
+            self.fused_attention,
+            name="encoder",
+        )
         self.decoder = Decoder(cfg, self.scan_layers, self.head_major_attention, name="decoder")
 
     def encode(
