@@ -32,6 +32,25 @@ achieved FLOP/s on this engine's padded batches (encoder alone, timed separately
     python scripts/bench_score.py --num_examples 64 --chunks 2 --ct2 float32,int8 \
         --dtype float32,bfloat16
     python scripts/bench_score.py --num_examples 64 --ct2 float32,int8 --attention blockwise,full
+
+`--device gpu` runs every scorer on the GPU (JAX and PyTorch both see it; the run stops
+with one line where either does not): HF in bfloat16 (its `wo` kept float32, as
+`from_pretrained(dtype=torch.bfloat16)` keeps mT5's) with `attn_implementation="sdpa"`
+(`eager` where this transformers refuses it; the one that ran is recorded, with its P(yes)
+beside eager's on a few inputs), batches of `--hf_batch_size` padded to their longest
+input in length-sorted order, `torch.cuda.synchronize()` around every timed call;
+CTranslate2 on `cuda` (`--ct2 bfloat16,int8_bfloat16`; a compute type that does not run
+is recorded with its error); ours as `--dtype` says (`--dtype bfloat16` there), its
+`--fused_attention` (`auto`: cuDNN's flash attention in bfloat16) and `--param_dtype`.
+The encoder's TFLOP/s are reported as a fraction of `--peak_tflops` (989: dense bfloat16
+of an H100 or H200 SXM), with the peak device memory JAX's allocator saw
+(`peak_bytes_in_use`) and PyTorch's. `--num_layers`/`--num_decoder_layers` cut the depth
+(XXL widths with a few layers fit a short run); scripts/gpu_bench.sh runs the set.
+
+    python scripts/bench_score.py --device gpu --dtype bfloat16 --fused_attention auto,off \
+        --ct2 bfloat16,int8_bfloat16 --hf_batch_size 32 --batch_size 16 --json gpu_small.json
+    python scripts/bench_score.py --device gpu --size xxl --num_layers 2 --num_decoder_layers 2 \
+        --dtype bfloat16 --param_dtype int8 --max_input_length 1024 --json gpu_xxl.json
 """
 
 from __future__ import annotations
@@ -54,15 +73,30 @@ from bench_common import (  # scripts/ is on sys.path when run
 )
 
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import executables
+from seahorse_t5x.inference import executables, quantize
 from seahorse_t5x.model import attention, configs, hf_checkpoints, mt5
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
+DEVICES = ("cpu", "gpu")
+# Dense bfloat16 TFLOP/s of an H100 or H200 SXM (NVIDIA's data sheets, without sparsity).
+H100_BF16_TFLOPS = 989.0
+# `--fused_attention` kinds and the Engine setting of each.
+FUSED = {"auto": attention.AUTO, "on": True, "off": False}
+# Inputs scored by HF with SDPA and with eager attention, to compare the two.
+HF_ATTENTION_CHECK = 8
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="small", choices=configs.SIZE_NAMES)
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        choices=DEVICES,
+        help="where every scorer runs; gpu: HF and ours on the GPU (see the module docstring)",
+    )
+    parser.add_argument("--num_layers", type=int, default=None, help="encoder depth")
+    parser.add_argument("--num_decoder_layers", type=int, default=None, help="decoder depth")
     parser.add_argument(
         "--model_config",
         metavar="CHECKPOINT",
@@ -106,6 +140,24 @@ def parse_args() -> argparse.Namespace:
         "short ones); the first is the one timed on a first run and from the cache",
     )
     parser.add_argument(
+        "--fused_attention",
+        default="auto",
+        help="ours: comma-separated fused-attention settings timed side by side: auto (the "
+        "engine's: on GPUs in bfloat16), on, off; the first is the one timed on a first run",
+    )
+    parser.add_argument(
+        "--param_dtype",
+        default="float32",
+        choices=engine_lib.PARAM_DTYPES,
+        help="ours: the dtype weights are kept in on the device (int8: int8 projections)",
+    )
+    parser.add_argument(
+        "--peak_tflops",
+        type=float,
+        default=H100_BF16_TFLOPS,
+        help="with --device gpu: the device's peak TFLOP/s the encoder's rate is a fraction of",
+    )
+    parser.add_argument(
         "--ct2",
         default="",
         help="CTranslate2 compute types to time beside HF, e.g. float32,int8 (default: none)",
@@ -123,30 +175,39 @@ def parse_args() -> argparse.Namespace:
 
 
 class HFScorer:
-    def __init__(self, model, batch_size: int):
+    """HF transformers' P(yes): batches of `batch_size` padded to their longest input, in
+    file order, or with `length_sorted` longest first (the fair setup on a GPU)."""
+
+    def __init__(self, model, batch_size: int, device: str = "cpu", length_sorted: bool = False):
         self.model = model
         self.batch_size = batch_size
+        self.device = device
+        self.length_sorted = length_sorted
 
     def score(self, tokens: list[np.ndarray]) -> tuple[np.ndarray, int]:
         import torch
 
-        scores, padded = [], 0
+        order = list(range(len(tokens)))
+        if self.length_sorted:
+            order.sort(key=lambda i: -len(tokens[i]))
+        scores, padded = np.zeros(len(tokens)), 0
         with torch.inference_mode():
-            for start in range(0, len(tokens), self.batch_size):
-                chunk = tokens[start : start + self.batch_size]
-                width = max(len(t) for t in chunk)
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start : start + self.batch_size]
+                width = max(len(tokens[i]) for i in chunk)
                 batch = np.zeros((len(chunk), width), np.int64)
-                for row, ids in enumerate(chunk):
-                    batch[row, : len(ids)] = ids
+                for row, index in enumerate(chunk):
+                    batch[row, : len(tokens[index])] = tokens[index]
                 padded += batch.size
-                input_ids = torch.from_numpy(batch)
+                input_ids = torch.from_numpy(batch).to(self.device)
+                start_ids = torch.zeros((len(chunk), 1), dtype=torch.long, device=self.device)
                 logits = self.model(
                     input_ids=input_ids,
                     attention_mask=(input_ids != 0).long(),
-                    decoder_input_ids=torch.zeros((len(chunk), 1), dtype=torch.long),
+                    decoder_input_ids=start_ids,
                 ).logits[:, 0, [YES_ID, NO_ID]]
-                scores.append(torch.softmax(logits.double(), dim=-1)[:, 0].numpy())
-        return np.concatenate(scores), padded
+                scores[chunk] = torch.softmax(logits.double(), dim=-1)[:, 0].cpu().numpy()
+        return scores, padded
 
 
 class _IdVocabulary:
@@ -190,14 +251,19 @@ def convert_to_ct2(hf_model, directory: str) -> _IdVocabulary:
 
 
 class CT2Scorer:
-    def __init__(self, directory: str, vocabulary: _IdVocabulary, compute_type: str, batch: int):
+    def __init__(
+        self,
+        directory: str,
+        vocabulary: _IdVocabulary,
+        compute_type: str,
+        batch: int,
+        device: str = "cpu",
+    ):
         import ctranslate2
 
+        threads = {"intra_threads": os.cpu_count() or 1} if device == "cpu" else {}
         self.translator = ctranslate2.Translator(
-            os.path.join(directory, "ct2"),
-            device="cpu",
-            compute_type=compute_type,
-            intra_threads=os.cpu_count() or 1,
+            os.path.join(directory, "ct2"), device=device, compute_type=compute_type, **threads
         )
         self.vocabulary = vocabulary
         self.batch = batch
@@ -240,26 +306,234 @@ def cpu_model() -> str:
     return f"{name} ({' '.join(dots) or 'no AVX-512'})"
 
 
-def bench_config(size: str, checkpoint: str | None = None) -> configs.MT5Config:
+def bench_config(
+    size: str,
+    checkpoint: str | None = None,
+    num_layers: int | None = None,
+    num_decoder_layers: int | None = None,
+) -> configs.MT5Config:
     """The model shape timed: a named size, or the config a checkpoint of this project
-    recorded (`--model_config`), without dropout."""
+    recorded (`--model_config`), without dropout; `num_layers` and `num_decoder_layers`
+    replace its depths (`bench_bf16.py --num_layers`: an XXL width in a short run)."""
+    depths = {}
+    if num_layers:
+        depths["num_encoder_layers"] = num_layers
+    if num_decoder_layers:
+        depths["num_decoder_layers"] = num_decoder_layers
     if not checkpoint:
-        return configs.get_config(size, dropout_rate=0.0)
+        return configs.get_config(size, dropout_rate=0.0, **depths)
     from seahorse_t5x.model import checkpoints
 
     recorded = checkpoints.load_meta(checkpoint).get("model_config")
     if not recorded:
         raise SystemExit(f"--model_config: {checkpoint} records no model config")
-    return configs.MT5Config(**{**recorded, "dropout_rate": 0.0})
+    return configs.MT5Config(**{**recorded, "dropout_rate": 0.0, **depths})
+
+
+def require_gpu() -> str:
+    """Raises SystemExit with one line unless JAX and PyTorch both see a CUDA GPU; returns
+    what they see."""
+    # PyTorch shares the GPU: JAX takes memory as it needs it, not 75% of it up front.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    platforms = sorted({d.platform for d in jax.devices()})
+    if "gpu" not in platforms:
+        raise SystemExit(
+            f"bench_score.py --device gpu: JAX sees no GPU (its devices: {', '.join(platforms)}; "
+            "pip install 'jax[cuda13]', or run with --device cpu)"
+        )
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit(
+            f"bench_score.py --device gpu: PyTorch {torch.__version__} sees no CUDA GPU "
+            "(a CUDA build of torch is needed, or run with --device cpu)"
+        )
+    device = jax.devices()[0]
+    return f"{device.platform}: {getattr(device, 'device_kind', '')}"
+
+
+def hf_on_gpu(model) -> tuple:
+    """`model` moved to cuda in bfloat16, with SDPA attention where this transformers takes
+    it for mT5 (else eager) and its `_keep_in_fp32_modules` (mT5: `wo`) in float32, as
+    `from_pretrained(dtype=torch.bfloat16)` loads it. Returns (model, the attention it
+    runs, why SDPA was refused or None)."""
+    import torch
+
+    error = None
+    try:
+        model.set_attn_implementation("sdpa")
+    except (AttributeError, ValueError, ImportError, NotImplementedError) as e:
+        error = f"{type(e).__name__}: {e}"
+    model = model.eval().to(device="cuda", dtype=torch.bfloat16)
+    kept = set(getattr(model, "_keep_in_fp32_modules", None) or ())
+    for name, module in model.named_modules():
+        if name.rpartition(".")[2] in kept:
+            module.float()
+    return model, model.config._attn_implementation, error
+
+
+def hf_sdpa_against_eager(
+    model, tokens: list[np.ndarray], batch_size: int, device: str = "cuda"
+) -> float | None:
+    """Max |P(yes) difference| of HF's SDPA attention from its eager one on `tokens` (None
+    where the model does not run SDPA or cannot switch): a transformers whose SDPA left out
+    T5's position bias would show here."""
+    switch = getattr(model, "set_attn_implementation", None)
+    if switch is None or model.config._attn_implementation != "sdpa":
+        return None
+    scorer = HFScorer(model, batch_size, device, length_sorted=True)
+    sdpa, _ = scorer.score(tokens)
+    switch("eager")
+    try:
+        eager, _ = scorer.score(tokens)
+    finally:
+        switch("sdpa")
+    return float(np.max(np.abs(sdpa - eager)))
+
+
+def gpu_peak_bytes() -> int | None:
+    """The most device memory JAX's allocator has held on the first device, where it says."""
+    stats = jax.devices()[0].memory_stats() or {}
+    return stats.get("peak_bytes_in_use")
+
+
+def engine_variants(args: argparse.Namespace) -> dict[str, tuple[str, str, str]]:
+    """Each engine timed, by name: (dtype, attention kind, fused-attention setting). A name
+    is its dtype, then its attention and fused setting where several are compared."""
+    kinds = {"blockwise": attention.BLOCKWISE_FROM_LENGTH, "full": None}
+    attentions = args.attention.split(",")
+    if not set(attentions) <= set(kinds):
+        raise SystemExit(f"--attention takes {', '.join(kinds)}, got {args.attention}")
+    fused = args.fused_attention.split(",")
+    if not set(fused) <= set(FUSED):
+        raise SystemExit(f"--fused_attention takes {', '.join(FUSED)}, got {args.fused_attention}")
+    variants = {}
+    for d in args.dtype.split(","):
+        for a in attentions:
+            for f in fused:
+                name = d + (f"_{a}" if len(attentions) > 1 else "")
+                name += f"_fused_{f}" if len(fused) > 1 else ""
+                variants[name] = (d, a, f)
+    return variants
+
+
+def ct2_scorers(
+    hf_model, directory: str, types: list[str], batch: int, gpu: bool
+) -> tuple[dict, dict]:
+    """CTranslate2 scorers by compute type, and on a GPU the error of each type (or of the
+    import) that does not run there: the run goes on without it."""
+    if not types:
+        return {}, {}
+    if not gpu:
+        import ctranslate2
+
+        vocabulary = convert_to_ct2(hf_model, directory)
+        print(f"ctranslate2 {ctranslate2.__version__}: {', '.join(types)}", flush=True)
+        return {t: CT2Scorer(directory, vocabulary, t, batch) for t in types}, {}
+    try:
+        import ctranslate2
+
+        vocabulary = convert_to_ct2(hf_model, directory)
+    except Exception as e:  # noqa: BLE001 (absent or unconvertible: recorded, not fatal)
+        return {}, dict.fromkeys(types, f"{type(e).__name__}: {e}")
+    scorers, errors = {}, {}
+    for t in types:
+        try:
+            scorer = CT2Scorer(directory, vocabulary, t, batch, device="cuda")
+            scorer.score([np.asarray([5, 6, 1], np.int32)])  # runs here, or says why not
+            scorers[t] = scorer
+        except Exception as e:  # noqa: BLE001
+            errors[t] = f"{type(e).__name__}: {e}"
+    print(f"ctranslate2 {ctranslate2.__version__} on cuda: {list(scorers)}; {errors}", flush=True)
+    return scorers, errors
+
+
+def encoder_rate(args, engine, params, tokens, plans, gpu: bool) -> dict:
+    """The encoder's seconds and FLOP/s on `--encoder_batches` batches of the plan (the
+    engine's dtype, attention and weights; best of 3 passes on a GPU)."""
+    model = mt5.MT5(
+        engine.config,
+        scan_layers=True,  # the stacked layout `params` has
+        head_major_attention=True,
+        blockwise_attention_from=engine.blockwise_attention_from,
+        fused_attention=engine.fused_attention,
+    )
+
+    def encode(p, t):
+        with quantize.dequantizing():  # int8 weights (else a no-op)
+            return model.apply({"params": p}, t, method=mt5.MT5.encode)
+
+    encode_jit = jax.jit(encode)
+    plan = [b for chunk_plan in plans for b in chunk_plan]
+    picks = np.unique(np.linspace(0, len(plan) - 1, args.encoder_batches).astype(int))
+    timed = [plan[i] for i in picks]
+    encoders = {
+        shape: encode_jit.lower(params, jax.ShapeDtypeStruct(shape, jnp.int32)).compile()
+        for shape in {(b.rows, b.length) for b in timed}
+    }
+    arrays = []
+    for batch in timed:
+        array = np.zeros((batch.rows, batch.length), np.int32)
+        for row, index in enumerate(batch.indices):
+            array[row, : len(tokens[index])] = tokens[index]
+        arrays.append(jax.device_put(array) if gpu else array)
+    flops = sum(encoder_flops(engine.config, b.rows, b.length) for b in timed)
+    seconds = float("inf")
+    for _ in range(3 if gpu else 1):
+        start = time.perf_counter()
+        for array in arrays:
+            encoders[array.shape](params, array).block_until_ready()
+        seconds = min(seconds, time.perf_counter() - start)
+    return {"seconds": seconds, "flops": flops, "batches": len(timed)}
+
+
+def gpu_results(args, config, hf_attention, hf_attention_error, hf_check, ct2_errors) -> dict:
+    """What a `--device gpu` run adds to the results."""
+    import torch
+    import transformers
+
+    device = jax.devices()[0]
+    out = {
+        "device": f"{device.platform}: {getattr(device, 'device_kind', '')}",
+        "torch_device": torch.cuda.get_device_name(0),
+        "versions": {
+            "jax": jax.__version__,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+        },
+        "encoder_layers": config.num_encoder_layers,
+        "decoder_layers": config.num_decoder_layers,
+        "width": {"emb_dim": config.emb_dim, "heads": config.num_heads, "mlp": config.mlp_dim},
+        "ours_param_dtype": args.param_dtype,
+        "ours_param_bytes": engine_lib.bytes_per_device(config, {}, args.param_dtype),
+        "ours_peak_gpu_bytes": gpu_peak_bytes(),
+        "hf_peak_gpu_bytes": int(torch.cuda.max_memory_allocated()),
+        "peak_tflops": args.peak_tflops,
+    }
+    if not args.skip_hf:
+        out.update(
+            hf_dtype="bfloat16 (wo float32)",
+            hf_order="length-sorted",
+            hf_batch_size=args.hf_batch_size,
+            hf_attn_implementation=hf_attention,
+            hf_sdpa_refused=hf_attention_error,
+            hf_sdpa_vs_eager_max_abs_p_yes=hf_check,
+        )
+    if ct2_errors:
+        out["ct2_errors"] = ct2_errors
+    return out
 
 
 def main() -> None:
     args = parse_args()
+    gpu = args.device == "gpu"
+    if gpu:
+        print(f"bench_score.py --device gpu: {require_gpu()}", flush=True)
     import torch
     import transformers
 
     load_before = os.getloadavg()
-    config = bench_config(args.size, args.model_config)
+    config = bench_config(args.size, args.model_config, args.num_layers, args.num_decoder_layers)
     torch.manual_seed(args.seed)
     hf_config = transformers.MT5Config(**configs.to_hf_config(config))
     hf_model = transformers.MT5ForConditionalGeneration(hf_config).eval()
@@ -281,16 +555,8 @@ def main() -> None:
         flush=True,
     )
 
+    variants = engine_variants(args)
     kinds = {"blockwise": attention.BLOCKWISE_FROM_LENGTH, "full": None}
-    attentions = args.attention.split(",")
-    if not set(attentions) <= set(kinds):
-        raise SystemExit(f"--attention takes {', '.join(kinds)}, got {args.attention}")
-    # Each engine's name: its dtype, and its attention where several are compared.
-    variants = {
-        (d if len(attentions) == 1 else f"{d}_{a}"): (d, a)
-        for d in args.dtype.split(",")
-        for a in attentions
-    }
     dtypes = list(variants)
     engines = {
         name: engine_lib.Engine(
@@ -302,23 +568,31 @@ def main() -> None:
             args.ladder,
             packing=args.packing,
             blockwise_attention_from=kinds[kind],
+            fused_attention=FUSED[fused],
         )
-        for name, (dtype, kind) in variants.items()
+        for name, (dtype, kind, fused) in variants.items()
     }
     engine = engines[dtypes[0]]
-    placer = engine.placer()
+    placer = engine.placer(args.param_dtype)
     params = placer.stack_layers(placer.place_tree(params), consume=True)
-    hf = HFScorer(hf_model, args.hf_batch_size)
     ct2_types = [t for t in args.ct2.split(",") if t]
-    ct2 = {}
     ct2_dir = tempfile.mkdtemp(prefix="bench_score_ct2_")
-    if ct2_types:
-        import ctranslate2
-
-        vocabulary = convert_to_ct2(hf_model, ct2_dir)
-        ct2 = {t: CT2Scorer(ct2_dir, vocabulary, t, args.ct2_batch_size) for t in ct2_types}
-        print(f"ctranslate2 {ctranslate2.__version__}: {', '.join(ct2_types)}", flush=True)
+    # Converted from the float32 model on the host, before HF moves to the GPU.
+    ct2, ct2_errors = ct2_scorers(hf_model, ct2_dir, ct2_types, args.ct2_batch_size, gpu)
+    hf_attention = hf_attention_error = hf_check = None
+    if not gpu:
+        hf = HFScorer(hf_model, args.hf_batch_size)
+    elif not args.skip_hf:
+        hf_model, hf_attention, hf_attention_error = hf_on_gpu(hf_model)
+        hf = HFScorer(hf_model, args.hf_batch_size, "cuda", length_sorted=True)
+        hf_check = hf_sdpa_against_eager(hf_model, tokens[:HF_ATTENTION_CHECK], args.hf_batch_size)
+        print(
+            f"hf on cuda: {hf_attention} attention ({hf_attention_error or 'as asked'})",
+            flush=True,
+        )
     chunks = np.array_split(np.arange(len(tokens)), args.chunks)
+    # A scorer's time: the GPU's queued work included (PyTorch returns before it is done).
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
 
     def score_all() -> float:
         started = time.perf_counter()
@@ -375,8 +649,10 @@ def main() -> None:
     for k, chunk in enumerate(chunks):
         chunk_tokens = [tokens[i] for i in chunk]
         for name in names[k % len(names) :] + names[: k % len(names)]:
+            sync()
             start = time.perf_counter()
             scores[name][chunk] = scorers[name](chunk_tokens)
+            sync()
             seconds[name] += time.perf_counter() - start
         print(
             f"chunk {k + 1}/{len(chunks)}: " + ", ".join(f"{n} {seconds[n]:.1f}s" for n in names),
@@ -440,33 +716,20 @@ def main() -> None:
     ceiling = matmul_ceiling()
     results["matmul_ceiling_gflops"] = round(ceiling / 1e9, 1)
     if args.encoder_batches > 0 and not args.packing:
-        # The stacked layout `params` has, and the engine's attention layout.
-        model = mt5.MT5(
-            config,
-            scan_layers=True,
-            head_major_attention=True,
-            blockwise_attention_from=engine.blockwise_attention_from,
+        rate = encoder_rate(args, engine, params, tokens, plans, gpu)
+        flops_per_s = rate["flops"] / rate["seconds"]
+        results["encoder_seconds"] = round(rate["seconds"], 2)
+        results["encoder_gflops_per_s"] = round(flops_per_s / 1e9, 1)
+        results["encoder_fraction_of_ceiling"] = round(flops_per_s / ceiling, 3)
+        results["encoder_batches_timed"] = rate["batches"]
+        if gpu:
+            results["encoder_tflops_per_s"] = round(flops_per_s / 1e12, 2)
+            results["encoder_fraction_of_peak"] = round(flops_per_s / 1e12 / args.peak_tflops, 3)
+    if gpu:
+        results["gpu"] = gpu_results(
+            args, config, hf_attention, hf_attention_error, hf_check, ct2_errors
         )
-        encode_jit = jax.jit(lambda p, t: model.apply({"params": p}, t, method=mt5.MT5.encode))
-        plan = [b for chunk_plan in plans for b in chunk_plan]
-        picks = np.unique(np.linspace(0, len(plan) - 1, args.encoder_batches).astype(int))
-        timed = [plan[i] for i in picks]
-        encoders = {
-            shape: encode_jit.lower(params, jax.ShapeDtypeStruct(shape, jnp.int32)).compile()
-            for shape in {(b.rows, b.length) for b in timed}
-        }
-        flops, start = 0.0, time.perf_counter()
-        for batch in timed:
-            array = np.zeros((batch.rows, batch.length), np.int32)
-            for row, index in enumerate(batch.indices):
-                array[row, : len(tokens[index])] = tokens[index]
-            encoders[array.shape](params, array).block_until_ready()
-            flops += encoder_flops(config, batch.rows, batch.length)
-        encoder_s = time.perf_counter() - start
-        results["encoder_seconds"] = round(encoder_s, 2)
-        results["encoder_gflops_per_s"] = round(flops / encoder_s / 1e9, 1)
-        results["encoder_fraction_of_ceiling"] = round(flops / encoder_s / ceiling, 3)
-        results["encoder_batches_timed"] = len(timed)
+        results["ours_fused_attention"] = engine.fused_attention
     shutil.rmtree(cache, ignore_errors=True)
     results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     report_results(results, args.json)

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The GPU benchmarks of docs/scoring.md, in one run of under 8 minutes on one NVIDIA GPU
+# (written for an H100 or H200; no network needed): from the repository root,
+#
+#   scripts/gpu_bench.sh [OUT]        # OUT: where the results go (default ./gpu_bench_out)
+#
+# 1. what the machine has: nvidia-smi, the devices JAX and PyTorch see, the modules the
+#    benchmark imports (a missing one is named, with what installs it);
+# 2. mT5-small: scripts/bench_score.py --device gpu, ours in bfloat16 with fused attention
+#    (`auto`: cuDNN) and without, HF transformers in bfloat16 (SDPA), CTranslate2 where its
+#    wheel runs on this GPU (bfloat16, int8_bfloat16);
+# 3. mT5-XXL widths with 2 encoder and 2 decoder layers: ours with int8 weights in bfloat16,
+#    fused and not, and HF: the encoder's TFLOP/s against a 989 TFLOP/s peak, and the peak
+#    device memory.
+#
+# The package runs from the checkout (PYTHONPATH=.), with the machine's python3 and its
+# jax, flax, torch and transformers. Each step has its own time limit: one that fails or
+# runs out leaves the others to run. OUT gets each step's log and JSON, and summary.txt.
+set -uo pipefail
+
+OUT="${1:-./gpu_bench_out}"
+PYTHON="${PYTHON:-python3}"
+mkdir -p "${OUT}"
+export PYTHONPATH=".${PYTHONPATH:+:${PYTHONPATH}}"
+# PyTorch and JAX share the GPU: JAX takes memory as it needs it, not 75% of it up front.
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+SUMMARY="${OUT}/summary.txt"
+: > "${SUMMARY}"
+
+if [[ ! -f scripts/bench_score.py || ! -d seahorse_t5x ]]; then
+  echo "gpu_bench.sh: run it from the repository root (no scripts/bench_score.py here)" >&2
+  exit 2
+fi
+
+# step NAME SECONDS COMMAND...: runs COMMAND under `timeout`, its output in OUT/NAME.log.
+step() {
+  local name="$1" limit="$2"
+  shift 2
+  local started=${SECONDS}
+  echo "== ${name} (at most ${limit}s): $*"
+  timeout --kill-after=5 "${limit}" "$@" > "${OUT}/${name}.log" 2>&1
+  local rc=$?
+  local verdict="ok"
+  if [[ ${rc} -eq 124 || ${rc} -eq 137 ]]; then
+    verdict="ran out of its ${limit}s"
+  elif [[ ${rc} -ne 0 ]]; then
+    verdict="failed (exit ${rc})"
+  fi
+  echo "${name}: ${verdict}, $((SECONDS - started))s" | tee -a "${SUMMARY}"
+  if [[ ${rc} -ne 0 ]]; then
+    tail -n 5 "${OUT}/${name}.log" | sed 's/^/    /'
+  fi
+  return 0
+}
+
+step nvidia_smi 15 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+
+step devices 45 "${PYTHON}" - <<'PY'
+import importlib
+import platform
+
+# What the benchmark imports, and what installs each where it is missing.
+NEEDED = {
+    "numpy": "numpy",
+    "jax": "jax[cuda13]",
+    "flax": "flax",
+    "optax": "optax",
+    "torch": "torch (a CUDA build)",
+    "transformers": "transformers",
+    "safetensors": "safetensors",
+    "seahorse_t5x.inference.engine": "this package's dependencies (pip install -e .)",
+}
+missing = []
+for module, package in NEEDED.items():
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        missing.append(f"{module} ({e}; install {package})")
+try:
+    import ctranslate2
+
+    print(f"ctranslate2 {ctranslate2.__version__}, cuda devices: "
+          f"{ctranslate2.get_cuda_device_count()}")
+except ImportError:
+    print("ctranslate2: absent (its scorers are left out; the JSON records why)")
+if missing:
+    raise SystemExit("missing: " + "; ".join(missing))
+import jax
+import torch
+
+print(f"python {platform.python_version()}, jax {jax.__version__}: {jax.devices()}")
+print(f"torch {torch.__version__}: cuda {torch.cuda.is_available()}, "
+      f"{torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}")
+if jax.devices()[0].platform != "gpu" or not torch.cuda.is_available():
+    raise SystemExit("JAX and PyTorch must both see the GPU")
+PY
+if grep -q "^devices: ok" "${SUMMARY}"; then cat "${OUT}/devices.log"; fi
+
+step small 160 "${PYTHON}" scripts/bench_score.py --device gpu --size small \
+  --dtype bfloat16 --fused_attention auto,off --ct2 bfloat16,int8_bfloat16 \
+  --num_examples 256 --batch_size 16 --hf_batch_size 32 --ct2_batch_size 32 \
+  --ladder 2 --chunks 2 --encoder_batches 6 --json "${OUT}/small.json"
+
+step xxl_2_layers 230 "${PYTHON}" scripts/bench_score.py --device gpu --size xxl \
+  --num_layers 2 --num_decoder_layers 2 --dtype bfloat16 --param_dtype int8 \
+  --fused_attention auto,off --num_examples 64 --max_input_length 1024 \
+  --batch_size 4 --hf_batch_size 8 --ladder 2 --chunks 2 --encoder_batches 4 \
+  --json "${OUT}/xxl_2_layers.json"
+
+echo "== summary (${SECONDS}s in all; results in ${OUT}):"
+cat "${SUMMARY}"
