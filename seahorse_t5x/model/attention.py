@@ -153,11 +153,14 @@ def fused_implementation(dtype: Any) -> str:
 def fused_bias(bias: Array, dtype: Any) -> Array:
     """The additive bias as `fused` hands it on: float32 to XLA; to cuDNN in the operands'
     `dtype` (as JAX makes its own mask biases for cuDNN), no lower than `_CUDNN_BIAS_FLOOR`.
+    A bias already in that `dtype` is taken as it is.
 
     Computing it once per encoder, outside the layers, keeps each layer from converting it.
     """
     if fused_implementation(dtype) != "cudnn":
         return bias.astype(jnp.float32)
+    if bias.dtype == jnp.dtype(dtype):  # made here before (`mt5.Encoder`)
+        return bias
     floor = _CUDNN_BIAS_FLOOR[_dtype_name(dtype)]
     return jnp.maximum(bias.astype(jnp.float32), floor).astype(dtype)
 
