@@ -24,6 +24,14 @@
 - One trace for all bucket shapes (`TracedOnce`): the program is exported once with
   symbolic (rows, length), and each new shape is lowered from it, so it costs its XLA
   compile and little else.
+- One device per CPU core: on a CPU mesh with a device for every core (scoring's entry
+  points ask JAX for that before it starts: `partitioning.one_cpu_device_per_core`), each
+  device's programs are compiled single-threaded, so the batch's rows run side by side
+  instead of every product being split over the cores (PERFORMANCE.md).
+- Compiling ahead: every batch is planned before the first runs, so the shapes the plan
+  needs are handed to threads that load or compile them in the order they run
+  (`executables.ExecutableCache.compile_ahead`): a first run's compiles overlap each other
+  and the batches already running.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import dataclasses
 import functools
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -310,6 +319,7 @@ class TracedOnce:
         self.blockwise_from = blockwise_from
         self._exported: dict[str, Any] = {}  # by arguments; None: does not export
         self.traces = 0  # exports made, and per-shape traces where there is none
+        self._lock = threading.Lock()  # shapes are lowered from several threads (compile_ahead)
 
     def lower(self, params: Any, tokens: jax.Array) -> Any:
         if jax.process_count() > 1:
@@ -317,15 +327,17 @@ class TracedOnce:
         sharding = getattr(tokens, "sharding", None)
         long = attention.runs_blockwise(tokens.shape[1], self.blockwise_from)
         key = f"{executables.describe_arguments(params)}|{tokens.dtype}|{sharding}|{long}"
-        if key not in self._exported:
-            self._exported[key] = self._export(params, tokens.dtype, sharding, long)
-        exported = self._exported[key]
+        with self._lock:  # one export per key, whichever thread lowers first
+            if key not in self._exported:
+                self._exported[key] = self._export(params, tokens.dtype, sharding, long)
+            exported = self._exported[key]
         if exported is None:
             return self._trace_this_shape(params, tokens)
         return jax.jit(exported.call).lower(params, tokens)
 
     def _trace_this_shape(self, params: Any, tokens: jax.Array) -> Any:
-        self.traces += 1
+        with self._lock:
+            self.traces += 1
         return self.jitted.lower(params, tokens)
 
     def _export(self, params: Any, dtype: Any, sharding: Any, long: bool) -> Any:
@@ -540,6 +552,9 @@ class Engine:
         on GPUs when the compute dtype is bfloat16 (`attention.default_fused`), off on CPUs
         and TPUs, whose programs stay as they were. A program with cuDNN's attention does
         not export (`TracedOnce`): each bucket shape is traced.
+      compile_ahead: load or compile every shape a call plans in background threads, in the
+        order its batches run, instead of each when its first batch comes (the same
+        programs and scores; a first run costs less, PERFORMANCE.md).
     """
 
     def __init__(
@@ -554,6 +569,7 @@ class Engine:
         program_cache_dir: str | os.PathLike | None = None,
         blockwise_attention_from: int | str | None = attention.AUTO,
         fused_attention: bool | str = attention.AUTO,
+        compile_ahead: bool = True,
     ) -> None:
         input_format.check_input_length(max_input_length, "max_input_length")
         self.mesh = mesh or partitioning.create_mesh()
@@ -602,11 +618,12 @@ class Engine:
         )
         self._program_cache_dir = program_cache_dir
         self._executables: executables.ExecutableCache | None = None
+        self.compile_ahead = compile_ahead
 
-    def _run(self, name: str, jitted: Callable, args: Sequence[Any]) -> jax.Array:
-        """`jitted(*args)` through its compiled program: from memory, the disk or compiled
-        now."""
-        if self._executables is None:  # the compilation cache may be set after __init__
+    def _programs(self) -> executables.ExecutableCache:
+        """This engine's compiled programs (made on first use: the compilation cache may be
+        set after __init__)."""
+        if self._executables is None:
             directory = self._program_cache_dir
             directory = executables.default_directory() if directory is None else directory
             sources = (
@@ -616,11 +633,33 @@ class Engine:
                 partitioning.__file__,
                 constants.__file__,
             )
-            self._executables = executables.ExecutableCache(directory, sources)
-        static = repr(
+            options = {}
+            if partitioning.single_threaded_cpu_devices(self.mesh):
+                # A device per core: each runs its share of a batch on one thread.
+                options["xla_cpu_multi_thread_eigen"] = False
+            self._executables = executables.ExecutableCache(directory, sources, options)
+        return self._executables
+
+    def _static(self) -> str:
+        return repr(
             (self.config, self.label_ids, self.blockwise_attention_from, self.fused_attention)
         )
-        return self._executables.run(name, static, jitted, args)
+
+    def _run(self, name: str, jitted: Callable, args: Sequence[Any]) -> jax.Array:
+        """`jitted(*args)` through its compiled program: from memory, the disk or compiled
+        now (or ahead)."""
+        return self._programs().run(name, self._static(), jitted, args)
+
+    def _compile_ahead(self, params: Any, batches: Sequence[Batch]) -> None:
+        """Starts loading or compiling the programs of these batches, in their order."""
+        if not self.compile_ahead:
+            return
+        shapes = list(dict.fromkeys((b.rows, b.length) for b in batches))
+        specs = [
+            (params, jax.ShapeDtypeStruct(shape, jnp.int32, sharding=self._batch_sharding))
+            for shape in shapes
+        ]
+        self._programs().compile_ahead("label_logits", self._static(), self._fn, specs)
 
     def placer(self, param_dtype: str = "float32") -> Placer:
         return Placer(self.config, self.mesh, param_dtype)
@@ -658,7 +697,9 @@ class Engine:
             return self._packed_label_logits(params, tokens, progress)
         lengths = [len(t) for t in tokens]
         logits = np.zeros((len(tokens), 2), np.float32)
-        for batch in self.plan(lengths, bucketed):
+        batches = self.plan(lengths, bucketed)
+        self._compile_ahead(params, batches)
+        for batch in batches:
             array = np.full((batch.rows, batch.length), constants.PAD_ID, np.int32)
             for row, index in enumerate(batch.indices):
                 array[row, : lengths[index]] = tokens[index]

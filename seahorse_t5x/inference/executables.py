@@ -6,7 +6,8 @@ program on disk (for mT5-small on a CPU 0.25 s a shape traced by `jax.jit`; the 
 `engine.TracedOnce` makes still costs 0.4 s, and each shape 0.05 s to lower from it). This
 cache keys the *executable* by what the program is made of instead:
 
-- the program's name and static settings (model config, answer ids);
+- the program's name and static settings (model config, answer ids) and the XLA options
+  it is compiled with (`compiler_options`);
 - every argument's tree structure, shape, dtype and sharding;
 - the devices (platform, kind, ids) and the mesh;
 - the versions of jax, jaxlib and flax, `XLA_FLAGS`, and the source of the modules that
@@ -16,17 +17,26 @@ A hit deserializes the executable: no tracing, no lowering, no compiling. A file
 not load (truncated, another build) is compiled again and rewritten. The files live beside
 JAX's cache (`<cache>/seahorse-executables/`), so `--no_compilation_cache` turns both off;
 with several processes (a pod slice) only JAX's cache is used.
+
+Compiling ahead (`ExecutableCache.compile_ahead`): a caller that knows the shapes it will run
+(the engine plans every batch before the first) hands them over at once, and threads load or
+compile them in that order while earlier batches run. XLA compiles a program on one core
+and releases the GIL, so a first run's compiles overlap each other and the work of the
+batches already compiled (PERFORMANCE.md); the programs are the very ones compiled in line.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
 import logging
 import os
 import pathlib
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -42,6 +52,9 @@ _PACKAGES = ("jax", "jaxlib", "flax")
 logger = logging.getLogger(__name__)
 # Compiled programs by key, shared by every cache in this process (as jit's caches are).
 _IN_MEMORY: dict[str, Any] = {}
+# Threads that compile ahead: XLA compiles a program on one thread, so more than the cores
+# only queue; a few keep a first run's compiles overlapping the batches that run.
+MAX_COMPILE_WORKERS = 4
 
 
 def clear_memory() -> None:
@@ -81,21 +94,42 @@ def _describe_devices(args: Sequence[Any]) -> str:
     return f"{sorted(meshes)}|{devices}"
 
 
-def _compile_afresh(lowered: Any) -> Any:
-    """Compiled here, not read back from JAX's cache: on CPU an executable that JAX itself
-    deserialized does not serialize whole again (its kernels are missing on reload)."""
+_fresh_lock = threading.Lock()
+_fresh_compiles = 0  # compiles under way with JAX's cache set aside
+_fresh_saved = False  # the setting they set aside
+
+
+@contextlib.contextmanager
+def _without_jax_cache() -> Iterator[None]:
+    """JAX's persistent cache set aside while any thread compiles through this module (the
+    setting is global: the first compile sets it aside, the last one restores it)."""
+    global _fresh_compiles, _fresh_saved
     try:
         from jax._src import compilation_cache
     except ImportError:  # a JAX without it: a bad file is caught when it runs
-        return lowered.compile()
-    enabled = jax.config.jax_enable_compilation_cache
-    jax.config.update("jax_enable_compilation_cache", False)
-    compilation_cache.reset_cache()  # JAX decides once per process whether to use it
+        yield
+        return
+    with _fresh_lock:
+        if _fresh_compiles == 0:
+            _fresh_saved = jax.config.jax_enable_compilation_cache
+            jax.config.update("jax_enable_compilation_cache", False)
+            compilation_cache.reset_cache()  # JAX decides once per process whether to use it
+        _fresh_compiles += 1
     try:
-        return lowered.compile()
+        yield
     finally:
-        jax.config.update("jax_enable_compilation_cache", enabled)
-        compilation_cache.reset_cache()
+        with _fresh_lock:
+            _fresh_compiles -= 1
+            if _fresh_compiles == 0:
+                jax.config.update("jax_enable_compilation_cache", _fresh_saved)
+                compilation_cache.reset_cache()
+
+
+def _compile_afresh(lowered: Any, options: dict[str, Any] | None = None) -> Any:
+    """Compiled here, not read back from JAX's cache: on CPU an executable that JAX itself
+    deserialized does not serialize whole again (its kernels are missing on reload)."""
+    with _without_jax_cache():
+        return lowered.compile(options)
 
 
 def default_directory() -> pathlib.Path | None:
@@ -112,12 +146,24 @@ class ExecutableCache:
 
     Args:
       sources: files whose text shapes the programs (the model and the engine).
+      compiler_options: XLA options every program is compiled with (`Lowered.compile`;
+        e.g. `xla_cpu_multi_thread_eigen`), part of each key.
     """
 
-    def __init__(self, directory: str | os.PathLike | None, sources: Sequence[str]) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike | None,
+        sources: Sequence[str],
+        compiler_options: dict[str, Any] | None = None,
+    ) -> None:
         self.directory = None if directory is None else pathlib.Path(directory)
         self.sources = tuple(sorted(str(s) for s in sources))
+        self.compiler_options = dict(compiler_options or {})
         self.loaded = self.compiled_now = 0  # counts, for logs and tests
+        self.compiled_ahead = 0  # of compiled_now, those compiled by `compile_ahead`
+        self._pending: dict[str, concurrent.futures.Future] = {}
+        self._lock = threading.Lock()
+        self._workers: concurrent.futures.ThreadPoolExecutor | None = None
 
     def key(self, name: str, static: str, args: Sequence[Any]) -> str:
         digest = hashlib.sha256()
@@ -125,6 +171,7 @@ class ExecutableCache:
             _environment_fingerprint(self.sources),
             name,
             static,
+            repr(sorted(self.compiler_options.items())),
             describe_arguments(args),
             _describe_devices(args),
         ):
@@ -141,10 +188,12 @@ class ExecutableCache:
         compiled = _IN_MEMORY.get(key)
         loaded = False
         if compiled is None:
-            compiled = self._load(key, args)
-            loaded = compiled is not None
+            with self._lock:
+                pending = self._pending.pop(key, None)
+            if pending is not None:  # compiling ahead: its result (or its error)
+                compiled, loaded = pending.result()
         if compiled is None:
-            compiled = self._compile(key, jitted, args)
+            compiled, loaded = self._load_or_compile(key, jitted, args)
         _IN_MEMORY[key] = compiled
         try:
             return jax.block_until_ready(compiled(*args))
@@ -158,10 +207,51 @@ class ExecutableCache:
             compiled = _IN_MEMORY[key] = self._compile(key, jitted, args)
             return jax.block_until_ready(compiled(*args))
 
-    def _compile(self, key: str, jitted: Callable, args: Sequence[Any]) -> Any:
+    def compile_ahead(
+        self, name: str, static: str, jitted: Callable, args_list: Sequence[Sequence[Any]]
+    ) -> int:
+        """Starts loading or compiling the programs for each of `args_list` in the background,
+        in that order (`run` then waits for its own); returns how many were started.
+
+        The arguments may be `jax.ShapeDtypeStruct`s (with the shardings the run will have):
+        lowering needs only shapes. Programs already in memory or under way are skipped.
+        """
+        started = 0
+        for args in args_list:
+            key = self.key(name, static, args)
+            with self._lock:
+                if key in _IN_MEMORY or key in self._pending:
+                    continue
+                if self._workers is None:
+                    count = max(1, min(MAX_COMPILE_WORKERS, os.cpu_count() or 1))
+                    self._workers = concurrent.futures.ThreadPoolExecutor(
+                        count, thread_name_prefix="seahorse-compile"
+                    )
+                self._pending[key] = self._workers.submit(
+                    self._load_or_compile, key, jitted, args, True
+                )
+            started += 1
+        return started
+
+    def _load_or_compile(
+        self, key: str, jitted: Callable, args: Sequence[Any], ahead: bool = False
+    ) -> tuple[Any, bool]:
+        """The program from the disk, else compiled now; and whether it was loaded."""
+        compiled = self._load(key, args)
+        if compiled is not None:
+            return compiled, True
+        return self._compile(key, jitted, args, ahead), False
+
+    def _compile(self, key: str, jitted: Callable, args: Sequence[Any], ahead: bool = False) -> Any:
         lowered = jitted.lower(*args)
-        compiled = lowered.compile() if self.directory is None else _compile_afresh(lowered)
-        self.compiled_now += 1
+        options = self.compiler_options or None
+        if self.directory is None:
+            compiled = lowered.compile(options)
+        else:
+            compiled = _compile_afresh(lowered, options)
+        with self._lock:
+            self.compiled_now += 1
+            self.compiled_ahead += ahead
         self._store(key, compiled)
         return compiled
 
@@ -181,7 +271,8 @@ class ExecutableCache:
         except Exception as e:  # noqa: BLE001 (any unreadable file is compiled again)
             logger.warning("compiled program %s does not load (%s); compiling it again", path, e)
             return None
-        self.loaded += 1
+        with self._lock:
+            self.loaded += 1
         return compiled
 
     def _store(self, key: str, compiled: Any) -> None:

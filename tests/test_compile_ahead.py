@@ -1,0 +1,129 @@
+"""Compiling ahead: programs compiled in background threads, in the order the caller runs
+them, are the programs compiled in line (same outputs, bit for bit), counted, and errors
+surface where the program is run."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from seahorse_t5x.inference import executables
+
+
+@pytest.fixture(autouse=True)
+def _fresh_programs():
+    executables.clear_memory()
+    yield
+    executables.clear_memory()
+
+
+def _cache(tmp_path, name="programs"):
+    return executables.ExecutableCache(tmp_path / name, sources=[executables.__file__])
+
+
+def _program(x, w):
+    return jnp.tanh(x @ w).sum(axis=-1)
+
+
+def _args(rows: int, width: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = jnp.asarray(rng.normal(size=(rows, width)), jnp.float32)
+    w = jnp.asarray(rng.normal(size=(width, width)), jnp.float32)
+    return x, w
+
+
+def test_programs_compiled_ahead_are_the_ones_compiled_in_line(tmp_path):
+    jitted = jax.jit(_program)
+    shapes = [(4, 16), (8, 16), (4, 32), (2, 64)]
+    ahead = _cache(tmp_path, "ahead")
+    specs = [
+        tuple(jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=a.sharding) for a in _args(*s))
+        for s in shapes
+    ]
+    assert ahead.compile_ahead("program", "", jitted, specs) == len(shapes)
+    # Asked again while under way or done: nothing new starts.
+    assert ahead.compile_ahead("program", "", jitted, specs) == 0
+    outputs = [np.asarray(ahead.run("program", "", jitted, _args(*s))) for s in shapes]
+    assert (ahead.compiled_now, ahead.compiled_ahead, ahead.loaded) == (len(shapes),) * 2 + (0,)
+
+    executables.clear_memory()
+    in_line = _cache(tmp_path, "in_line")
+    for shape, output in zip(shapes, outputs, strict=True):
+        np.testing.assert_array_equal(
+            np.asarray(in_line.run("program", "", jitted, _args(*shape))), output
+        )
+    assert (in_line.compiled_now, in_line.compiled_ahead) == (len(shapes), 0)
+    # The same files on disk: a new process loads them ahead instead of compiling.
+    executables.clear_memory()
+    again = _cache(tmp_path, "ahead")
+    again.compile_ahead("program", "", jitted, specs)
+    for shape, output in zip(shapes, outputs, strict=True):
+        np.testing.assert_array_equal(
+            np.asarray(again.run("program", "", jitted, _args(*shape))), output
+        )
+    assert (again.loaded, again.compiled_now) == (len(shapes), 0)
+
+
+def test_an_error_compiling_ahead_is_raised_where_the_program_runs(tmp_path):
+    def fails_at_width_32(x, w):
+        if x.shape[1] == 32:
+            raise ValueError("width 32 is not supported")
+        return _program(x, w)
+
+    jitted = jax.jit(fails_at_width_32)
+    cache = _cache(tmp_path)
+    cache.compile_ahead("program", "", jitted, [_args(4, 16), _args(4, 32)])
+    assert np.asarray(cache.run("program", "", jitted, _args(4, 16))).shape == (4,)
+    with pytest.raises(ValueError, match="width 32 is not supported"):
+        cache.run("program", "", jitted, _args(4, 32))
+
+
+def test_concurrent_compiles_leave_jax_cache_setting_as_it_was(tmp_path):
+    before = jax.config.jax_enable_compilation_cache
+    cache = _cache(tmp_path)
+    jitted = jax.jit(_program)
+    args = [_args(rows, 8 * rows) for rows in (1, 2, 3, 4, 5, 6)]
+    cache.compile_ahead("program", "", jitted, args)
+    for a in args:
+        cache.run("program", "", jitted, a)
+    assert cache.compiled_ahead == len(args)
+    assert jax.config.jax_enable_compilation_cache == before
+    assert len(list((tmp_path / "programs").glob("*.xla"))) == len(args)
+
+
+def test_engine_compiles_its_planned_shapes_ahead_and_scores_the_same(tmp_path):
+    from seahorse_t5x.inference import engine
+    from seahorse_t5x.model import configs, mt5
+
+    config = configs.get_config("tiny", dropout_rate=0.0)
+    params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(3), scan_layers=True))
+    rng = np.random.default_rng(4)
+    tokens = [
+        rng.integers(2, config.vocab_size, size=n).astype(np.int32)
+        for n in rng.integers(5, 120, size=30)
+    ]
+    logits = {}
+    counts = {}
+    for ahead in (True, False):
+        executables.clear_memory()
+        scorer = engine.Engine(
+            config,
+            (3, 4),
+            None,
+            128,
+            batch_size=2,
+            program_cache_dir=tmp_path / f"programs_{ahead}",
+            compile_ahead=ahead,
+        )
+        placed = scorer.placer().place_tree(params)
+        logits[ahead] = scorer.label_logits(placed, tokens)
+        programs = scorer._executables
+        counts[ahead] = (programs.compiled_now, programs.compiled_ahead)
+    shapes = len(
+        engine.Engine(config, (3, 4), None, 128, batch_size=2).shapes([len(t) for t in tokens])
+    )
+    assert shapes >= 3
+    assert counts == {True: (shapes, shapes), False: (shapes, 0)}
+    np.testing.assert_array_equal(logits[True], logits[False])  # bit for bit
