@@ -18,7 +18,10 @@ converter would otherwise scale the logits by d_model**-0.5). Every scorer's max
 difference| from HF is reported beside its time. `--dtype float32,bfloat16` times the engine
 in each dtype side by side (bfloat16: bfloat16 products accumulated in float32), and
 `--attention blockwise,full` with and without blockwise attention at long buckets
-(`Engine(blockwise_attention_from=None)`; the engine's default is blockwise).
+(`Engine(blockwise_attention_from=None)`; the engine's default is blockwise), and
+`--cpu_devices core,1` on a CPU mesh of one device per core (single-threaded programs, what
+`score` runs: `partitioning.one_cpu_device_per_core`) and on one device whose products use
+every core.
 
 Ours is timed three ways: a first run (every shape traced and compiled, into an empty
 persistent cache), a run from that cache (JAX's in-memory caches cleared, as a new process
@@ -74,7 +77,7 @@ from bench_common import (  # scripts/ is on sys.path when run
 
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import executables, quantize
-from seahorse_t5x.model import attention, configs, hf_checkpoints, mt5
+from seahorse_t5x.model import attention, configs, hf_checkpoints, mt5, partitioning
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
 DEVICES = ("cpu", "gpu")
@@ -138,6 +141,13 @@ def parse_args() -> argparse.Namespace:
         help="ours: comma-separated attention kinds timed side by side: blockwise (the "
         f"engine's, from {attention.BLOCKWISE_FROM_LENGTH} tokens) and full (every length as "
         "short ones); the first is the one timed on a first run and from the cache",
+    )
+    parser.add_argument(
+        "--cpu_devices",
+        default="core",
+        help="ours on a CPU: comma-separated meshes timed side by side: core (one device per "
+        "core, each program single-threaded: the default of score) and 1 (one device, "
+        "products over every core); the first is the one timed on a first run",
     )
     parser.add_argument(
         "--fused_attention",
@@ -397,9 +407,10 @@ def gpu_peak_bytes() -> int | None:
     return stats.get("peak_bytes_in_use")
 
 
-def engine_variants(args: argparse.Namespace) -> dict[str, tuple[str, str, str]]:
-    """Each engine timed, by name: (dtype, attention kind, fused-attention setting). A name
-    is its dtype, then its attention and fused setting where several are compared."""
+def engine_variants(args: argparse.Namespace) -> dict[str, tuple[str, str, str, str]]:
+    """Each engine timed, by name: (dtype, attention kind, fused-attention setting, CPU
+    devices). A name is its dtype, then its attention, fused setting and devices where
+    several are compared."""
     kinds = {"blockwise": attention.BLOCKWISE_FROM_LENGTH, "full": None}
     attentions = args.attention.split(",")
     if not set(attentions) <= set(kinds):
@@ -407,14 +418,30 @@ def engine_variants(args: argparse.Namespace) -> dict[str, tuple[str, str, str]]
     fused = args.fused_attention.split(",")
     if not set(fused) <= set(FUSED):
         raise SystemExit(f"--fused_attention takes {', '.join(FUSED)}, got {args.fused_attention}")
+    meshes = args.cpu_devices.split(",")
+    if not set(meshes) <= set(CPU_DEVICES):
+        raise SystemExit(f"--cpu_devices takes {', '.join(CPU_DEVICES)}, got {args.cpu_devices}")
     variants = {}
     for d in args.dtype.split(","):
         for a in attentions:
             for f in fused:
-                name = d + (f"_{a}" if len(attentions) > 1 else "")
-                name += f"_fused_{f}" if len(fused) > 1 else ""
-                variants[name] = (d, a, f)
+                for m in meshes:
+                    name = d + (f"_{a}" if len(attentions) > 1 else "")
+                    name += f"_fused_{f}" if len(fused) > 1 else ""
+                    name += CPU_DEVICES[m] if len(meshes) > 1 else ""
+                    variants[name] = (d, a, f, m)
     return variants
+
+
+# `--cpu_devices`: every device (one per core on a CPU), or the first device alone.
+CPU_DEVICES = {"core": "_per_core", "1": "_one_device"}  # and each one's name suffix
+
+
+def mesh_of(kind: str):
+    """The engine's mesh for a `--cpu_devices` value (None: every device, as `score`)."""
+    if kind == "core":
+        return None
+    return partitioning.create_mesh(partitioning.MeshConfig(), jax.devices()[:1])
 
 
 def ct2_scorers(
@@ -467,8 +494,13 @@ def encoder_rate(args, engine, params, tokens, plans, gpu: bool) -> dict:
     plan = [b for chunk_plan in plans for b in chunk_plan]
     picks = np.unique(np.linspace(0, len(plan) - 1, args.encoder_batches).astype(int))
     timed = [plan[i] for i in picks]
+    # Batches split over the engine's mesh, compiled with its options (as it runs them).
+    options = engine._programs().compiler_options or None
+    sharding = engine._batch_sharding
     encoders = {
-        shape: encode_jit.lower(params, jax.ShapeDtypeStruct(shape, jnp.int32)).compile()
+        shape: encode_jit.lower(
+            params, jax.ShapeDtypeStruct(shape, jnp.int32, sharding=sharding)
+        ).compile(options)
         for shape in {(b.rows, b.length) for b in timed}
     }
     arrays = []
@@ -476,7 +508,7 @@ def encoder_rate(args, engine, params, tokens, plans, gpu: bool) -> dict:
         array = np.zeros((batch.rows, batch.length), np.int32)
         for row, index in enumerate(batch.indices):
             array[row, : len(tokens[index])] = tokens[index]
-        arrays.append(jax.device_put(array) if gpu else array)
+        arrays.append(engine._device_batch(array))
     flops = sum(encoder_flops(engine.config, b.rows, b.length) for b in timed)
     seconds = float("inf")
     for _ in range(3 if gpu else 1):
@@ -526,6 +558,7 @@ def gpu_results(args, config, hf_attention, hf_attention_error, hf_check, ct2_er
 
 def main() -> None:
     args = parse_args()
+    partitioning.one_cpu_device_per_core()  # as `score` does, before JAX starts
     gpu = args.device == "gpu"
     if gpu:
         print(f"bench_score.py --device gpu: {require_gpu()}", flush=True)
@@ -562,7 +595,7 @@ def main() -> None:
         name: engine_lib.Engine(
             config.replace(dtype=dtype),
             (YES_ID, NO_ID),
-            None,
+            mesh_of(cpu_devices),
             args.max_input_length,
             args.batch_size,
             args.ladder,
@@ -570,11 +603,16 @@ def main() -> None:
             blockwise_attention_from=kinds[kind],
             fused_attention=FUSED[fused],
         )
-        for name, (dtype, kind, fused) in variants.items()
+        for name, (dtype, kind, fused, cpu_devices) in variants.items()
     }
     engine = engines[dtypes[0]]
-    placer = engine.placer(args.param_dtype)
-    params = placer.stack_layers(placer.place_tree(params), consume=True)
+    # The weights placed on each engine's mesh (one placement per mesh).
+    placed = {}
+    for other in engines.values():
+        if other.mesh not in placed:
+            placer = other.placer(args.param_dtype)
+            placed[other.mesh] = placer.stack_layers(placer.place_tree(params))
+    params = placed[engine.mesh]
     ct2_types = [t for t in args.ct2.split(",") if t]
     ct2_dir = tempfile.mkdtemp(prefix="bench_score_ct2_")
     # Converted from the float32 model on the host, before HF moves to the GPU.
@@ -612,7 +650,7 @@ def main() -> None:
     for other in engines.values():  # the other dtypes' programs, before timing them
         if other is not engine:
             for chunk in chunks:
-                other.p_yes(params, [tokens[i] for i in chunk])
+                other.p_yes(placed[other.mesh], [tokens[i] for i in chunk])
     if args.packing:
         rows = engine_lib.pack_rows(
             [len(t) for t in tokens], args.max_input_length, engine.max_segments
@@ -631,7 +669,7 @@ def main() -> None:
 
     padded_ours = sum(b.rows * b.length for plan in plans for b in plan)
     # Every scorer, alternating chunk by chunk (each chunk starts one scorer further on).
-    scorers = {f"ours_{d}": (lambda t, e=e: e.p_yes(params, t)) for d, e in engines.items()}
+    scorers = {f"ours_{d}": (lambda t, e=e: e.p_yes(placed[e.mesh], t)) for d, e in engines.items()}
     padded_hf = 0
     if not args.skip_hf:
 
@@ -662,6 +700,8 @@ def main() -> None:
 
     results = {
         "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores".strip(),
+        "ours_devices": int(engine.mesh.devices.size),
+        "ours_single_threaded_devices": partitioning.single_threaded_cpu_devices(engine.mesh),
         "cpu": cpu_model(),
         "load_average_before": [round(x, 2) for x in load_before],
         "examples": len(tokens),

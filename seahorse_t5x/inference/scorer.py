@@ -32,7 +32,7 @@ from seahorse_t5x.formats import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import inputs, precision, settings, windows
 from seahorse_t5x.inference import questions as questions_lib
-from seahorse_t5x.model import checkpoints
+from seahorse_t5x.model import checkpoints, partitioning
 from seahorse_t5x.model.configs import MT5Config
 
 log = logging.getLogger(__name__)
@@ -137,6 +137,8 @@ class Scorer:
             raise errors.UserError(f"question must be one of 1..6, got {question!r}")
         self.question = question
         settings.check_batch_size(batch_size)
+        if mesh is None:  # every device: on a CPU, one per core if JAX has not started
+            partitioning.one_cpu_device_per_core()
         settings.enable_compilation_cache(compilation_cache)
         platform = None if mesh is None else mesh.devices.flat[0].platform
         self.dtype_choice = precision.choose(dtype, platform)

@@ -201,9 +201,13 @@ def label_words_text(words: tuple[str, str] | str | None) -> str | None:
 
 
 def create_mesh(shape: tuple[int, int] | None):
-    """The device mesh of a `(data, model)` shape: every device on `data` when None."""
+    """The device mesh of a `(data, model)` shape: every device on `data` when None.
+
+    Before JAX starts, its CPU backend is given one device per core
+    (`partitioning.one_cpu_device_per_core`)."""
     from seahorse_t5x.model import partitioning
 
+    partitioning.one_cpu_device_per_core()
     if shape is None:
         return partitioning.create_mesh()
     data, model = shape

@@ -9,6 +9,7 @@ and `joined_kv`), and every array's placement follows from its logical axis name
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Sequence
 
@@ -70,6 +71,50 @@ def parse_mesh(text: str) -> tuple[int, int]:
     if data < 1 or model < 1:
         raise errors.UserError(f"--mesh {text!r}: axis sizes must be >= 1")
     return data, model
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, else the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this system
+        return os.cpu_count() or 1
+
+
+def one_cpu_device_per_core() -> int | None:
+    """Gives JAX's CPU backend one device per usable core, if JAX has not started yet.
+
+    A batch split over N single-threaded CPU devices runs faster than the same batch on one
+    device whose products use N threads (the inference engine compiles its programs so on
+    such a mesh: PERFORMANCE.md). Scoring entry points call this before JAX starts; it does
+    nothing (and returns None) once JAX's backends are running, under several processes,
+    or when the count is already chosen (`JAX_NUM_CPU_DEVICES` or `jax_num_cpu_devices`,
+    `--xla_force_host_platform_device_count` in `XLA_FLAGS`): `JAX_NUM_CPU_DEVICES=1`
+    keeps one device. Accelerators are untouched (the CPU devices are not the default
+    backend there).
+
+    Returns:
+      The CPU device count set, or None when it was left as it was.
+    """
+    from jax._src import xla_bridge
+
+    if (
+        xla_bridge.backends_are_initialized()
+        or jax.config.jax_num_cpu_devices >= 0
+        or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+        or jax.distributed.is_initialized()
+    ):
+        return None
+    count = usable_cores()
+    jax.config.update("jax_num_cpu_devices", count)
+    return count
+
+
+def single_threaded_cpu_devices(mesh: Mesh) -> bool:
+    """Whether a CPU mesh has a device for every usable core (more than one), so each
+    device's programs are best compiled single-threaded (`xla_cpu_multi_thread_eigen`)."""
+    size = mesh.devices.size
+    return mesh.devices.flat[0].platform == "cpu" and size > 1 and size >= usable_cores()
 
 
 def maybe_initialize_distributed(
