@@ -30,6 +30,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+_ONE_CPU_DEVICE = pytest.MonkeyPatch()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One CPU device in the test process and the processes it starts, whichever test touches
+    JAX first: scoring's entry points would otherwise give JAX one device per core when they
+    happen to start it (`partitioning.one_cpu_device_per_core`), and the mesh of every later
+    test would depend on the order. Tests of that path clear the variable for their process;
+    tests of N devices set `XLA_FLAGS` as before."""
+    _ONE_CPU_DEVICE.setenv("JAX_NUM_CPU_DEVICES", "1")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _ONE_CPU_DEVICE.undo()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption(TASK_DATASETS_OPTION):
         return

@@ -134,6 +134,7 @@ def run_on_simulated_devices(script: str, path, devices: int = 8) -> dict:
     path.write_text(script)
     env = dict(os.environ)
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env.pop("JAX_NUM_CPU_DEVICES", None)  # it would override the flag
     env["JAX_PLATFORMS"] = "cpu"
     env["SEAHORSE_VOCAB"] = "demo"
     env["JAX_COMPILATION_CACHE_DIR"] = compilation_cache_dir()

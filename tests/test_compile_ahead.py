@@ -127,3 +127,33 @@ def test_engine_compiles_its_planned_shapes_ahead_and_scores_the_same(tmp_path):
     assert shapes >= 3
     assert counts == {True: (shapes, shapes), False: (shapes, 0)}
     np.testing.assert_array_equal(logits[True], logits[False])  # bit for bit
+
+
+def test_scoring_asks_for_one_cpu_device_per_core_before_jax_starts(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import jax\n"
+        "from seahorse_t5x.model import partitioning\n"
+        "from seahorse_t5x.inference import settings\n"
+        "mesh = settings.create_mesh(None)\n"
+        "print(len(jax.devices()), mesh.devices.size, partitioning.usable_cores(),"
+        " partitioning.single_threaded_cpu_devices(mesh),"
+        " partitioning.one_cpu_device_per_core())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
+    env["JAX_PLATFORMS"] = "cpu"
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    cores = int(out[2])
+    # Every usable core a device; single-threaded programs when there are several; and once
+    # JAX runs, asking again changes nothing.
+    assert out == [str(cores), str(cores), str(cores), str(cores > 1), "None"]
+    env["JAX_NUM_CPU_DEVICES"] = "1"  # the opt-out
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out[:2] == ["1", "1"] and out[3] == "False"

@@ -441,6 +441,8 @@ def test_every_mesh_gives_the_same_scores(tmp_path):
 
 def _score_process(trained, pairs, out, *extra, env=None) -> subprocess.Popen:
     env = {**os.environ, **(env or {})}
+    if "XLA_FLAGS" in env:
+        env.pop("JAX_NUM_CPU_DEVICES", None)  # it would override the flag's device count
     env.update(
         JAX_PLATFORMS="cpu",
         SEAHORSE_COMPILATION_CACHE=runner_fixtures.compilation_cache_dir(),

@@ -204,6 +204,7 @@ def _plan_environment(count: int) -> dict[str, str]:
     simulated CPU devices and the fast-compile flags."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = plan_xla_flags(env.get("XLA_FLAGS", ""), count)
+    env.pop("JAX_NUM_CPU_DEVICES", None)  # JAX's variable would override the flag's count
     env["JAX_PLATFORMS"] = "cpu"
     return env
 
