@@ -178,3 +178,43 @@ def write_runner_steps(model_dir: pathlib.Path, config, steps, best: int | None 
         store.mark_best(best, "roc_auc", 0.9)
     store.close()
     return params
+
+
+def eos_tokens(lengths: list[int], seed: int = 0, vocab_size: int = TINY.vocab_size) -> list:
+    """Random token inputs of these lengths, each ending in EOS (ids from 3: no pad/EOS/UNK)."""
+    from seahorse_t5x import constants
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for length in lengths:
+        ids = rng.integers(3, vocab_size, size=length).astype(np.int32)
+        ids[-1] = constants.EOS_ID
+        out.append(ids)
+    return out
+
+
+def pad_rows(tokens: list, length: int) -> np.ndarray:
+    """The inputs as one [rows, length] batch, zero-padded."""
+    batch = np.zeros((len(tokens), length), np.int32)
+    for row, ids in enumerate(tokens):
+        batch[row, : len(ids)] = ids
+    return batch
+
+
+def hf_float64_label_logits(model, batch: np.ndarray, label_ids) -> np.ndarray:
+    """HF's logits of `label_ids` at the first decoder step, computed in float64 (the model
+    is put back in float32 after)."""
+    import torch
+
+    reference = model.double()
+    try:
+        with torch.no_grad():
+            ids = torch.tensor(batch, dtype=torch.long)
+            logits = reference(
+                input_ids=ids,
+                attention_mask=(ids != 0).long(),
+                decoder_input_ids=torch.zeros((len(batch), 1), dtype=torch.long),
+            ).logits[:, 0, list(label_ids)]
+    finally:
+        model.float()
+    return logits.numpy()

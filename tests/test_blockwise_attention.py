@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from mt5_fixtures import TINY, hf_tiny_model
+from mt5_fixtures import TINY, eos_tokens, hf_float64_label_logits, hf_tiny_model, pad_rows
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import errors
 from seahorse_t5x.inference import engine
 from seahorse_t5x.model import attention, hf_checkpoints, mt5
 
@@ -30,40 +30,6 @@ def hf_and_params():
     model = hf_tiny_model(seed=5)
     params = hf_checkpoints.from_hf_state_dict(TINY, model.state_dict())
     return model, mt5.unbox(params)
-
-
-def _tokens(lengths: list[int], seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for length in lengths:
-        ids = rng.integers(3, TINY.vocab_size, size=length).astype(np.int32)
-        ids[-1] = constants.EOS_ID
-        out.append(ids)
-    return out
-
-
-def _padded(tokens: list[np.ndarray], length: int) -> np.ndarray:
-    batch = np.zeros((len(tokens), length), np.int32)
-    for row, ids in enumerate(tokens):
-        batch[row, : len(ids)] = ids
-    return batch
-
-
-def _hf_float64_label_logits(model, batch: np.ndarray) -> np.ndarray:
-    import torch
-
-    reference = model.double()
-    try:
-        with torch.no_grad():
-            ids = torch.tensor(batch, dtype=torch.long)
-            logits = reference(
-                input_ids=ids,
-                attention_mask=(ids != 0).long(),
-                decoder_input_ids=torch.zeros((len(batch), 1), dtype=torch.long),
-            ).logits[:, 0, list(LABEL_IDS)]
-    finally:
-        model.float()
-    return logits.numpy()
 
 
 @functools.cache
@@ -135,11 +101,11 @@ def test_blockwise_bias_blocks_equal_the_full_bias():
 def test_long_inputs_give_full_attentions_and_hf_float64_logits(hf_and_params):
     model, params = hf_and_params
     # A full row, a padded one, and one of 3 tokens: 2045 fully masked query rows.
-    batch = _padded(_tokens([LONG, 1500, 3], seed=1), LONG)
+    batch = pad_rows(eos_tokens([LONG, 1500, 3], seed=1), LONG)
     assert attention.runs_blockwise(LONG, attention.BLOCKWISE_FROM_LENGTH)
     blockwise = np.asarray(_label_logits(attention.BLOCKWISE_FROM_LENGTH)(params, batch))
     full = np.asarray(_label_logits(None)(params, batch))
-    reference = _hf_float64_label_logits(model, batch)
+    reference = hf_float64_label_logits(model, batch, LABEL_IDS)
     assert np.isfinite(blockwise).all()
     np.testing.assert_allclose(blockwise, full, atol=FULL_ATOL, rtol=0)
     np.testing.assert_allclose(blockwise, reference, atol=HF_ATOL, rtol=0)
@@ -149,7 +115,7 @@ def test_long_inputs_give_full_attentions_and_hf_float64_logits(hf_and_params):
 
 def test_packed_long_rows_stay_finite_and_equal_full_attention(hf_and_params):
     _, params = hf_and_params
-    tokens = _tokens([900, 700, 400, 1200], seed=2)
+    tokens = eos_tokens([900, 700, 400, 1200], seed=2)
     rows = [[0, 1, 2], [3]]  # row 0 packs three inputs, row 1 one input and padding
     batch = np.zeros((2, LONG), np.int32)
     segments = np.zeros((2, LONG), np.int32)
@@ -172,7 +138,7 @@ def test_packed_long_rows_stay_finite_and_equal_full_attention(hf_and_params):
     assert np.isfinite(blockwise).all()
     np.testing.assert_allclose(blockwise, full, atol=FULL_ATOL, rtol=0)
     # Each packed input scores as it does alone (its own bucket, full attention).
-    alone = np.asarray(_label_logits(None)(params, _padded([tokens[1]], 768)))
+    alone = np.asarray(_label_logits(None)(params, pad_rows([tokens[1]], 768)))
     np.testing.assert_allclose(blockwise[0, 1], alone[0], atol=HF_ATOL)
     # The encoder's padding positions (fully masked rows) are finite too.
     net = mt5.MT5(TINY, head_major_attention=True, blockwise_attention_from=1024)
@@ -184,7 +150,7 @@ def test_packed_long_rows_stay_finite_and_equal_full_attention(hf_and_params):
 
 def test_engine_scores_long_buckets_blockwise_and_short_ones_as_before(hf_and_params):
     model, params = hf_and_params
-    tokens = _tokens([LONG, 1900, 1100, 1000, 300, 40], seed=3)
+    tokens = eos_tokens([LONG, 1900, 1100, 1000, 300, 40], seed=3)
     kw = dict(max_input_length=LONG, batch_size=1, ladder="2")
     blockwise = engine.Engine(TINY, LABEL_IDS, **kw)
     full = engine.Engine(TINY, LABEL_IDS, blockwise_attention_from=None, **kw)
@@ -201,7 +167,7 @@ def test_engine_scores_long_buckets_blockwise_and_short_ones_as_before(hf_and_pa
     np.testing.assert_array_equal(ours[short], theirs[short])  # the same programs
     np.testing.assert_allclose(ours[long], theirs[long], atol=FULL_ATOL, rtol=0)
     reference = np.concatenate(
-        [_hf_float64_label_logits(model, _padded([t], len(t))) for t in tokens]
+        [hf_float64_label_logits(model, pad_rows([t], len(t)), LABEL_IDS) for t in tokens]
     )
     np.testing.assert_allclose(ours, reference, atol=HF_ATOL, rtol=0)
     # One export per side of the bound, not one trace per bucket shape.
@@ -213,7 +179,7 @@ def test_traced_once_lowers_both_sides_of_the_bound_from_two_exports(hf_and_para
     _, params = hf_and_params
     jitted = _label_logits(1024)
     once = engine.TracedOnce(jitted, data_size=1, blockwise_from=1024)
-    batch = _padded(_tokens([1000, 1300], seed=4), 1536)
+    batch = pad_rows(eos_tokens([1000, 1300], seed=4), 1536)
     for length in (1000, 1023, 1024, 1536):
         cut = batch[:, :length].copy()
         got = np.asarray(once.lower(params, cut).compile()(params, cut))
@@ -243,7 +209,7 @@ def test_auto_runs_blockwise_on_cpus_only():
 
 def test_short_buckets_compile_to_the_programs_of_full_attention(hf_and_params):
     _, params = hf_and_params
-    batch = _padded(_tokens([100, 128], seed=6), 128)  # the demo's input length
+    batch = pad_rows(eos_tokens([100, 128], seed=6), 128)  # the demo's input length
     without = engine.TracedOnce(_label_logits(None), data_size=1)
     bounded = engine.TracedOnce(_label_logits(1024), data_size=1, blockwise_from=1024)
 

@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from mt5_fixtures import TINY, hf_tiny_model
+from mt5_fixtures import TINY, eos_tokens, hf_float64_label_logits, hf_tiny_model, pad_rows
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import errors
 from seahorse_t5x.inference import engine, executables
 from seahorse_t5x.model import attention, hf_checkpoints, mt5
 
@@ -33,40 +33,6 @@ def hf_and_params():
     model = hf_tiny_model(seed=7)
     params = hf_checkpoints.from_hf_state_dict(TINY, model.state_dict())
     return model, mt5.unbox(params)
-
-
-def _tokens(lengths: list[int], seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for length in lengths:
-        ids = rng.integers(3, TINY.vocab_size, size=length).astype(np.int32)
-        ids[-1] = constants.EOS_ID
-        out.append(ids)
-    return out
-
-
-def _padded(tokens: list[np.ndarray], length: int) -> np.ndarray:
-    batch = np.zeros((len(tokens), length), np.int32)
-    for row, ids in enumerate(tokens):
-        batch[row, : len(ids)] = ids
-    return batch
-
-
-def _hf_float64_label_logits(model, batch: np.ndarray) -> np.ndarray:
-    import torch
-
-    reference = model.double()
-    try:
-        with torch.no_grad():
-            ids = torch.tensor(batch, dtype=torch.long)
-            logits = reference(
-                input_ids=ids,
-                attention_mask=(ids != 0).long(),
-                decoder_input_ids=torch.zeros((len(batch), 1), dtype=torch.long),
-            ).logits[:, 0, list(LABEL_IDS)]
-    finally:
-        model.float()
-    return logits.numpy()
 
 
 def _label_logits(params, batch, dtype: str, fused: bool) -> np.ndarray:
@@ -112,10 +78,10 @@ def test_default_fused_on_gpus_in_half_precision_only():
 def test_fused_float32_equals_the_default_attention_and_hf_with_padding(hf_and_params):
     model, params = hf_and_params
     # A full row, a padded one, and one of 3 tokens (93 fully masked query rows).
-    batch = _padded(_tokens([96, 50, 3], seed=1), 96)
+    batch = pad_rows(eos_tokens([96, 50, 3], seed=1), 96)
     fused = _label_logits(params, batch, "float32", fused=True)
     default = _label_logits(params, batch, "float32", fused=False)
-    reference = _hf_float64_label_logits(model, batch)
+    reference = hf_float64_label_logits(model, batch, LABEL_IDS)
     assert np.isfinite(fused).all()
     np.testing.assert_allclose(fused, default, atol=FUSED_ATOL, rtol=0)
     np.testing.assert_allclose(fused, reference, atol=HF_ATOL, rtol=0)
@@ -124,7 +90,7 @@ def test_fused_float32_equals_the_default_attention_and_hf_with_padding(hf_and_p
 
 def test_fused_packed_rows_equal_the_default_attention(hf_and_params):
     _, params = hf_and_params
-    tokens = _tokens([40, 30, 20, 90], seed=2)
+    tokens = eos_tokens([40, 30, 20, 90], seed=2)
     rows = [[0, 1, 2], [3]]  # row 0 packs three inputs, row 1 one input and padding
     batch, segments, decoder_segments = _packed(tokens, rows, 96)
 
@@ -142,7 +108,7 @@ def test_fused_packed_rows_equal_the_default_attention(hf_and_params):
     assert np.isfinite(fused).all()
     np.testing.assert_allclose(fused, default, atol=FUSED_ATOL, rtol=0)
     # Each packed input scores as it does alone (the segments keep attention apart).
-    alone = _label_logits(params, _padded([tokens[1]], 32), "float32", fused=False)
+    alone = _label_logits(params, pad_rows([tokens[1]], 32), "float32", fused=False)
     np.testing.assert_allclose(fused[0, 1], alone[0], atol=HF_ATOL)
     half = packed("bfloat16", True)
     assert np.max(np.abs(_p_yes(half[0]) - _p_yes(fused[0]))) < BF16_P_YES_TOLERANCE
@@ -151,10 +117,10 @@ def test_fused_packed_rows_equal_the_default_attention(hf_and_params):
 
 def test_fused_bfloat16_stays_within_its_tolerance_of_hf(hf_and_params):
     model, params = hf_and_params
-    batch = _padded(_tokens([96, 70, 33, 5], seed=3), 96)
+    batch = pad_rows(eos_tokens([96, 70, 33, 5], seed=3), 96)
     fused = _label_logits(params, batch, "bfloat16", fused=True)
     default = _label_logits(params, batch, "bfloat16", fused=False)
-    reference = _p_yes(_hf_float64_label_logits(model, batch))
+    reference = _p_yes(hf_float64_label_logits(model, batch, LABEL_IDS))
     assert np.isfinite(fused).all()
     assert np.max(np.abs(_p_yes(fused) - reference)) < BF16_P_YES_TOLERANCE
     assert np.max(np.abs(_p_yes(fused) - _p_yes(default))) < BF16_P_YES_TOLERANCE
@@ -166,7 +132,7 @@ def test_where_cudnn_refuses_xla_attention_runs(hf_and_params, monkeypatch, capl
     # As on a GPU: `fused` asks for cuDNN and the encoder rounds the bias for it. This CPU
     # has no cuDNN, so the call is refused as it is traced.
     _, params = hf_and_params
-    batch = _padded(_tokens([64, 20], seed=4), 64)
+    batch = pad_rows(eos_tokens([64, 20], seed=4), 64)
     expected = _label_logits(params, batch, "bfloat16", fused=False)
     monkeypatch.setattr(attention, "fused_implementation", lambda dtype: "cudnn")
     with caplog.at_level(logging.WARNING, logger=attention.__name__):
@@ -206,14 +172,14 @@ def test_auto_leaves_cpu_programs_unchanged(hf_and_params):
     assert on.fused_attention is True
     placer = auto.placer()
     stacked = placer.stack_layers(placer.place_tree(params))
-    batch = jnp.asarray(_padded(_tokens([128, 60], seed=5), 128))
+    batch = jnp.asarray(pad_rows(eos_tokens([128, 60], seed=5), 128))
     assert _engine_program(auto, stacked, batch) == _engine_program(off, stacked, batch)
     assert _engine_program(on, stacked, batch) != _engine_program(off, stacked, batch)
 
 
 def test_a_fused_engine_scores_as_the_default_one_from_one_export(hf_and_params, monkeypatch):
     _, params = hf_and_params
-    tokens = _tokens([128, 100, 60, 33, 7], seed=6)
+    tokens = eos_tokens([128, 100, 60, 33, 7], seed=6)
     kw = dict(max_input_length=128, batch_size=1, ladder="2")
     statics = []
     run = executables.ExecutableCache.run
