@@ -177,10 +177,15 @@ def test_auto_leaves_cpu_programs_unchanged(hf_and_params):
     assert _engine_program(on, stacked, batch) != _engine_program(off, stacked, batch)
 
 
-def test_a_fused_engine_scores_as_the_default_one_from_one_export(hf_and_params, monkeypatch):
+def test_a_fused_engine_scores_as_the_default_one_from_one_export(
+    hf_and_params, monkeypatch, tmp_path
+):
     _, params = hf_and_params
     tokens = eos_tokens([128, 100, 60, 33, 7], seed=6)
-    kw = dict(max_input_length=128, batch_size=1, ladder="2")
+    # Programs of this test alone: none read back from an earlier run's folder (which
+    # would trace nothing).
+    executables.clear_memory()
+    kw = dict(max_input_length=128, batch_size=1, ladder="2", program_cache_dir=tmp_path)
     statics = []
     run = executables.ExecutableCache.run
 
