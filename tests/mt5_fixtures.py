@@ -218,3 +218,19 @@ def hf_float64_label_logits(model, batch: np.ndarray, label_ids) -> np.ndarray:
     finally:
         model.float()
     return logits.numpy()
+
+
+def packed_rows(tokens: list, rows: list[list[int]], length: int):
+    """(tokens, segment ids, decoder segment ids) of inputs packed into rows as the engine packs
+    them: input k of a row holds segment id k, one decoder start per input."""
+    batch = np.zeros((len(rows), length), np.int32)
+    segments = np.zeros((len(rows), length), np.int32)
+    decoder_segments = np.zeros((len(rows), max(len(r) for r in rows)), np.int32)
+    for row, members in enumerate(rows):
+        offset = 0
+        for k, index in enumerate(members, start=1):
+            batch[row, offset : offset + len(tokens[index])] = tokens[index]
+            segments[row, offset : offset + len(tokens[index])] = k
+            offset += len(tokens[index])
+        decoder_segments[row, : len(members)] = np.arange(1, len(members) + 1)
+    return batch, segments, decoder_segments

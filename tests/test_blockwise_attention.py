@@ -11,7 +11,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from mt5_fixtures import TINY, eos_tokens, hf_float64_label_logits, hf_tiny_model, pad_rows
+from mt5_fixtures import (
+    TINY,
+    eos_tokens,
+    hf_float64_label_logits,
+    hf_tiny_model,
+    packed_rows,
+    pad_rows,
+)
 
 from seahorse_t5x import errors
 from seahorse_t5x.inference import engine
@@ -117,16 +124,7 @@ def test_packed_long_rows_stay_finite_and_equal_full_attention(hf_and_params):
     _, params = hf_and_params
     tokens = eos_tokens([900, 700, 400, 1200], seed=2)
     rows = [[0, 1, 2], [3]]  # row 0 packs three inputs, row 1 one input and padding
-    batch = np.zeros((2, LONG), np.int32)
-    segments = np.zeros((2, LONG), np.int32)
-    decoder_segments = np.zeros((2, 3), np.int32)
-    for row, members in enumerate(rows):
-        offset = 0
-        for k, index in enumerate(members, start=1):
-            batch[row, offset : offset + len(tokens[index])] = tokens[index]
-            segments[row, offset : offset + len(tokens[index])] = k
-            offset += len(tokens[index])
-        decoder_segments[row, : len(members)] = np.arange(1, len(members) + 1)
+    batch, segments, decoder_segments = packed_rows(tokens, rows, LONG)
 
     def packed(blockwise_from):
         fn = functools.partial(

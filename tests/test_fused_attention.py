@@ -13,7 +13,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from mt5_fixtures import TINY, eos_tokens, hf_float64_label_logits, hf_tiny_model, pad_rows
+from mt5_fixtures import (
+    TINY,
+    eos_tokens,
+    hf_float64_label_logits,
+    hf_tiny_model,
+    packed_rows,
+    pad_rows,
+)
 
 from seahorse_t5x import errors
 from seahorse_t5x.inference import engine, executables
@@ -44,20 +51,6 @@ def _label_logits(params, batch, dtype: str, fused: bool) -> np.ndarray:
         fused_attention=fused,
     )
     return np.asarray(jax.jit(fn)(params, batch))
-
-
-def _packed(tokens: list[np.ndarray], rows: list[list[int]], length: int):
-    batch = np.zeros((len(rows), length), np.int32)
-    segments = np.zeros((len(rows), length), np.int32)
-    decoder_segments = np.zeros((len(rows), max(len(r) for r in rows)), np.int32)
-    for row, members in enumerate(rows):
-        offset = 0
-        for k, index in enumerate(members, start=1):
-            batch[row, offset : offset + len(tokens[index])] = tokens[index]
-            segments[row, offset : offset + len(tokens[index])] = k
-            offset += len(tokens[index])
-        decoder_segments[row, : len(members)] = np.arange(1, len(members) + 1)
-    return batch, segments, decoder_segments
 
 
 def _p_yes(logits: np.ndarray) -> np.ndarray:
@@ -92,7 +85,7 @@ def test_fused_packed_rows_equal_the_default_attention(hf_and_params):
     _, params = hf_and_params
     tokens = eos_tokens([40, 30, 20, 90], seed=2)
     rows = [[0, 1, 2], [3]]  # row 0 packs three inputs, row 1 one input and padding
-    batch, segments, decoder_segments = _packed(tokens, rows, 96)
+    batch, segments, decoder_segments = packed_rows(tokens, rows, 96)
 
     def packed(dtype: str, fused: bool) -> np.ndarray:
         fn = functools.partial(
