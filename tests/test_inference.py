@@ -377,6 +377,24 @@ def test_plan_batches_rows_are_a_multiple_of_the_data_axis():
     assert sorted(np.concatenate([b.indices for b in batches]).tolist()) == list(range(9))
 
 
+def test_batches_are_dispatched_one_ahead_and_collected_in_order():
+    events = []
+    engine._pipelined(
+        ["a", "b", "c"],
+        lambda item: events.append(f"dispatch {item}") or item.upper(),
+        lambda item, out: events.append(f"collect {item} {out}"),
+    )
+    assert events == [
+        "dispatch a",
+        "dispatch b",
+        "collect a A",
+        "dispatch c",
+        "collect b B",
+        "collect c C",
+    ]
+    engine._pipelined([], lambda item: 1 / 0, lambda item, out: 1 / 0)  # nothing to do
+
+
 _MESH_SCRIPT = textwrap.dedent(
     """
     import json, sys

@@ -143,6 +143,26 @@ def plan_batches(
     return batches
 
 
+def _pipelined(
+    items: Sequence[Any],
+    dispatch: Callable[[Any], jax.Array],
+    collect: Callable[[Any, jax.Array], None],
+) -> None:
+    """`collect(item, dispatch(item))` for each item in order, with the next item's batch
+    built and handed to its device before the previous result is read back: the host's
+    work (padding, the transfer, reading results) overlaps the device's, and JAX's
+    asynchronous dispatch keeps at most two batches queued. The programs and their results
+    are the same as one at a time."""
+    pending: tuple[Any, jax.Array] | None = None
+    for item in items:
+        out = dispatch(item)
+        if pending is not None:
+            collect(*pending)
+        pending = (item, out)
+    if pending is not None:
+        collect(*pending)
+
+
 def p_yes_from_label_logits(logits: np.ndarray) -> np.ndarray:
     """softmax over (yes, no) -> P(yes), computed stably in float64."""
     logits = np.asarray(logits, np.float64)
@@ -699,23 +719,27 @@ class Engine:
         logits = np.zeros((len(tokens), 2), np.float32)
         batches = self.plan(lengths, bucketed)
         self._compile_ahead(params, batches)
-        for batch in batches:
+
+        def dispatch(batch: Batch) -> jax.Array:
             array = np.full((batch.rows, batch.length), constants.PAD_ID, np.int32)
             for row, index in enumerate(batch.indices):
                 array[row, : lengths[index]] = tokens[index]
-            args = (params, self._device_batch(array))
-            out = self._run("label_logits", self._fn, args)
+            return self._run("label_logits", self._fn, (params, self._device_batch(array)))
+
+        def collect(batch: Batch, out: jax.Array) -> None:
             logits[batch.indices] = np.asarray(out.addressable_data(0))[: len(batch.indices)]
             if progress is not None:
                 progress(len(batch.indices))
+
+        _pipelined(batches, dispatch, collect)
         return logits
 
     def _packed_label_logits(self, params, tokens, progress) -> np.ndarray:
         lengths = [len(t) for t in tokens]
         rows = pack_rows(lengths, self.max_input_length, self.max_segments)
         logits = np.zeros((len(tokens), 2), np.float32)
-        for start in range(0, len(rows), self.rows_per_batch):
-            chunk = rows[start : start + self.rows_per_batch]
+
+        def dispatch(chunk: list) -> jax.Array:
             count = self.rows_per_batch
             if len(chunk) < count:  # the last batch: rows rounded up to a power of two
                 count = _round_up(min(count, 1 << (len(chunk) - 1).bit_length()), self.data_size)
@@ -736,12 +760,19 @@ class Engine:
                 self._device_batch(segments),
                 self._device_batch(decoder_segments),
             )
-            out = self._run("packed_label_logits", self._packed_fn, args)
+            return self._run("packed_label_logits", self._packed_fn, args)
+
+        def collect(chunk: list, out: jax.Array) -> None:
             out = np.asarray(out.addressable_data(0))
             for row, members in enumerate(chunk):
                 logits[members] = out[row, : len(members)]
             if progress is not None:
                 progress(sum(len(m) for m in chunk))
+
+        chunks = [
+            rows[i : i + self.rows_per_batch] for i in range(0, len(rows), self.rows_per_batch)
+        ]
+        _pipelined(chunks, dispatch, collect)
         return logits
 
     def p_yes(
