@@ -11,8 +11,9 @@ share whatever load the machine has fairly, every scorer alternates chunk by chu
 
 CTranslate2 (the `bench` extra; `--ct2` lists its compute types, e.g. `float32,int8`) scores
 the same model converted by its transformers converter, run as its documentation advises
-for throughput: length-sorted batches of 8 (`max_batch_size`), one decoding step,
-`return_logits_vocab`. Its converter reads the model with `tie_word_embeddings=false`, as
+for throughput: length-sorted batches (`max_batch_size`, `--ct2_batch_size`: 1 on a CPU by
+default, where one input per call pads nothing and ran 1.7-2.2x faster than 8 on a 2-core
+Xeon; a list such as `1,8` times each), one decoding step, `return_logits_vocab`. Its converter reads the model with `tie_word_embeddings=false`, as
 the released mT5 checkpoints' config says (transformers 5 ties mT5 without rescaling; the
 converter would otherwise scale the logits by d_model**-0.5). Every scorer's max |P(yes)
 difference| from HF is reported beside its time. `--dtype float32,bfloat16` times the engine
@@ -28,8 +29,9 @@ persistent cache), a run from that cache (JAX's in-memory caches cleared, as a n
 finds them), and in steady state (alternating with HF, chunk by chunk). Speed-ups over HF
 are reported for each.
 
-Also measured: a JAX fp32 matmul ceiling (best of several 2048^3 products) and the encoder's
-achieved FLOP/s on this engine's padded batches (encoder alone, timed separately).
+Also measured: a JAX fp32 matmul ceiling (best of several 2048^3 products; on a GPU a
+bfloat16 8192^3 product) and the encoder's achieved FLOP/s on this engine's padded batches
+(encoder alone, timed separately; `scripts/bench_encoder.py` times it shape by shape).
 
     python scripts/bench_score.py --num_examples 300 --json bench_score.json
     python scripts/bench_score.py --num_examples 64 --chunks 2 --ct2 float32,int8 \
@@ -172,7 +174,13 @@ def parse_args() -> argparse.Namespace:
         default="",
         help="CTranslate2 compute types to time beside HF, e.g. float32,int8 (default: none)",
     )
-    parser.add_argument("--ct2_batch_size", type=int, default=8)
+    parser.add_argument(
+        "--ct2_batch_size",
+        default=None,
+        help="CTranslate2's max_batch_size, comma-separated to time several side by side "
+        "(each scorer then named ct2_TYPE_bN; default: 1 on a CPU, where one input per call "
+        "has no padding and ran fastest, 32 on a GPU)",
+    )
     parser.add_argument(
         "--encoder_batches",
         type=int,
@@ -444,11 +452,23 @@ def mesh_of(kind: str):
     return partitioning.create_mesh(partitioning.MeshConfig(), jax.devices()[:1])
 
 
+def ct2_batch_sizes(value: str | None, gpu: bool) -> list[int]:
+    """`--ct2_batch_size` as a list (its default by device)."""
+    try:
+        sizes = [int(b) for b in (value or ("32" if gpu else "1")).split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise SystemExit(f"--ct2_batch_size takes positive integers, got {value!r}")
+    return sizes
+
+
 def ct2_scorers(
-    hf_model, directory: str, types: list[str], batch: int, gpu: bool
+    hf_model, directory: str, types: list[str], batches: list[int], gpu: bool
 ) -> tuple[dict, dict]:
-    """CTranslate2 scorers by compute type, and on a GPU the error of each type (or of the
-    import) that does not run there: the run goes on without it."""
+    """CTranslate2 scorers by compute type (`TYPE_bN` for each of several batch sizes), and
+    on a GPU the error of each type (or of the import) that does not run there: the run
+    goes on without it."""
     if not types:
         return {}, {}
     if not gpu:
@@ -456,7 +476,11 @@ def ct2_scorers(
 
         vocabulary = convert_to_ct2(hf_model, directory)
         print(f"ctranslate2 {ctranslate2.__version__}: {', '.join(types)}", flush=True)
-        return {t: CT2Scorer(directory, vocabulary, t, batch) for t in types}, {}
+        return {
+            t + (f"_b{b}" if len(batches) > 1 else ""): CT2Scorer(directory, vocabulary, t, b)
+            for t in types
+            for b in batches
+        }, {}
     try:
         import ctranslate2
 
@@ -466,7 +490,7 @@ def ct2_scorers(
     scorers, errors = {}, {}
     for t in types:
         try:
-            scorer = CT2Scorer(directory, vocabulary, t, batch, device="cuda")
+            scorer = CT2Scorer(directory, vocabulary, t, batches[0], device="cuda")
             scorer.score([np.asarray([5, 6, 1], np.int32)])  # runs here, or says why not
             scorers[t] = scorer
         except Exception as e:  # noqa: BLE001
@@ -510,12 +534,18 @@ def encoder_rate(args, engine, params, tokens, plans, gpu: bool) -> dict:
             array[row, : len(tokens[index])] = tokens[index]
         arrays.append(engine._device_batch(array))
     flops = sum(encoder_flops(engine.config, b.rows, b.length) for b in timed)
+    # On a GPU the batches are queued and waited on once, 5 times over (milliseconds each).
+    queued = 5 if gpu else 1
     seconds = float("inf")
     for _ in range(3 if gpu else 1):
         start = time.perf_counter()
-        for array in arrays:
-            encoders[array.shape](params, array).block_until_ready()
-        seconds = min(seconds, time.perf_counter() - start)
+        for _ in range(queued):
+            for array in arrays:
+                out = encoders[array.shape](params, array)
+                if not gpu:
+                    out.block_until_ready()
+        out.block_until_ready()
+        seconds = min(seconds, (time.perf_counter() - start) / queued)
     return {"seconds": seconds, "flops": flops, "batches": len(timed)}
 
 
@@ -616,7 +646,8 @@ def main() -> None:
     ct2_types = [t for t in args.ct2.split(",") if t]
     ct2_dir = tempfile.mkdtemp(prefix="bench_score_ct2_")
     # Converted from the float32 model on the host, before HF moves to the GPU.
-    ct2, ct2_errors = ct2_scorers(hf_model, ct2_dir, ct2_types, args.ct2_batch_size, gpu)
+    ct2_batches = ct2_batch_sizes(args.ct2_batch_size, gpu)
+    ct2, ct2_errors = ct2_scorers(hf_model, ct2_dir, ct2_types, ct2_batches, gpu)
     hf_attention = hf_attention_error = hf_check = None
     if not gpu:
         hf = HFScorer(hf_model, args.hf_batch_size)
@@ -753,7 +784,8 @@ def main() -> None:
         )
     shutil.rmtree(ct2_dir, ignore_errors=True)
 
-    ceiling = matmul_ceiling()
+    # A GPU's ceiling: a bfloat16 product (its float32 ones run at a fraction of that rate).
+    ceiling = matmul_ceiling(8192, dtype=jnp.bfloat16) if gpu else matmul_ceiling()
     results["matmul_ceiling_gflops"] = round(ceiling / 1e9, 1)
     if args.encoder_batches > 0 and not args.packing:
         rate = encoder_rate(args, engine, params, tokens, plans, gpu)

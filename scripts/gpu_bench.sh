@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU benchmarks of docs/scoring.md, in one run of under 8 minutes on one NVIDIA GPU
+# The GPU benchmarks of docs/scoring.md, in one run of about 9 minutes on one NVIDIA GPU
 # (written for an H100 or H200; no network needed): from the repository root,
 #
 #   scripts/gpu_bench.sh [OUT]        # OUT: where the results go (default ./gpu_bench_out)
@@ -7,11 +7,15 @@
 # 1. what the machine has: nvidia-smi, the devices JAX and PyTorch see, the modules the
 #    benchmark imports (a missing one is named, with what installs it);
 # 2. mT5-small: scripts/bench_score.py --device gpu, ours in bfloat16 with fused attention
-#    (`auto`: cuDNN) and without, HF transformers in bfloat16 (SDPA), CTranslate2 where its
-#    wheel runs on this GPU (bfloat16, int8_bfloat16);
+#    (`auto`: cuDNN) and without and in float32 (the reference for P(yes)), HF transformers
+#    in bfloat16 (SDPA), CTranslate2 where its wheel runs on this GPU (bfloat16,
+#    int8_bfloat16);
 # 3. mT5-XXL widths with 2 encoder and 2 decoder layers: ours with int8 weights in bfloat16,
 #    fused and not, and HF: the encoder's TFLOP/s against a 989 TFLOP/s peak, and the peak
-#    device memory.
+#    device memory;
+# 4. the encoder alone (scripts/bench_encoder.py): mT5-small at 16 x 2048 tokens and XXL
+#    widths at 8 x 2048 and 32 x 512, fused attention off and on, TFLOP/s against a
+#    bfloat16 8192^3 product, and each one's distance from float32.
 #
 # The package runs from the checkout (PYTHONPATH=.), with the machine's python3 and its
 # jax, flax, torch and transformers. Each step has its own time limit: one that fails or
@@ -97,7 +101,7 @@ PY
 if grep -q "^devices: ok" "${SUMMARY}"; then cat "${OUT}/devices.log"; fi
 
 step small 160 "${PYTHON}" scripts/bench_score.py --device gpu --size small \
-  --dtype bfloat16 --fused_attention auto,off --ct2 bfloat16,int8_bfloat16 \
+  --dtype bfloat16,float32 --fused_attention auto,off --ct2 bfloat16,int8_bfloat16 \
   --num_examples 256 --batch_size 16 --hf_batch_size 32 --ct2_batch_size 32 \
   --ladder 2 --chunks 2 --encoder_batches 6 --json "${OUT}/small.json"
 
@@ -106,6 +110,12 @@ step xxl_2_layers 230 "${PYTHON}" scripts/bench_score.py --device gpu --size xxl
   --fused_attention auto,off --num_examples 64 --max_input_length 1024 \
   --batch_size 4 --hf_batch_size 8 --ladder 2 --chunks 2 --encoder_batches 4 \
   --json "${OUT}/xxl_2_layers.json"
+
+step encoder_small 90 "${PYTHON}" scripts/bench_encoder.py --size small --num_layers 8 \
+  --shapes 16x2048 --json "${OUT}/encoder_small.json"
+
+step encoder_xxl 150 "${PYTHON}" scripts/bench_encoder.py --size xxl --num_layers 2 \
+  --shapes 8x2048,32x512 --json "${OUT}/encoder_xxl.json"
 
 echo "== summary (${SECONDS}s in all; results in ${OUT}):"
 cat "${SUMMARY}"
