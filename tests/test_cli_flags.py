@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from seahorse_t5x import cli, constants
-from seahorse_t5x.cli import flags
+from seahorse_t5x.cli import flags, inference_flags
 from seahorse_t5x.inference import precision
 from seahorse_t5x.runner import gin_config, train_config
 
@@ -286,7 +286,7 @@ def _value(action: argparse.Action) -> list[str]:
         return []
     if action.choices:
         return [str(list(action.choices)[-1])]
-    if action.type is int:
+    if action.type in (int, inference_flags.batch_size_flag):
         return ["3"]
     if action.type is float:
         return ["0.5"]

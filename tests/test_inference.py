@@ -186,7 +186,7 @@ def test_resume_point_keeps_whole_chunks_and_cuts_the_rest(tmp_path):
     (tmp_path / "out.jsonl.partial.run.json").write_text(json.dumps(settings))
     assert resume.resume_point(output, settings) == 6
     assert partial.read_text(encoding="utf-8") == "".join(lines[:6])
-    with pytest.raises(errors.UserError, match="other settings \\(chunk_size\\)"):
+    with pytest.raises(errors.UserError, match="other settings \\(chunk_size was 3\\)"):
         resume.resume_point(output, {"chunk_size": 4, "input": "x"})
 
 
@@ -221,7 +221,7 @@ def test_batch_size_and_model_mismatches_are_not_taken_for_damaged_steps(trained
         "--output", str(tmp_path / "out.jsonl"), "--batch_size", "0"
     ])  # fmt: skip
     err = capsys.readouterr().err
-    assert code == 2 and err.strip().endswith("--batch_size must be at least 1, got 0")
+    assert code == 2 and err.strip().endswith("--batch_size must be `auto` or at least 1, got 0")
     assert len(err.strip().splitlines()) == 1
 
     # A setting the model refuses while it loads is this run's mistake: no step is skipped.

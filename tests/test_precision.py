@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from seahorse_t5x import errors
-from seahorse_t5x.inference import engine, precision
+from seahorse_t5x.inference import engine, precision, settings
 from seahorse_t5x.model import configs, mt5
 
 CPUINFO = """processor\t: 0
@@ -113,3 +113,23 @@ def test_float32_products_run_at_highest_precision_and_bfloat16_at_the_platforms
     # H200 (PERFORMANCE.md), a 4096^3 product's relative error was 3.2e-4, not 2.9e-6.
     assert _dot_precisions("float32") == {"(Precision.HIGHEST, Precision.HIGHEST)"}
     assert _dot_precisions("bfloat16") == {"None"}
+
+
+@pytest.mark.parametrize(
+    ("value", "platform", "rows"),
+    [("auto", "cpu", 1), ("auto", "CPU", 1), ("auto", "gpu", 8), ("auto", "tpu", 8),
+     (4, "cpu", 4), (16, "gpu", 16)],
+)  # fmt: skip
+def test_batch_size_auto_chooses_by_platform(value, platform, rows):
+    assert settings.choose_batch_size(value, platform) == rows
+
+
+def test_batch_size_text_and_range_are_checked():
+    assert settings.parse_batch_size(" Auto ") == "auto" and settings.parse_batch_size("3") == 3
+    with pytest.raises(
+        errors.UserError, match=r"^batch_size must be `auto` or an integer, got 'x'$"
+    ):
+        settings.parse_batch_size("x")
+    for bad in (0, -1, True, 2.0, "8"):
+        with pytest.raises(errors.UserError, match="^batch_size must be `auto` or at least 1"):
+            settings.choose_batch_size(bad, "cpu")

@@ -110,6 +110,7 @@ def test_a_killed_run_resumes_to_the_bytes_of_an_uninterrupted_one(models, pairs
     assert len((tmp_path / "killed.jsonl.partial").read_text().splitlines()) == 2
     record = json.loads((tmp_path / "killed.jsonl.partial.run.json").read_text())
     assert record["chunk_size"] == 2 and record["question"] is None
+    assert record["batch_size"] == 1  # `auto` on a CPU, recorded as the number it chose
     with pytest.raises(errors.UserError, match="pass `resume` to continue it"):
         seahorse_t5x.score_file(model, pairs, out, chunk_size=2)
     resumed = seahorse_t5x.score_file(model, pairs, out, chunk_size=2, resume=True)
@@ -195,7 +196,7 @@ def test_python_refusals_name_the_setting(models, pairs, tmp_path):
         seahorse_t5x.score_file(root / "seahorse_all", pairs, tmp_path / "out.jsonl")
     with pytest.raises(errors.UserError, match="^chunk_size must be at least 1"):
         seahorse_t5x.score_file(root / "seahorse_q4", pairs, tmp_path / "o.jsonl", chunk_size=0)
-    with pytest.raises(errors.UserError, match="^batch_size must be at least 1, got 0"):
+    with pytest.raises(errors.UserError, match="^batch_size must be `auto` or at least 1, got 0"):
         seahorse_t5x.score_file(root / "seahorse_q4", pairs, tmp_path / "o.jsonl", batch_size=0)
     with pytest.raises(errors.UserError, match="no scoring setting named 'max_len'"):
         seahorse_t5x.score_file(root / "seahorse_q4", pairs, tmp_path / "o.jsonl", max_len=8)

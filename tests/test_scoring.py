@@ -374,7 +374,7 @@ def test_score_cli_resume_refuses_another_dtype_and_auto_resumes_its_choice(
     (tmp_path / "out.jsonl.partial.run.json").write_text(json.dumps(record))
     resume = ["--chunk_size", "2", "--resume"]
     assert _score_cli(model_dir[0], pairs, out, *resume, "--dtype", "bfloat16") == 2
-    assert "written with other settings (dtype)" in capsys.readouterr().err
+    assert "written with other settings (dtype was float32)" in capsys.readouterr().err
     assert not out.exists()
     # `auto` on a CPU chooses float32: the same run, continued.
     assert _score_cli(model_dir[0], pairs, out, *resume) == 0

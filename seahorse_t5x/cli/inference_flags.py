@@ -28,16 +28,26 @@ DEFAULT_SCORING_DTYPE = precision.AUTO
 # What `--batch_size` means in `score`, `evaluate` and `plan --scoring` (the engine's rows).
 BATCH_SIZE_HELP = (
     "rows per batch at --input_length, over all devices; shorter inputs batch more rows "
-    "(the same tokens per batch); rounded up to a multiple of the mesh's data axis"
+    "(the same tokens per batch); rounded up to a multiple of the mesh's data axis; `auto`: "
+    "1 on CPUs, 8 on GPUs and TPUs"
 )
 MESH_METAVAR = "data=N,model=M"
+
+
+def batch_size_flag(text: str) -> int | str:
+    """`--batch_size`'s value (`auto` or an integer; the settings check its range)."""
+    try:
+        return settings_lib.parse_batch_size(text)
+    except errors.UserError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("batch_size ")) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch_size",
-        type=int,
+        type=batch_size_flag,
         default=settings_lib.DEFAULT_BATCH_SIZE,
+        metavar="auto|N",
         help=BATCH_SIZE_HELP,
     )
     parser.add_argument(

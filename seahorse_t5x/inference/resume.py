@@ -195,8 +195,8 @@ def resume_point(output: pathlib.Path, record: RunRecord | dict[str, Any]) -> in
     changed = sorted(k for k in own if saved.get(k) != own[k])
     if changed:
         raise errors.UserError(
-            f"{partial} was written with other settings ({', '.join(changed)}); rerun with "
-            "the same ones, or delete it to start afresh"
+            f"{partial} was written with other settings ({', '.join(_was(k, saved) for k in changed)}); "
+            "rerun with the same ones, or delete it to start afresh"
         )
     chunk = own["chunk_size"]
     complete = keep_bytes = kept_rows = 0
@@ -242,3 +242,11 @@ def check_complete_column(column: pathlib.Path, record: RunRecord) -> None:
             f"{column} was written with other settings ({', '.join(changed) or 'unknown'}); "
             "rerun with the same ones, or delete it to score that question afresh"
         )
+
+
+def _was(key: str, saved: dict[str, Any]) -> str:
+    """`key`, with the saved run's value where it is short enough to read (`batch_size was 8`)."""
+    value = saved.get(key)
+    if isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= 16):
+        return f"{key} was {value}"
+    return key

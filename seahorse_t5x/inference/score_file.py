@@ -166,9 +166,14 @@ def score_file(
         )
     from seahorse_t5x.inference import precision
 
-    # `auto` is decided here, for this platform; the run records what it chose.
+    # `auto` (dtype, batch size) is decided here, for this platform; the run records what
+    # it chose.
     choice = precision.choose(settings.dtype)
-    job.settings = dataclasses.replace(settings, dtype=choice.dtype)
+    job.settings = dataclasses.replace(
+        settings,
+        dtype=choice.dtype,
+        batch_size=settings_lib.choose_batch_size(settings.batch_size, choice.platform),
+    )
     result = ScoreFileResult(
         job.output,
         settings,

@@ -86,7 +86,8 @@ class Scorer:
       input_length: input length in tokens (EOS included). None: the length a runner
         checkpoint was trained with, else 2048 as in the paper.
       batch_size: rows per batch at `input_length`; shorter buckets get more rows
-        (same number of tokens).
+        (same number of tokens). `auto` (the default): 1 on CPUs, 8 on GPUs and TPUs
+        (`settings.choose_batch_size`); the number chosen is `batch_size`.
       dtype: the dtype of the model's matrix products: `float32`, `bfloat16` (bfloat16
         operands, float32 accumulation) or `auto` (`precision.choose`: bfloat16 on GPUs and
         TPUs, float32 on CPUs); float16 overflows in mT5. The choice is `dtype_choice`.
@@ -113,7 +114,7 @@ class Scorer:
         checkpoint: str | os.PathLike | tuple[MT5Config, Any],
         vocab: Any = None,
         input_length: int | None = None,
-        batch_size: int = settings.DEFAULT_BATCH_SIZE,
+        batch_size: int | str = settings.DEFAULT_BATCH_SIZE,
         dtype: str = precision.AUTO,
         truncation: str = input_format.TRUNCATION_KEEP_SUMMARY,
         mesh: Mesh | None = None,
@@ -143,6 +144,9 @@ class Scorer:
         platform = None if mesh is None else mesh.devices.flat[0].platform
         self.dtype_choice = precision.choose(dtype, platform)
         dtype = self.dtype_choice.dtype
+        # `auto`: 1 row per batch at the input length on CPUs, 8 on GPUs and TPUs.
+        self.batch_size = settings.choose_batch_size(batch_size, self.dtype_choice.platform)
+        batch_size = self.batch_size
         input_format.check_truncation(truncation)
         if not isinstance(checkpoint, tuple):
             # A Hub name is fetched (or found in the HF cache) once, here; a path stays.
