@@ -130,6 +130,14 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--hf_batch_size", type=int, default=4)
     parser.add_argument("--chunks", type=int, default=3, help="alternation chunks")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="times every scorer scores every chunk, the order rotating each time; seconds "
+        "are per round (--chunks 1 --rounds 2: each scorer plans and sorts the whole input, "
+        "as `score` does, twice)",
+    )
     parser.add_argument("--skip_hf", action="store_true")
     parser.add_argument(
         "--dtype",
@@ -715,7 +723,8 @@ def main() -> None:
     seconds = dict.fromkeys(scorers, 0.0)
     scores = {name: np.zeros(len(tokens)) for name in scorers}
     names = list(scorers)
-    for k, chunk in enumerate(chunks):
+    timed = [chunk for _ in range(max(1, args.rounds)) for chunk in chunks]
+    for k, chunk in enumerate(timed):
         chunk_tokens = [tokens[i] for i in chunk]
         for name in names[k % len(names) :] + names[: k % len(names)]:
             sync()
@@ -724,9 +733,10 @@ def main() -> None:
             sync()
             seconds[name] += time.perf_counter() - start
         print(
-            f"chunk {k + 1}/{len(chunks)}: " + ", ".join(f"{n} {seconds[n]:.1f}s" for n in names),
+            f"chunk {k + 1}/{len(timed)}: " + ", ".join(f"{n} {seconds[n]:.1f}s" for n in names),
             flush=True,
         )
+    seconds = {name: s / max(1, args.rounds) for name, s in seconds.items()}
     ours_s = seconds[f"ours_{dtypes[0]}"]
 
     results = {
@@ -739,6 +749,11 @@ def main() -> None:
         "real_tokens": real_tokens,
         "ladder": args.ladder,
         "packing": args.packing,
+        "chunks": len(chunks),
+        "rounds": max(1, args.rounds),
+        "batch_size": args.batch_size,
+        "hf_batch_size": None if args.skip_hf else args.hf_batch_size,
+        "ct2_batch_sizes": ct2_batches if ct2_types else None,
         "ours_dtype": dtypes[0],
         "ours_blockwise_attention_from": engine.blockwise_attention_from,
         "ours_seconds": round(ours_s, 2),
