@@ -774,7 +774,7 @@ def main() -> None:
         results.update(
             hf_seconds=round(hf_s, 2),
             hf_examples_per_s=round(len(tokens) / hf_s, 3),
-            hf_padding_efficiency=round(real_tokens / padded_hf, 3),
+            hf_padding_efficiency=round(real_tokens * max(1, args.rounds) / padded_hf, 3),
             speedup=round(hf_s / ours_s, 2),
             speedup_first_run=round(hf_s / first_run_s, 2),
             speedup_cached_run=round(hf_s / cached_run_s, 2),
