@@ -142,6 +142,9 @@ def test_questions_on_a_multi_question_model_prompt_the_question(models, pairs, 
     # Independently: the inputs encoded with question 4's prompt, scored by the same weights.
     demo = vocab.get_vocabulary("demo")
     plain = scorer_lib.Scorer((config, params), vocab=demo, input_length=INPUT_LENGTH)
+    # `batch_size` `auto` on a CPU: one row at the input length, in the API as in `score`.
+    assert (scorer.batch_size, plain.batch_size) == (1, 1)
+    assert plain.engine.tokens_per_batch == INPUT_LENGTH
     prompted = inputs.encode_pairs(demo, ARTICLES, SUMMARIES, INPUT_LENGTH, question=4).tokens
     unprompted = inputs.encode_pairs(demo, ARTICLES, SUMMARIES, INPUT_LENGTH).tokens
     assert all(p.tolist() != u.tolist() for p, u in zip(prompted, unprompted, strict=True))
