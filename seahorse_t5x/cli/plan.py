@@ -118,23 +118,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from seahorse_t5x import errors
-    from seahorse_t5x.inference import settings
     from seahorse_t5x.model import partitioning
     from seahorse_t5x.runner import plan
 
     if args.size is None:
         raise errors.UserError("the following arguments are required: --size")
     data, model_parallel = partitioning.parse_mesh(args.mesh)
-    batch_size = args.batch_size
-    if batch_size == settings.AUTO_BATCH_SIZE:
-        if not args.scoring:
-            raise errors.UserError("--batch_size auto is for --scoring; a train step's is a number")
-        batch_size = settings.choose_batch_size(batch_size, plan.PLANNED_PLATFORM)
     request = plan.PlanRequest(
         size=args.size,
         data=data,
         model_parallel=model_parallel,
-        batch_size=batch_size,
+        batch_size=args.batch_size,
         input_length=args.input_length,
         target_length=args.target_length,
         microbatches=args.microbatches,

@@ -62,7 +62,9 @@ class PlanRequest:
         xxl).
       data: size of the mesh's `data` axis (batch sharding).
       model_parallel: size of the mesh's `model` axis (parameter sharding).
-      batch_size: global batch (sequences per step).
+      batch_size: global batch (sequences per step); with `scoring`, rows at
+        `input_length` as in `score`, where `auto` is what `score` chooses on the GPUs and
+        TPUs a plan is for (`settings.choose_batch_size`: 8).
       input_length: encoder length (tokens).
       target_length: decoder length (tokens).
       microbatches: gradient accumulation steps the batch is split into (1 = none).
@@ -82,7 +84,7 @@ class PlanRequest:
     size: str
     data: int
     model_parallel: int
-    batch_size: int
+    batch_size: int | str
     input_length: int = 2048
     target_length: int = 4
     microbatches: int = 1
@@ -92,6 +94,17 @@ class PlanRequest:
     dropout_rate: float = 0.1
     scoring: bool = False
     param_dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        from seahorse_t5x.inference import settings
+
+        if self.batch_size == settings.AUTO_BATCH_SIZE:
+            if not self.scoring:
+                raise errors.UserError(
+                    "batch_size auto is for a scoring plan; a train step's is a number"
+                )
+            rows = settings.choose_batch_size(self.batch_size, PLANNED_PLATFORM)
+            object.__setattr__(self, "batch_size", rows)
 
     @property
     def devices(self) -> int:
