@@ -19,7 +19,8 @@ converter would otherwise scale the logits by d_model**-0.5). Every scorer's max
 difference| from HF is reported beside its time. `--dtype float32,bfloat16` times the engine
 in each dtype side by side (bfloat16: bfloat16 products accumulated in float32), and
 `--attention blockwise,full` with and without blockwise attention at long buckets
-(`Engine(blockwise_attention_from=None)`; the engine's default is blockwise), and
+(`Engine(blockwise_attention_from=None)`; the default `auto` is the engine's: blockwise on a
+CPU, full on a GPU), and
 `--cpu_devices core,1` on a CPU mesh of one device per core (single-threaded programs, what
 `score` runs: `partitioning.one_cpu_device_per_core`) and on one device whose products use
 every core.
@@ -87,6 +88,12 @@ DEVICES = ("cpu", "gpu")
 H100_BF16_TFLOPS = 989.0
 # `--fused_attention` kinds and the Engine setting of each.
 FUSED = {"auto": attention.AUTO, "on": True, "off": False}
+# `--attention` kinds and the Engine setting of each.
+ATTENTION_KINDS = {
+    "auto": attention.AUTO,
+    "blockwise": attention.BLOCKWISE_FROM_LENGTH,
+    "full": None,
+}
 # Inputs scored by HF with SDPA and with eager attention, to compare the two.
 HF_ATTENTION_CHECK = 8
 
@@ -147,10 +154,11 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--attention",
-        default="blockwise",
-        help="ours: comma-separated attention kinds timed side by side: blockwise (the "
-        f"engine's, from {attention.BLOCKWISE_FROM_LENGTH} tokens) and full (every length as "
-        "short ones); the first is the one timed on a first run and from the cache",
+        default="auto",
+        help="ours: comma-separated attention kinds timed side by side: auto (the engine's "
+        f"default: blockwise from {attention.BLOCKWISE_FROM_LENGTH} tokens on a CPU, never on "
+        "a GPU), blockwise (from that length on any device) and full (every length as short "
+        "ones); the first is the one timed on a first run and from the cache",
     )
     parser.add_argument(
         "--cpu_devices",
@@ -378,8 +386,8 @@ def require_gpu() -> str:
     return f"{device.platform}: {getattr(device, 'device_kind', '')}"
 
 
-def hf_on_gpu(model) -> tuple:
-    """`model` moved to cuda in bfloat16, with SDPA attention where this transformers takes
+def hf_on_gpu(model, device: str = "cuda") -> tuple:
+    """`model` moved to `device` in bfloat16, with SDPA attention where this transformers takes
     it for mT5 (else eager) and its `_keep_in_fp32_modules` (mT5: `wo`) in float32, as
     `from_pretrained(dtype=torch.bfloat16)` loads it. Returns (model, the attention it
     runs, why SDPA was refused or None)."""
@@ -390,7 +398,7 @@ def hf_on_gpu(model) -> tuple:
         model.set_attn_implementation("sdpa")
     except (AttributeError, ValueError, ImportError, NotImplementedError) as e:
         error = f"{type(e).__name__}: {e}"
-    model = model.eval().to(device="cuda", dtype=torch.bfloat16)
+    model = model.eval().to(device=device, dtype=torch.bfloat16)
     kept = set(getattr(model, "_keep_in_fp32_modules", None) or ())
     for name, module in model.named_modules():
         if name.rpartition(".")[2] in kept:
@@ -427,7 +435,7 @@ def engine_variants(args: argparse.Namespace) -> dict[str, tuple[str, str, str, 
     """Each engine timed, by name: (dtype, attention kind, fused-attention setting, CPU
     devices). A name is its dtype, then its attention, fused setting and devices where
     several are compared."""
-    kinds = {"blockwise": attention.BLOCKWISE_FROM_LENGTH, "full": None}
+    kinds = ATTENTION_KINDS
     attentions = args.attention.split(",")
     if not set(attentions) <= set(kinds):
         raise SystemExit(f"--attention takes {', '.join(kinds)}, got {args.attention}")
@@ -627,7 +635,7 @@ def main() -> None:
     )
 
     variants = engine_variants(args)
-    kinds = {"blockwise": attention.BLOCKWISE_FROM_LENGTH, "full": None}
+    kinds = ATTENTION_KINDS
     dtypes = list(variants)
     engines = {
         name: engine_lib.Engine(

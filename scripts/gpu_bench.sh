@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# The GPU benchmarks of docs/scoring.md, in one run of about 9 minutes on one NVIDIA GPU
+# The GPU benchmarks of docs/scoring.md, in one run of about 15 minutes on one NVIDIA GPU
 # (written for an H100 or H200; no network needed): from the repository root,
 #
-#   scripts/gpu_bench.sh [OUT]        # OUT: where the results go (default ./gpu_bench_out)
+#   scripts/gpu_bench.sh [OUT] [STEP ...]   # OUT: where the results go (default
+#                                           # ./gpu_bench_out); STEPs: those of 2-6 to run
+#                                           # (default: all), e.g. `dispatch xxl`
 #
 # 1. what the machine has: nvidia-smi, the devices JAX and PyTorch see, the modules the
 #    benchmark imports (a missing one is named, with what installs it);
-# 2. mT5-small: scripts/bench_score.py --device gpu, ours in bfloat16 with fused attention
-#    (`auto`: cuDNN) and without and in float32 (the reference for P(yes)), HF transformers
-#    in bfloat16 (SDPA), CTranslate2 where its wheel runs on this GPU (bfloat16,
-#    int8_bfloat16);
-# 3. mT5-XXL widths with 2 encoder and 2 decoder layers: ours with int8 weights in bfloat16,
-#    fused and not, and HF: the encoder's TFLOP/s against a 989 TFLOP/s peak, and the peak
-#    device memory;
-# 4. the encoder alone (scripts/bench_encoder.py): mT5-small at 16 x 2048 tokens and XXL
-#    widths at 8 x 2048 and 32 x 512, fused attention off and on, TFLOP/s against a
-#    bfloat16 8192^3 product, and each one's distance from float32.
+# 2. `small`: mT5-small, scripts/bench_score.py --device gpu, ours in bfloat16 with fused
+#    attention (`auto`: cuDNN) and without and in float32 (the reference for P(yes)), HF
+#    transformers in bfloat16 (SDPA), CTranslate2 where its wheel runs on this GPU
+#    (bfloat16, int8_bfloat16);
+# 3. `xxl_2_layers`: mT5-XXL widths with 2 encoder and 2 decoder layers: ours with int8
+#    weights in bfloat16, fused and not, and HF: the encoder's TFLOP/s against a 989 TFLOP/s
+#    peak, and the peak device memory;
+# 4. `dispatch`: the next batch in flight against one batch at a time (scripts/
+#    bench_dispatch.py), mT5-small, 256 inputs, bfloat16;
+# 5. `xxl`: mT5-XXL at full depth (24 + 24 layers) with int8 weights made on the GPU
+#    (scripts/bench_xxl.py): peak device memory and speed at batch sizes 1 to 16 of 2048
+#    tokens, what `plan --scoring` computes for this GPU, and HF bfloat16 on 64 inputs;
+# 6. `encoder_small`, `encoder_xxl`: the encoder alone (scripts/bench_encoder.py): mT5-small
+#    at 16 x 2048 tokens and XXL widths at 8 x 2048 and 32 x 512, fused attention off and
+#    on, TFLOP/s against a bfloat16 8192^3 product, and each one's distance from float32.
 #
 # The package runs from the checkout (PYTHONPATH=.), with the machine's python3 and its
 # jax, flax, torch and transformers. Each step has its own time limit: one that fails or
@@ -23,6 +30,8 @@
 set -uo pipefail
 
 OUT="${1:-./gpu_bench_out}"
+shift $(( $# > 0 ? 1 : 0 ))
+STEPS=("$@")
 PYTHON="${PYTHON:-python3}"
 mkdir -p "${OUT}"
 export PYTHONPATH=".${PYTHONPATH:+:${PYTHONPATH}}"
@@ -36,10 +45,15 @@ if [[ ! -f scripts/bench_score.py || ! -d seahorse_t5x ]]; then
   exit 2
 fi
 
-# step NAME SECONDS COMMAND...: runs COMMAND under `timeout`, its output in OUT/NAME.log.
+# step NAME SECONDS COMMAND...: runs COMMAND under `timeout`, its output in OUT/NAME.log
+# (unless STEPs were named and NAME is not one of them).
 step() {
   local name="$1" limit="$2"
   shift 2
+  if [[ ${#STEPS[@]} -gt 0 && " ${STEPS[*]} " != *" ${name} "* && ${name} != nvidia_smi \
+        && ${name} != devices ]]; then
+    return 0
+  fi
   local started=${SECONDS}
   echo "== ${name} (at most ${limit}s): $*"
   timeout --kill-after=5 "${limit}" "$@" > "${OUT}/${name}.log" 2>&1
@@ -110,6 +124,12 @@ step xxl_2_layers 230 "${PYTHON}" scripts/bench_score.py --device gpu --size xxl
   --fused_attention auto,off --num_examples 64 --max_input_length 1024 \
   --batch_size 4 --hf_batch_size 8 --ladder 2 --chunks 2 --encoder_batches 4 \
   --json "${OUT}/xxl_2_layers.json"
+
+step dispatch 100 "${PYTHON}" scripts/bench_dispatch.py --size small --num_examples 256 \
+  --rounds 4 --json "${OUT}/dispatch.json"
+
+step xxl 300 "${PYTHON}" scripts/bench_xxl.py --param_dtype int8 --batch_sizes 1,2,4,8,16 \
+  --num_examples 64 --json "${OUT}/xxl.json"
 
 step encoder_small 90 "${PYTHON}" scripts/bench_encoder.py --size small --num_layers 8 \
   --shapes 16x2048 --json "${OUT}/encoder_small.json"

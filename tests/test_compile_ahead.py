@@ -157,3 +157,27 @@ def test_scoring_asks_for_one_cpu_device_per_core_before_jax_starts(tmp_path):
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     ).stdout.split()
     assert out[:2] == ["1", "1"] and out[3] == "False"
+
+
+def test_only_a_program_read_from_disk_is_waited_on_and_only_its_first_run(tmp_path, monkeypatch):
+    waits = []
+    real_wait = executables.jax.block_until_ready
+
+    def counting_wait(value):
+        waits.append(1)
+        return real_wait(value)
+
+    monkeypatch.setattr(executables.jax, "block_until_ready", counting_wait)
+    jitted = jax.jit(_program)
+    args = _args(4, 16)
+    compiled_here = _cache(tmp_path)
+    first = np.asarray(compiled_here.run("program", "", jitted, args))
+    np.asarray(compiled_here.run("program", "", jitted, args))
+    assert (compiled_here.compiled_now, len(waits)) == (1, 0)  # dispatched, read by the caller
+
+    executables.clear_memory()  # a new process: the program comes from the disk
+    from_disk = _cache(tmp_path)
+    outputs = [np.asarray(from_disk.run("program", "", jitted, args)) for _ in range(3)]
+    assert (from_disk.loaded, from_disk.compiled_now, len(waits)) == (1, 0, 1)
+    for output in outputs:
+        np.testing.assert_array_equal(output, first)

@@ -393,6 +393,14 @@ def test_batches_are_dispatched_one_ahead_and_collected_in_order():
         "collect c C",
     ]
     engine._pipelined([], lambda item: 1 / 0, lambda item, out: 1 / 0)  # nothing to do
+    events.clear()
+    engine._pipelined(  # dispatch_ahead=False: each batch read before the next is built
+        ["a", "b"],
+        lambda item: events.append(f"dispatch {item}") or item.upper(),
+        lambda item, out: events.append(f"collect {item} {out}"),
+        ahead=False,
+    )
+    assert events == ["dispatch a", "collect a A", "dispatch b", "collect b B"]
 
 
 _MESH_SCRIPT = textwrap.dedent(

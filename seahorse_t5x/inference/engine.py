@@ -147,15 +147,19 @@ def _pipelined(
     items: Sequence[Any],
     dispatch: Callable[[Any], jax.Array],
     collect: Callable[[Any, jax.Array], None],
+    ahead: bool = True,
 ) -> None:
-    """`collect(item, dispatch(item))` for each item in order, with the next item's batch
-    built and handed to its device before the previous result is read back: the host's
-    work (padding, the transfer, reading results) overlaps the device's, and JAX's
-    asynchronous dispatch keeps at most two batches queued. The programs and their results
-    are the same as one at a time."""
+    """`collect(item, dispatch(item))` for each item in order, with (`ahead`) the next
+    item's batch built and handed to its device before the previous result is read back:
+    the host's work (padding, the transfer, reading results) overlaps the device's, and
+    JAX's asynchronous dispatch keeps at most two batches queued. The programs and their
+    results are the same as one at a time (`ahead` False)."""
     pending: tuple[Any, jax.Array] | None = None
     for item in items:
         out = dispatch(item)
+        if not ahead:
+            collect(item, out)
+            continue
         if pending is not None:
             collect(*pending)
         pending = (item, out)
@@ -575,6 +579,9 @@ class Engine:
       compile_ahead: load or compile every shape a call plans in background threads, in the
         order its batches run, instead of each when its first batch comes (the same
         programs and scores; a first run costs less, PERFORMANCE.md).
+      dispatch_ahead: build and dispatch each batch before the previous one's result is read
+        back (`_pipelined`); False waits for each batch before building the next (the same
+        programs and scores; for comparisons).
     """
 
     def __init__(
@@ -590,6 +597,7 @@ class Engine:
         blockwise_attention_from: int | str | None = attention.AUTO,
         fused_attention: bool | str = attention.AUTO,
         compile_ahead: bool = True,
+        dispatch_ahead: bool = True,
     ) -> None:
         input_format.check_input_length(max_input_length, "max_input_length")
         self.mesh = mesh or partitioning.create_mesh()
@@ -639,6 +647,7 @@ class Engine:
         self._program_cache_dir = program_cache_dir
         self._executables: executables.ExecutableCache | None = None
         self.compile_ahead = compile_ahead
+        self.dispatch_ahead = dispatch_ahead
 
     def _programs(self) -> executables.ExecutableCache:
         """This engine's compiled programs (made on first use: the compilation cache may be
@@ -731,7 +740,7 @@ class Engine:
             if progress is not None:
                 progress(len(batch.indices))
 
-        _pipelined(batches, dispatch, collect)
+        _pipelined(batches, dispatch, collect, self.dispatch_ahead)
         return logits
 
     def _packed_label_logits(self, params, tokens, progress) -> np.ndarray:
@@ -772,7 +781,7 @@ class Engine:
         chunks = [
             rows[i : i + self.rows_per_batch] for i in range(0, len(rows), self.rows_per_batch)
         ]
-        _pipelined(chunks, dispatch, collect)
+        _pipelined(chunks, dispatch, collect, self.dispatch_ahead)
         return logits
 
     def p_yes(

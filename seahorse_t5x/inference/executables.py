@@ -180,9 +180,12 @@ class ExecutableCache:
         return f"{name}-{digest.hexdigest()[:40]}"
 
     def run(self, name: str, static: str, jitted: Callable, args: Sequence[Any]) -> Any:
-        """`jitted(*args)` through the compiled program for these arguments, finished.
+        """`jitted(*args)` through the compiled program for these arguments, dispatched (not
+        waited on: the caller reads the result when it needs it, so the next batch can be
+        built while this one runs).
 
-        A program read from disk that fails to run is compiled again, rewritten and rerun.
+        A program read from disk is waited on the first time it runs in this process: one
+        that fails to run is compiled again, rewritten and rerun.
         """
         key = self.key(name, static, args)
         compiled = _IN_MEMORY.get(key)
@@ -195,17 +198,17 @@ class ExecutableCache:
         if compiled is None:
             compiled, loaded = self._load_or_compile(key, jitted, args)
         _IN_MEMORY[key] = compiled
+        if not loaded:
+            return compiled(*args)
         try:
             return jax.block_until_ready(compiled(*args))
-        except Exception as e:
-            if not loaded:
-                raise
+        except Exception as e:  # noqa: BLE001 (any failure of a file's program recompiles)
             # A file that loads but does not run (another build's, or another key's): what
             # compiling it here gives is the answer; an error that is ours raises again.
             logger.warning("compiled program %s does not run (%s); compiling it again", key, e)
             self.loaded -= 1
             compiled = _IN_MEMORY[key] = self._compile(key, jitted, args)
-            return jax.block_until_ready(compiled(*args))
+            return compiled(*args)
 
     def compile_ahead(
         self, name: str, static: str, jitted: Callable, args_list: Sequence[Sequence[Any]]
