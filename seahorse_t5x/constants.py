@@ -98,3 +98,9 @@ ENV_VOCAB = "SEAHORSE_VOCAB"
 # A user's rating set's data folder: this prefix + the set's name in upper case
 # (`SEAHORSE_RATINGS_DIR_CHAT` for the set `chat`; data/ratings.py).
 ENV_RATINGS_DIR_PREFIX = "SEAHORSE_RATINGS_DIR_"
+
+# XLA passes scoring programs compile without where the weights are not float32 and XLA's
+# CPU compiler plans or runs them: it computes bfloat16 products in float32, and its
+# loop-invariant code motion then converts every layer's weights to float32 ahead of the
+# layer loop, which GPUs and TPUs never do (`inference.engine`, `runner.plan`).
+LAYER_LOOP_DISABLED_PASSES = ("while-loop-invariant-code-motion",)

@@ -403,6 +403,43 @@ def test_batches_are_dispatched_one_ahead_and_collected_in_order():
     assert events == ["dispatch a", "collect a A", "dispatch b", "collect b B"]
 
 
+@pytest.mark.parametrize("param_dtype", ["bfloat16", "int8"])
+def test_weights_not_in_float32_are_converted_a_layer_at_a_time_on_a_cpu(tmp_path, param_dtype):
+    # XLA's CPU compiler computes bfloat16 products in float32; with its loop-invariant code
+    # motion it would convert every layer's weights ahead of the layer loop, temporaries
+    # growing with the depth. The engine compiles such programs without that pass.
+    from seahorse_t5x.inference import executables
+
+    temps, scores = [], []
+    for layers in (2, 6):
+        config = configs.get_config(
+            "tiny", dropout_rate=0.0, num_encoder_layers=layers, num_decoder_layers=layers
+        )
+        runner = engine.Engine(config, (2, 3), max_input_length=64, batch_size=2,
+                               program_cache_dir=tmp_path / str(layers))  # fmt: skip
+        placer = runner.placer(param_dtype)
+        params = placer.stack_layers(
+            placer.place_tree(mt5.init_params(config, jax.random.PRNGKey(0)))
+        )
+        assert runner.argument_options((params,)) == {
+            "xla_disable_hlo_passes": "while-loop-invariant-code-motion"
+        }
+        executables.clear_memory()
+        scores.append(runner.p_yes(params, [np.arange(2, 40, dtype=np.int32)] * 2))
+        (compiled,) = executables._IN_MEMORY.values()
+        temps.append(compiled.memory_analysis().temp_size_in_bytes)
+    executables.clear_memory()
+    assert temps[0] == temps[1]
+    assert all(np.isfinite(s).all() for s in scores)
+    float32 = runner.placer("float32")
+    assert (
+        runner.argument_options(
+            (float32.place_tree(mt5.init_params(config, jax.random.PRNGKey(0))),)
+        )
+        == {}
+    )
+
+
 _MESH_SCRIPT = textwrap.dedent(
     """
     import json, sys

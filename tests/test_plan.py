@@ -59,6 +59,33 @@ def test_xla_flags_keep_other_flags_and_replace_the_device_count():
     assert set(plan.FAST_COMPILE_FLAGS) <= set(parts)
 
 
+def test_a_scoring_plan_holds_no_float32_copy_of_bfloat16_weights():
+    # XLA's CPU compiler would convert the stacked bfloat16 weights to float32 ahead of the
+    # layer loop (temporaries growing with depth by twice the weights' bytes); GPUs and
+    # TPUs run them in bfloat16, one layer at a time, as the plan now compiles them.
+    plans = [
+        plan.plan_memory(
+            plan.PlanRequest(
+                "tiny", data=1, model_parallel=1, batch_size=2, input_length=64,
+                num_layers=layers, scoring=True, param_dtype="bfloat16", dtype="bfloat16",
+            )
+        )
+        for layers in (2, 6)
+    ]  # fmt: skip
+    assert plans[1].params_bytes > plans[0].params_bytes
+    assert plans[1].temp_bytes == plans[0].temp_bytes
+
+
+def test_a_scoring_plan_is_not_extrapolated():
+    request = plan.PlanRequest("tiny", data=1, model_parallel=1, batch_size=2, scoring=True)
+    with pytest.raises(errors.UserError) as refused:
+        plan.plan_memory(request, extrapolate_from=1)
+    assert str(refused.value) == (
+        "extrapolate_from is for train steps: a scoring plan runs its layers in one loop "
+        "and compiles the full depth in seconds (leave it out)"
+    )
+
+
 def _fake_plan(layers: int, **overrides) -> plan.MemoryPlan:
     values = dict(
         request=plan.PlanRequest("xxl", data=2, model_parallel=8, batch_size=32),
@@ -97,8 +124,8 @@ def test_fits_and_text_report():
     assert small.fits(16.0) and not small.fits(15.0)  # 90% of 16 GiB = 14.4 GiB
     text = plan.format_text(small)
     assert "peak estimate     14.00 GiB" in text
-    assert "TPU v3 core     16 GiB  yes (88%)" in text
-    assert "TPU v5p         95 GiB  yes (15%)" in text
+    assert "TPU v3 core     16.0 GiB  yes (88%)" in text
+    assert "TPU v5p         95.0 GiB  yes (15%)" in text
     row = plan.format_markdown_row(small)
     assert row.startswith("| mT5 xxl (2+2 layers) | 2 x 8 | 32 x 2048/4 | 1 |")
     assert "14.00 GiB" in row

@@ -95,8 +95,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="L",
-        help="compile at L and 2L layers and extrapolate linearly per layer to the full depth "
-        "(for sizes too slow to compile whole on a CPU host; default: compile the full depth)",
+        help="compile a train step at L and 2L layers and extrapolate linearly per layer to "
+        "the full depth (for sizes too slow to compile whole on a CPU host; default: compile "
+        "the full depth, as a --scoring plan always does)",
     )
     parser.add_argument(
         "--scoring",

@@ -666,8 +666,24 @@ class Engine:
             if partitioning.single_threaded_cpu_devices(self.mesh):
                 # A device per core: each runs its share of a batch on one thread.
                 options["xla_cpu_multi_thread_eigen"] = False
-            self._executables = executables.ExecutableCache(directory, sources, options)
+            self._executables = executables.ExecutableCache(
+                directory, sources, options, self.argument_options
+            )
         return self._executables
+
+    def argument_options(self, args: Sequence[Any]) -> dict[str, Any]:
+        """XLA options for weights that are not float32 on CPUs: XLA's CPU compiler computes
+        their products in float32, and its loop-invariant code motion would then convert
+        every layer's weights to float32 ahead of the layer loop (a float32 copy of the
+        model held through each call: more memory than float32 weights for bfloat16 ones).
+        With the pass off each layer's weights are converted in its turn; the products and
+        scores are the same."""
+        if self.mesh.devices.flat[0].platform != "cpu":
+            return {}
+        leaves = jax.tree_util.tree_leaves(args[0])
+        if all(jnp.dtype(leaf.dtype) == jnp.float32 for leaf in leaves):
+            return {}
+        return {"xla_disable_hlo_passes": ",".join(constants.LAYER_LOOP_DISABLED_PASSES)}
 
     def _static(self) -> str:
         return repr(

@@ -148,6 +148,8 @@ class ExecutableCache:
       sources: files whose text shapes the programs (the model and the engine).
       compiler_options: XLA options every program is compiled with (`Lowered.compile`;
         e.g. `xla_cpu_multi_thread_eigen`), part of each key.
+      argument_options: more options for a program, from its arguments (shapes and dtypes
+        only: they may be `jax.ShapeDtypeStruct`s), also part of its key.
     """
 
     def __init__(
@@ -155,15 +157,22 @@ class ExecutableCache:
         directory: str | os.PathLike | None,
         sources: Sequence[str],
         compiler_options: dict[str, Any] | None = None,
+        argument_options: Callable[[Sequence[Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.directory = None if directory is None else pathlib.Path(directory)
         self.sources = tuple(sorted(str(s) for s in sources))
         self.compiler_options = dict(compiler_options or {})
+        self._argument_options = argument_options
         self.loaded = self.compiled_now = 0  # counts, for logs and tests
         self.compiled_ahead = 0  # of compiled_now, those compiled by `compile_ahead`
         self._pending: dict[str, concurrent.futures.Future] = {}
         self._lock = threading.Lock()
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def options(self, args: Sequence[Any]) -> dict[str, Any]:
+        """The XLA options the program for these arguments is compiled with."""
+        extra = self._argument_options(args) if self._argument_options else {}
+        return {**self.compiler_options, **extra}
 
     def key(self, name: str, static: str, args: Sequence[Any]) -> str:
         digest = hashlib.sha256()
@@ -171,7 +180,7 @@ class ExecutableCache:
             _environment_fingerprint(self.sources),
             name,
             static,
-            repr(sorted(self.compiler_options.items())),
+            repr(sorted(self.options(args).items())),
             describe_arguments(args),
             _describe_devices(args),
         ):
@@ -247,7 +256,7 @@ class ExecutableCache:
 
     def _compile(self, key: str, jitted: Callable, args: Sequence[Any], ahead: bool = False) -> Any:
         lowered = jitted.lower(*args)
-        options = self.compiler_options or None
+        options = self.options(args) or None
         if self.directory is None:
             compiled = lowered.compile(options)
         else:

@@ -33,8 +33,10 @@ from seahorse_t5x import errors
 
 GIB = 1024**3
 # Memory per JAX device of common accelerators. A TPU v3 chip has two cores of 16 GiB, each
-# its own JAX device; v4 and v5p chips are one device (megacore).
+# its own JAX device; v4 and v5p chips are one device (megacore). A 24 GB GPU (NVIDIA L4,
+# RTX 4090) has about 22.4 GiB.
 DEVICE_HBM_GIB: tuple[tuple[str, float], ...] = (
+    ("L4 / 4090 24GB", 22.4),
     ("TPU v3 core", 16.0),
     ("TPU v4", 32.0),
     ("TPU v5e", 16.0),
@@ -377,7 +379,12 @@ def _compile_scoring(request: PlanRequest, num_layers: int | None) -> tuple[Any,
         sharding=partitioning.batch_sharding(mesh),
     )
     start = time.perf_counter()
-    compiled = runner._fn.lower(params, batch).compile()
+    # With the engine's options for these weights on these (CPU) devices: bfloat16 and int8
+    # weights converted one layer at a time, as accelerators run them (without, XLA's CPU
+    # compiler holds a float32 copy of them: mT5-XXL with int8 weights planned 23.8 GiB for
+    # one row of 2048 tokens where one H200 measured 15.8 GiB; with them 16.3 GiB).
+    options = runner.argument_options((params, batch)) or None
+    compiled = runner._fn.lower(params, batch).compile(options)
     return compiled, (params, {}, {"tokens": batch}, None), time.perf_counter() - start
 
 
@@ -463,6 +470,11 @@ def compile_plan(request: PlanRequest, extrapolate_from: int | None = None) -> M
         )
     if extrapolate_from is None:
         return _measure(request, request.num_layers)
+    if request.scoring:
+        raise errors.UserError(
+            "extrapolate_from is for train steps: a scoring plan runs its layers in one "
+            "loop and compiles the full depth in seconds (leave it out)"
+        )
     if request.num_layers is not None:
         raise errors.UserError("give either num_layers or extrapolate_from, not both")
     full = _model_config(request, None)
@@ -532,7 +544,7 @@ def format_text(plan: MemoryPlan) -> str:
     for kind, hbm in DEVICE_HBM_GIB:
         used = plan.peak_bytes / (hbm * GIB)
         verdict = "yes" if plan.fits(hbm) else "no"
-        lines.append(f"  {kind:<12} {hbm:>5.0f} GiB  {verdict:<3} ({used:.0%})")
+        lines.append(f"  {kind:<14} {hbm:>5.1f} GiB  {verdict:<3} ({used:.0%})")
     return "\n".join(lines)
 
 
