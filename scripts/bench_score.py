@@ -535,7 +535,7 @@ def encoder_rate(args, engine, params, tokens, plans, gpu: bool) -> dict:
     picks = np.unique(np.linspace(0, len(plan) - 1, args.encoder_batches).astype(int))
     timed = [plan[i] for i in picks]
     # Batches split over the engine's mesh, compiled with its options (as it runs them).
-    options = engine._programs().compiler_options or None
+    options = engine._programs().options((params,)) or None
     sharding = engine._batch_sharding
     encoders = {
         shape: encode_jit.lower(
