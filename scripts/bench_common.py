@@ -89,6 +89,13 @@ def packed_train_batch(
     return {k: jnp.asarray(v, jnp.int32) for k, v in arrays.items()}
 
 
+def device_memory_bytes(stat: str = "peak_bytes_in_use") -> int | None:
+    """A counter of JAX's allocator on the first device (`peak_bytes_in_use`: the most held
+    since the process started; `bytes_in_use`: held now), where the platform keeps one."""
+    stats = jax.devices()[0].memory_stats() or {}
+    return stats.get(stat)
+
+
 def report_results(results: dict, json_path: str | None) -> None:
     """Prints the results as JSON and, with `json_path`, writes them there (atomically)."""
     text = json.dumps(results, indent=2)

@@ -72,6 +72,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from bench_common import (  # scripts/ is on sys.path when run
+    device_memory_bytes,
     draw_inputs,
     encoder_flops,
     matmul_ceiling,
@@ -425,12 +426,6 @@ def hf_sdpa_against_eager(
     return float(np.max(np.abs(sdpa - eager)))
 
 
-def gpu_peak_bytes() -> int | None:
-    """The most device memory JAX's allocator has held on the first device, where it says."""
-    stats = jax.devices()[0].memory_stats() or {}
-    return stats.get("peak_bytes_in_use")
-
-
 def engine_variants(args: argparse.Namespace) -> dict[str, tuple[str, str, str, str]]:
     """Each engine timed, by name: (dtype, attention kind, fused-attention setting, CPU
     devices). A name is its dtype, then its attention, fused setting and devices where
@@ -584,7 +579,7 @@ def gpu_results(args, config, hf_attention, hf_attention_error, hf_check, ct2_er
         "width": {"emb_dim": config.emb_dim, "heads": config.num_heads, "mlp": config.mlp_dim},
         "ours_param_dtype": args.param_dtype,
         "ours_param_bytes": engine_lib.bytes_per_device(config, {}, args.param_dtype),
-        "ours_peak_gpu_bytes": gpu_peak_bytes(),
+        "ours_peak_gpu_bytes": device_memory_bytes(),
         "hf_peak_gpu_bytes": int(torch.cuda.max_memory_allocated()),
         "peak_tflops": args.peak_tflops,
     }

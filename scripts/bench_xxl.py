@@ -34,11 +34,11 @@ import flax  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from bench_common import draw_inputs, report_results  # noqa: E402  (scripts/ on sys.path)
+from bench_common import device_memory_bytes, draw_inputs, report_results  # noqa: E402  (scripts/ on sys.path)
 
 from seahorse_t5x.inference import engine as engine_lib  # noqa: E402
 from seahorse_t5x.inference import quantize  # noqa: E402
-from seahorse_t5x.model import configs  # noqa: E402
+from seahorse_t5x.model import configs, partitioning  # noqa: E402
 from seahorse_t5x.runner import plan  # noqa: E402
 
 YES_ID, NO_ID = 0, 1  # any two ids (the weights are random): those `plan --scoring` takes
@@ -65,16 +65,6 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     args.batch_sizes = sorted(int(b) for b in args.batch_sizes.split(","))
     return args
-
-
-def peak_bytes() -> int | None:
-    stats = jax.devices()[0].memory_stats() or {}
-    return stats.get("peak_bytes_in_use")
-
-
-def in_use_bytes() -> int | None:
-    stats = jax.devices()[0].memory_stats() or {}
-    return stats.get("bytes_in_use")
 
 
 def random_params(placer: engine_lib.Placer, config, seed: int) -> dict:
@@ -162,7 +152,7 @@ def memory_by_batch_size(args, config, mesh, params) -> list[dict]:
             rows.append(entry)
             print(f"batch {batch_size}: {entry['error']}", flush=True)
             break
-        peak = peak_bytes()
+        peak = device_memory_bytes()
         entry["measured_peak_gib"] = None if peak is None else round(peak / GIB, 2)
         rows.append(entry)
         print(f"batch {batch_size}: {entry}", flush=True)
@@ -218,7 +208,7 @@ def main() -> None:
     if args.num_layers:
         depth = {"num_encoder_layers": args.num_layers, "num_decoder_layers": args.num_layers}
     config = configs.get_config(args.size, dropout_rate=0.0, dtype=args.dtype, **depth)
-    mesh = jax.sharding.Mesh(np.asarray(jax.devices()[:1]).reshape(1, 1), ("data", "model"))
+    mesh = partitioning.create_mesh(devices=jax.devices()[:1])
     device = jax.devices()[0]
     results = {
         "device": f"{device.platform}: {getattr(device, 'device_kind', '')}",
@@ -232,7 +222,7 @@ def main() -> None:
     placer = engine_lib.Placer(config, mesh, args.param_dtype)
     started = time.perf_counter()
     params = random_params(placer, config, args.seed)
-    held = in_use_bytes()
+    held = device_memory_bytes("bytes_in_use")
     results["weights_made_seconds"] = round(time.perf_counter() - started, 1)
     results["weights_gib"] = None if held is None else round(held / GIB, 2)
     results["weights_gib_computed"] = round(
