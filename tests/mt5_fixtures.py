@@ -42,6 +42,14 @@ def hf_tiny_model(seed: int = 0, vocab_size: int | None = None):
     return perturb(transformers.MT5ForConditionalGeneration(hf_config).eval())
 
 
+def hf_tiny_and_params(seed: int):
+    """A tiny HF model and its weights in this project's layout (plain arrays)."""
+    from seahorse_t5x.model import hf_checkpoints
+
+    model = hf_tiny_model(seed=seed)
+    return model, mt5.unbox(hf_checkpoints.from_hf_state_dict(TINY, model.state_dict()))
+
+
 def perturb(model):
     """HF's init leaves layer norms at 1 and some tensors tiny: perturb them so a wrong
     mapping or transposition cannot hide. Returns the model."""

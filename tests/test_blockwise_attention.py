@@ -15,14 +15,14 @@ from mt5_fixtures import (
     TINY,
     eos_tokens,
     hf_float64_label_logits,
-    hf_tiny_model,
+    hf_tiny_and_params,
     packed_rows,
     pad_rows,
 )
 
 from seahorse_t5x import errors
 from seahorse_t5x.inference import engine
-from seahorse_t5x.model import attention, hf_checkpoints, mt5
+from seahorse_t5x.model import attention, mt5
 
 LONG = 2048
 LABEL_IDS = (7, 11)  # a program of this module's own (TracedOnce counts its traces)
@@ -34,9 +34,7 @@ FULL_ATOL = 1e-5
 
 @pytest.fixture(scope="module")
 def hf_and_params():
-    model = hf_tiny_model(seed=5)
-    params = hf_checkpoints.from_hf_state_dict(TINY, model.state_dict())
-    return model, mt5.unbox(params)
+    return hf_tiny_and_params(seed=5)
 
 
 @functools.cache

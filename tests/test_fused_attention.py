@@ -17,14 +17,14 @@ from mt5_fixtures import (
     TINY,
     eos_tokens,
     hf_float64_label_logits,
-    hf_tiny_model,
+    hf_tiny_and_params,
     packed_rows,
     pad_rows,
 )
 
 from seahorse_t5x import errors
 from seahorse_t5x.inference import engine, executables
-from seahorse_t5x.model import attention, hf_checkpoints, mt5
+from seahorse_t5x.model import attention, mt5
 
 LABEL_IDS = (5, 13)  # programs of this module's own (TracedOnce counts its traces)
 # The engine's bound against HF in float32 (tests/test_blockwise_attention.py), and fused
@@ -37,9 +37,7 @@ BF16_P_YES_TOLERANCE = 0.02
 
 @pytest.fixture(scope="module")
 def hf_and_params():
-    model = hf_tiny_model(seed=7)
-    params = hf_checkpoints.from_hf_state_dict(TINY, model.state_dict())
-    return model, mt5.unbox(params)
+    return hf_tiny_and_params(seed=7)
 
 
 def _label_logits(params, batch, dtype: str, fused: bool) -> np.ndarray:

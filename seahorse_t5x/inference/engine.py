@@ -182,6 +182,7 @@ def _model(
         head_major_attention=True,
         blockwise_attention_from=blockwise_from,
         fused_attention=fused_attention,
+        fold_cross_attention=True,
     )
 
 
