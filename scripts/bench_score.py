@@ -30,13 +30,15 @@ persistent cache), a run from that cache (JAX's in-memory caches cleared, as a n
 finds them), and in steady state (alternating with HF, chunk by chunk). Speed-ups over HF
 are reported for each.
 
-Also measured: a JAX fp32 matmul ceiling (best of several 2048^3 products; on a GPU a
-bfloat16 8192^3 product) and the encoder's achieved FLOP/s on this engine's padded batches
+Also measured: a JAX matmul ceiling (best of several 2048^3 products in the first
+`--dtype`, float32 accumulation; on a GPU a bfloat16 8192^3 product) and the encoder's achieved FLOP/s on this engine's padded batches
 (encoder alone, timed separately; `scripts/bench_encoder.py` times it shape by shape).
 
     python scripts/bench_score.py --num_examples 300 --json bench_score.json
     python scripts/bench_score.py --num_examples 64 --chunks 2 --ct2 float32,int8 \
         --dtype float32,bfloat16
+    python scripts/bench_score.py --num_examples 64 --chunks 1 --rounds 2 --ct2 float32,int8 \
+        --batch_size 1 --hf_batch_size 1 --dtype bfloat16,float32 --hf_bfloat16  # AMX CPUs
     python scripts/bench_score.py --num_examples 64 --ct2 float32,int8 --attention blockwise,full
 
 `--device gpu` runs every scorer on the GPU (JAX and PyTorch both see it; the run stops
@@ -62,6 +64,7 @@ of an H100 or H200 SXM), with the peak device memory JAX's allocator saw
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import platform
 import shutil
@@ -147,6 +150,12 @@ def parse_args() -> argparse.Namespace:
         "as `score` does, twice)",
     )
     parser.add_argument("--skip_hf", action="store_true")
+    parser.add_argument(
+        "--hf_bfloat16",
+        action="store_true",
+        help="on a CPU, also time HF with its weights and products in bfloat16 (`hf_bfloat16`: "
+        "PyTorch's oneDNN runs them on AMX where the CPU has it)",
+    )
     parser.add_argument(
         "--dtype",
         default="float32",
@@ -243,6 +252,9 @@ class HFScorer:
                 ).logits[:, 0, [YES_ID, NO_ID]]
                 scores[chunk] = torch.softmax(logits.double(), dim=-1)[:, 0].cpu().numpy()
         return scores, padded
+
+    def score_p_yes(self, tokens: list[np.ndarray]) -> np.ndarray:
+        return self.score(tokens)[0]
 
 
 class _IdVocabulary:
@@ -722,6 +734,10 @@ def main() -> None:
             return scores
 
         scorers["hf"] = hf_score
+    if args.hf_bfloat16 and not gpu:
+        scorers["hf_bfloat16"] = HFScorer(
+            copy.deepcopy(hf_model).to(torch.bfloat16), args.hf_batch_size
+        ).score_p_yes
     scorers.update({f"ct2_{t}": c.score for t, c in ct2.items()})
     seconds = dict.fromkeys(scorers, 0.0)
     scores = {name: np.zeros(len(tokens)) for name in scorers}
@@ -790,7 +806,7 @@ def main() -> None:
             },
         )
     for name in names:
-        if name.startswith("ct2_"):
+        if name.startswith("ct2_") or name == "hf_bfloat16":
             results[f"ours_vs_{name}"] = round(seconds[name] / ours_s, 2)
             results[f"ours_first_run_vs_{name}"] = round(seconds[name] / first_run_s, 2)
             for d in dtypes[1:]:
@@ -802,9 +818,12 @@ def main() -> None:
         )
     shutil.rmtree(ct2_dir, ignore_errors=True)
 
-    # A GPU's ceiling: a bfloat16 product (its float32 ones run at a fraction of that rate).
-    ceiling = matmul_ceiling(8192, dtype=jnp.bfloat16) if gpu else matmul_ceiling()
+    # A GPU's ceiling: a bfloat16 product (its float32 ones run at a fraction of that rate);
+    # a CPU's: a product in the dtype of the engine whose encoder is timed.
+    ceiling_dtype = jnp.dtype(jnp.bfloat16 if gpu else dtypes[0])
+    ceiling = matmul_ceiling(8192 if gpu else 2048, dtype=ceiling_dtype)
     results["matmul_ceiling_gflops"] = round(ceiling / 1e9, 1)
+    results["matmul_ceiling_dtype"] = ceiling_dtype.name
     if args.encoder_batches > 0 and not args.packing:
         rate = encoder_rate(args, engine, params, tokens, plans, gpu)
         flops_per_s = rate["flops"] / rate["seconds"]

@@ -3,11 +3,13 @@
 `bfloat16` (bfloat16 operands, float32 accumulation: `model/mt5.py`) where the platform's
 bfloat16 products are fast: GPUs and TPUs, whose bfloat16 units run at several times their
 float32 rate (on an NVIDIA H200 the engine scored mT5-XXL-wide layers 8.9x faster in
-bfloat16 than in float32, and the runner trained them 4.2x faster: PERFORMANCE.md). `float32` on CPUs, with or without bfloat16 instructions (`avx512_bf16`,
-`amx_bf16`): measured with this project's XLA (jaxlib 0.10) on an Intel Xeon with
-AVX512-BF16, its bfloat16 x bfloat16 -> float32 products ran at about half the float32 rate
-and the engine at 0.73x its float32 speed (docs/scoring.md), so the CPU flags are reported,
-not followed.
+bfloat16 than in float32, and the runner trained them 4.2x faster: PERFORMANCE.md).
+`float32` on every CPU, so that a CPU's scores (and the demo's table) are the same on every
+CPU. What bfloat16 gives there depends on the CPU, and the flags are reported in the
+choice's description: on an Intel Xeon exposing AMX (`amx_bf16`) XLA's bfloat16 products
+ran 3.8x the float32 rate and `score` 1.8x faster (`--dtype bfloat16`, P(yes) within the
+documented bound); with `avx512_bf16` but no AMX they ran at about half the float32 rate
+and the engine at 0.73x (docs/scoring.md, PERFORMANCE.md).
 
 The choice is made once per run, before any program is compiled; the chosen dtype is part of
 the model config and so of every compiled program's key (`engine.Engine._run`), and `score`
