@@ -31,8 +31,9 @@ finds them), and in steady state (alternating with HF, chunk by chunk). Speed-up
 are reported for each.
 
 Also measured: a JAX matmul ceiling (best of several 2048^3 products in the first
-`--dtype`, float32 accumulation; on a GPU a bfloat16 8192^3 product) and the encoder's achieved FLOP/s on this engine's padded batches
-(encoder alone, timed separately; `scripts/bench_encoder.py` times it shape by shape).
+`--dtype`, float32 accumulation; on a GPU a bfloat16 8192^3 product) and the encoder's
+achieved FLOP/s on this engine's padded batches (encoder alone, timed separately;
+`scripts/bench_encoder.py` times it shape by shape).
 
     python scripts/bench_score.py --num_examples 300 --json bench_score.json
     python scripts/bench_score.py --num_examples 64 --chunks 2 --ct2 float32,int8 \

@@ -48,16 +48,24 @@ def _folding(fold: bool):
         mt5.folds_key_value = original
 
 
-def _label_logits(fold: bool):
-    def run(params, tokens):
+@functools.cache
+def _jitted(function, fold: bool):
+    """`function(TINY, LABEL_IDS, *args)` (the engine's label logits, packed or not) jitted,
+    with folding as the engine has it or turned off."""
+
+    def run(*args):
         with _folding(fold):
-            return engine.label_logits(TINY, LABEL_IDS, params, tokens, blockwise_from=None)
+            return function(TINY, LABEL_IDS, *args, blockwise_from=None)
 
     return jax.jit(run)
 
 
-def _compiled(fold: bool, params, tokens):
-    return _label_logits(fold).lower(params, tokens).compile()
+def _label_logits(fold: bool):
+    return _jitted(engine.label_logits, fold)
+
+
+def _packed(fold: bool):
+    return _jitted(engine.packed_label_logits, fold)
 
 
 def test_folded_cross_attention_gives_the_unfolded_and_hf_float64_logits(hf_and_params):
@@ -75,7 +83,9 @@ def test_the_folded_program_never_projects_the_encoder_output(hf_and_params):
     _, params = hf_and_params
     rows, length = 4, 64
     batch = pad_rows(eos_tokens([length] * rows, seed=3), length)
-    folded, unfolded = (_compiled(fold, params, batch) for fold in (True, False))
+    folded, unfolded = (
+        _label_logits(fold).lower(params, batch).compile() for fold in (True, False)
+    )
     assert KEY_PROJECTION in unfolded.as_text() and VALUE_PROJECTION in unfolded.as_text()
     assert KEY_PROJECTION not in folded.as_text()
     assert VALUE_PROJECTION not in folded.as_text()
@@ -96,16 +106,6 @@ def test_the_folded_program_never_projects_the_encoder_output(hf_and_params):
     expected = TINY.num_decoder_layers * (unfolded_products - folded_products)
     saved = unfolded.cost_analysis()["flops"] - folded.cost_analysis()["flops"]
     assert saved == pytest.approx(expected, rel=0.02)
-
-
-@functools.cache
-def _packed(fold: bool):
-    def run(params, tokens, segments, decoder_segments):
-        args = (TINY, LABEL_IDS, params, tokens, segments, decoder_segments)
-        with _folding(fold):
-            return engine.packed_label_logits(*args, blockwise_from=None)
-
-    return jax.jit(run)
 
 
 @pytest.mark.parametrize("per_row", [3, TINY.head_dim])
