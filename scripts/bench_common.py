@@ -1,8 +1,10 @@
 """What the benchmark scripts share: the machine's fp32 matrix-product ceiling, the random
-scoring inputs, the encoder's FLOP count, a packed training batch and the results' output."""
+scoring inputs, the engine benchmarks' model and input options, the encoder's FLOP count, a
+packed training batch and the results' output."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 
@@ -11,6 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from seahorse_t5x import constants, fileio
+from seahorse_t5x.inference import precision, settings
+from seahorse_t5x.model import configs
 
 
 def matmul_ceiling(size: int = 2048, repeats: int = 5, dtype=jnp.float32) -> float:
@@ -55,6 +59,45 @@ def draw_inputs(
         ids[-1] = constants.EOS_ID
         tokens.append(ids)
     return tokens
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a benchmark of the engine on random weights and news-like inputs:
+    the model (`--size`, `--num_layers`), the inputs, and `--batch_size`/`--dtype` (`auto`
+    as `score` chooses them)."""
+    parser.add_argument("--size", default="small", choices=configs.SIZE_NAMES)
+    parser.add_argument("--num_layers", type=int, default=None, help="encoder and decoder layers")
+    parser.add_argument("--num_examples", type=int, default=64)
+    parser.add_argument("--max_input_length", type=int, default=2048)
+    parser.add_argument("--median_length", type=float, default=450.0)
+    parser.add_argument("--batch_size", default="auto", help="auto (as score) or rows")
+    parser.add_argument("--dtype", default="auto", help="auto (as score), float32, bfloat16")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="write the results here too")
+
+
+def parse_engine_arguments(
+    parser: argparse.ArgumentParser, argv: list[str] | None = None
+) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, `--batch_size` parsed (a mistake: the parser's error)."""
+    args = parser.parse_args(argv)
+    try:
+        args.batch_size = settings.parse_batch_size(args.batch_size)
+    except Exception as e:  # noqa: BLE001 (its one-line message)
+        parser.error(str(e))
+    return args
+
+
+def engine_setup(args: argparse.Namespace) -> tuple[configs.MT5Config, int]:
+    """The model config (the compute dtype `args.dtype` chooses on this platform) and the
+    rows per batch `args.batch_size` chooses, as `score` would."""
+    platform = jax.devices()[0].platform
+    depth = {}
+    if args.num_layers:
+        depth = {"num_encoder_layers": args.num_layers, "num_decoder_layers": args.num_layers}
+    dtype = precision.choose(args.dtype, platform).dtype
+    config = configs.get_config(args.size, dropout_rate=0.0, dtype=dtype, **depth)
+    return config, settings.choose_batch_size(args.batch_size, platform)
 
 
 def encoder_flops(config, rows: int, length: int) -> float:

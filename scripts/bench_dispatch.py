@@ -26,44 +26,31 @@ partitioning.one_cpu_device_per_core()  # as `score` does, before JAX starts
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from bench_common import draw_inputs, report_results  # noqa: E402  (scripts/ on sys.path)
+from bench_common import (  # noqa: E402  (scripts/ on sys.path)
+    add_engine_arguments,
+    draw_inputs,
+    engine_setup,
+    parse_engine_arguments,
+    report_results,
+)
 
 from seahorse_t5x.inference import engine as engine_lib  # noqa: E402
-from seahorse_t5x.inference import precision, settings  # noqa: E402
-from seahorse_t5x.model import configs, mt5  # noqa: E402
+from seahorse_t5x.model import mt5  # noqa: E402
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", default="small", choices=configs.SIZE_NAMES)
-    parser.add_argument("--num_layers", type=int, default=None, help="encoder and decoder layers")
-    parser.add_argument("--num_examples", type=int, default=64)
-    parser.add_argument("--max_input_length", type=int, default=2048)
-    parser.add_argument("--median_length", type=float, default=450.0)
-    parser.add_argument("--batch_size", default="auto", help="auto (as score) or rows")
-    parser.add_argument("--dtype", default="auto", help="auto (as score), float32, bfloat16")
+    add_engine_arguments(parser)
     parser.add_argument("--rounds", type=int, default=4, help="timed rounds of each")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", default=None, help="write the results here too")
-    args = parser.parse_args()
-    try:
-        args.batch_size = settings.parse_batch_size(args.batch_size)
-    except Exception as e:  # noqa: BLE001 (its one-line message)
-        parser.error(str(e))
-    return args
+    return parse_engine_arguments(parser)
 
 
 def main() -> None:
     args = parse_args()
-    platform = jax.devices()[0].platform
-    depth = {}
-    if args.num_layers:
-        depth = {"num_encoder_layers": args.num_layers, "num_decoder_layers": args.num_layers}
-    dtype = precision.choose(args.dtype, platform).dtype
-    config = configs.get_config(args.size, dropout_rate=0.0, dtype=dtype, **depth)
-    batch_size = settings.choose_batch_size(args.batch_size, platform)
+    config, batch_size = engine_setup(args)
+    dtype = config.dtype
     engines = {
         ahead: engine_lib.Engine(
             config,

@@ -114,6 +114,7 @@ def test_engine_compiles_its_planned_shapes_ahead_and_scores_the_same(tmp_path):
             None,
             128,
             batch_size=2,
+            ladder="1.2",  # every length its shape: several to compile ahead
             program_cache_dir=tmp_path / f"programs_{ahead}",
             compile_ahead=ahead,
         )
@@ -122,7 +123,9 @@ def test_engine_compiles_its_planned_shapes_ahead_and_scores_the_same(tmp_path):
         programs = scorer._executables
         counts[ahead] = (programs.compiled_now, programs.compiled_ahead)
     shapes = len(
-        engine.Engine(config, (3, 4), None, 128, batch_size=2).shapes([len(t) for t in tokens])
+        engine.Engine(config, (3, 4), None, 128, batch_size=2, ladder="1.2").shapes(
+            [len(t) for t in tokens]
+        )
     )
     assert shapes >= 3
     assert counts == {True: (shapes, shapes), False: (shapes, 0)}

@@ -651,7 +651,7 @@ def _row_tokens(count: int, seed: int) -> list[np.ndarray]:
 
 def test_bucket_shapes_lower_from_one_trace_to_the_same_programs(trained):
     tokens = _row_tokens(40, seed=11)
-    runner = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2)
+    runner = engine.Engine(trained.config, (3, 4), None, INPUT_LENGTH, batch_size=2, ladder="1.2")
     placer = runner.placer()
     params = placer.stack_layers(placer.place_tree(trained.params))
     batches = runner.plan([len(t) for t in tokens])
@@ -707,8 +707,9 @@ _PROGRAMS_SCRIPT = textwrap.dedent(
     config, params = checkpoints.load_checkpoint({model_dir!r})
     tokens = inputs.encode_pairs(
         vocab.get_vocabulary("demo"), {articles!r}, {summaries!r}, {length}).tokens
-    scorer = engine.Engine(
-        config, (3, 4), None, {length}, batch_size=2, program_cache_dir={programs!r})
+    scorer = engine.Engine(  # every length of the ladder its shape: several programs
+        config, (3, 4), None, {length}, batch_size=2, ladder="1.2",
+        program_cache_dir={programs!r})
     placer = scorer.placer({dtype!r})
     logits = scorer.label_logits(placer.stack_layers(placer.place_tree(params)), tokens)
     print("RESULT " + json.dumps({{

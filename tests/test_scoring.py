@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import json
 
 import numpy as np
@@ -15,6 +17,7 @@ from seahorse_t5x.formats import vocab
 from seahorse_t5x.inference import engine, input_rows, inputs, settings
 from seahorse_t5x.inference import resume as resume_lib
 from seahorse_t5x.inference import scorer as scorer_lib
+from seahorse_t5x.model import configs
 
 MAX_LEN = 64  # buckets 32, 48, 64: few compiled shapes
 
@@ -146,6 +149,99 @@ def test_plan_batches_covers_each_example_once_with_fixed_shapes():
     assert engine.bucket_lengths(100, "1.4") == (32, 48, 64, 96, 100)
     assert engine.bucket_lengths(100) == (32, 40, 48, 56, 64, 80, 96, 100)  # the default
     assert engine.bucket_lengths(100, "2") == (32, 64, 100)
+
+
+def _layout(plan) -> list[tuple[int, int, list[int]]]:
+    return [(b.rows, b.length, b.indices.tolist()) for b in plan]
+
+
+def _padded_tokens(rows: int, length: int) -> float:
+    return rows * length
+
+
+def _cost_with_compiles(lengths, buckets, compile_cost, tokens_per_batch):
+    batches = engine.plan_batches(lengths, buckets, tokens_per_batch)
+    shapes = {(b.rows, b.length) for b in batches}
+    return sum(b.rows * b.length for b in batches) + compile_cost * len(shapes)
+
+
+def test_buckets_worth_compiling_is_the_cheapest_subset_of_the_ladder():
+    ladder = engine.bucket_lengths(256, "1.2")  # 15 lengths, 32 ... 256
+    coarser = (engine.bucket_lengths(256, "1.4"), engine.bucket_lengths(256, "2"))  # as plan
+    kw = dict(tokens_per_batch=512, row_multiple=1, batch_cost=_padded_tokens, starts=coarser)
+    for seed in (0, 1):
+        lengths = np.random.default_rng(seed).integers(20, 257, 40).tolist()
+        fine = engine.plan_batches(lengths, ladder, 512)
+        # Compiling free: the plan is the whole ladder's.
+        free = engine.buckets_worth_compiling(lengths, ladder, compile_cost=0.0, **kw)
+        assert _layout(engine.plan_batches(lengths, free, 512)) == _layout(fine)
+        # Compiling dearer than any padding: every input padded to the length that takes all.
+        dear = engine.buckets_worth_compiling(lengths, ladder, compile_cost=1e9, **kw)
+        assert {(b.rows, b.length) for b in engine.plan_batches(lengths, dear, 512)} == {(2, 256)}
+        # In between: as cheap as the best of all 2**14 subsets (the top length kept), each
+        # planned and costed here.
+        chosen = engine.buckets_worth_compiling(lengths, ladder, compile_cost=600.0, **kw)
+        subsets = itertools.chain.from_iterable(
+            itertools.combinations(ladder[:-1], k) for k in range(len(ladder))
+        )
+        best = min(_cost_with_compiles(lengths, s + (256,), 600.0, 512) for s in subsets)
+        assert _cost_with_compiles(lengths, chosen, 600.0, 512) == best
+        shapes = {(b.rows, b.length) for b in engine.plan_batches(lengths, chosen, 512)}
+        assert 1 < len(shapes) < len({(b.rows, b.length) for b in fine})
+
+
+def test_the_auto_ladder_pads_a_small_job_up_on_a_cpu_by_its_lengths_alone():
+    config = configs.get_config("small")
+    auto = engine.Engine(config, (333, 334), max_input_length=2048)
+    fine = engine.Engine(config, (333, 334), max_input_length=2048, ladder="1.2")
+    assert auto.ladder == engine.DEFAULT_LADDER == "auto"
+    assert auto.product_rates() == engine.CPU_PRODUCT_RATES["float32"]
+    assert fine.product_rates() is None
+    rng = np.random.default_rng(1)
+    lengths = np.clip(np.exp(rng.normal(np.log(450), 0.8, 64)).astype(int), 100, 2048).tolist()
+
+    def padded(plan) -> dict[int, int]:  # input -> its padded length
+        return {int(i): b.length for b in plan for i in b.indices}
+
+    auto_plan, fine_plan = auto.plan(lengths), fine.plan(lengths)
+    expected = engine.plan_batches(lengths, fine.buckets, fine.tokens_per_batch, fine.data_size)
+    assert _layout(fine_plan) == _layout(expected)
+    assert len(auto.shapes(lengths)) < len(fine.shapes(lengths))
+    assert sorted(np.concatenate([b.indices for b in auto_plan]).tolist()) == list(range(64))
+    assert all(padded(auto_plan)[i] >= lengths[i] for i in range(64))
+    tokens = [sum(b.rows * b.length for b in plan) for plan in (auto_plan, fine_plan)]
+    assert tokens[0] > tokens[1]  # fewer shapes, more padding
+
+    # The quicker plan by the engine's own measure, compiles counted.
+    def seconds(plan) -> float:
+        rates = auto.product_rates()
+        batches = sum(engine.batch_seconds(config, rates, b.rows, b.length) for b in plan)
+        return batches + engine.CPU_COMPILE_SECONDS * len({(b.rows, b.length) for b in plan})
+
+    assert seconds(auto_plan) < seconds(fine_plan)
+    # The plan is a function of the lengths, not of their order (nor of what is compiled).
+    order = rng.permutation(64)
+    shuffled = padded(auto.plan([lengths[i] for i in order]))
+    assert all(shuffled[k] == padded(auto_plan)[int(i)] for k, i in enumerate(order))
+    # Many inputs: nearly every bucket's shape pays for itself.
+    many = np.clip(np.exp(rng.normal(np.log(450), 0.8, 4096)).astype(int), 100, 2048).tolist()
+    products = [
+        sum(sum(engine.scoring_flops(config, b.rows, b.length)) for b in e.plan(many))
+        for e in (auto, fine)
+    ]
+    assert products[1] <= products[0] <= 1.01 * products[1]
+    # Compiling a negligible share of the job: the ladder as it is.
+    rates = auto.product_rates()
+    cost = functools.partial(engine.batch_seconds, config, rates)
+    assert engine.buckets_worth_compiling(many, fine.buckets, 2048, 1, cost, 1e-3) == fine.buckets
+
+
+def test_scoring_flops_and_seconds_count_the_encoder_by_hand():
+    config = configs.get_config("small")  # 8 layers, 6 heads of 64, width 512, MLP 1024
+    dense, attention = engine.scoring_flops(config, 2, 100)
+    assert dense == 8 * 2 * 100 * 2 * (4 * 512 * 384 + 3 * 512 * 1024)
+    assert attention == 8 * 2 * 100 * 2 * 2 * 100 * 384
+    assert engine.batch_seconds(config, (1e9, 1e8), 2, 100) == dense / 1e9 + attention / 1e8
 
 
 def test_build_inputs_docstring_example():

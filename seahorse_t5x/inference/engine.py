@@ -5,7 +5,10 @@
   multiplied, not the 250,112-wide vocabulary projection.
 - Length buckets: examples are sorted by length and batched so that each batch is padded to
   one of a few fixed lengths, with rows chosen to keep tokens per batch about constant; jit
-  compiles one program per (rows, length) shape, not per batch.
+  compiles one program per (rows, length) shape, not per batch. On a CPU the `auto` ladder
+  leaves out the lengths whose padding would cost less than compiling their shapes
+  (`buckets_worth_compiling`): a small job compiles a few shapes, a large one the whole
+  1.2x ladder.
 - A `data x model` mesh: parameters are sharded by their logical axes with the runner's
   rules (`seahorse_t5x.model.partitioning`), batches are split over `data`. Every process builds
   the same batch plan and hands the devices it owns their slice of each batch, so on a
@@ -68,10 +71,23 @@ _FINE_BUCKETS = (
     32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768,
     896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096,
 )  # fmt: skip
-LADDERS = ("1.4", "1.2", "2")
+AUTO_LADDER = "auto"
+LADDERS = (AUTO_LADDER, "1.4", "1.2", "2")
 # Once compiled programs are cheap (scanned layers) and kept on disk, the finer ladder's
-# extra shapes cost less than the padding they save (PERFORMANCE.md).
-DEFAULT_LADDER = "1.2"
+# extra shapes cost less than the padding they save (PERFORMANCE.md); `auto` drops the
+# buckets whose compile costs more than their padding saves (`buckets_worth_compiling`).
+DEFAULT_LADDER = AUTO_LADDER
+# A CPU's scoring speed, for the `auto` ladder's plans: the products per second of the
+# projections and feed-forward layers, and of self-attention (its bias, softmax and
+# conversions counted in: at 2048 tokens they take more time than its products), by compute
+# dtype; and the seconds one more shape takes to compile (scanned layers: about the same
+# for every model size). Fitted to the engine's batch times on a 2-core Xeon with AMX
+# (PERFORMANCE.md, "Bucket ladders for the first run").
+CPU_PRODUCT_RATES = {"float32": (2.2e11, 1.2e11), "bfloat16": (5.3e11, 1.4e11)}
+CPU_COMPILE_SECONDS = 1.1
+# The `auto` ladder plans for a job scored this many times, compiling the first time only
+# (programs are kept on disk): a first run gets fewer shapes, later runs little padding.
+PLANNED_RUNS = 3
 # Row cap for short buckets: past it, CPU/accelerator throughput no longer grows.
 MAX_ROWS_PER_BATCH = 256
 PARAM_DTYPES = ("float32", "bfloat16", quantize.INT8)
@@ -82,9 +98,11 @@ def bucket_lengths(max_input_length: int, ladder: str = DEFAULT_LADDER) -> tuple
 
     Args:
       ladder: `1.4` (lengths ~1.4x apart), `1.2` (~1.2x apart: less padding, more shapes)
-        or `2` (powers of two: fewer shapes, more padding).
+        or `2` (powers of two: fewer shapes, more padding). `auto`: the 1.2x ladder here;
+        `Engine.plan` leaves out what does not pay for its compile.
     """
-    base = {"1.4": _BASE_BUCKETS, "1.2": _FINE_BUCKETS, "2": _POWER_OF_TWO_BUCKETS}.get(ladder)
+    ladders = {"1.4": _BASE_BUCKETS, "1.2": _FINE_BUCKETS, "2": _POWER_OF_TWO_BUCKETS}
+    base = ladders.get("1.2" if ladder == AUTO_LADDER else ladder)
     if base is None:
         raise errors.UserError(f"bucket ladder must be one of {LADDERS}, got {ladder!r}")
     return tuple(b for b in base if b < max_input_length) + (max_input_length,)
@@ -141,6 +159,95 @@ def plan_batches(
         batches.append(Batch(indices=indices, length=length, rows=rows))
         start += len(indices)
     return batches
+
+
+def scoring_flops(config: MT5Config, rows: int, length: int) -> tuple[float, float]:
+    """The products of scoring a [rows, length] batch: (the encoder's projections and
+    feed-forward layers, its self-attention's two products). The decoder's single step is
+    small beside them."""
+    inner = config.num_heads * config.head_dim
+    dense = 2 * (4 * config.emb_dim * inner + 3 * config.emb_dim * config.mlp_dim)
+    attention = 2 * 2 * length * inner  # QK^T and AV, per token
+    tokens = config.num_encoder_layers * rows * length
+    return tokens * dense, tokens * attention
+
+
+def batch_seconds(config: MT5Config, rates: tuple[float, float], rows: int, length: int) -> float:
+    """Scoring a [rows, length] batch at `rates` (dense, attention products per second)."""
+    dense, attention = scoring_flops(config, rows, length)
+    return dense / rates[0] + attention / rates[1]
+
+
+def _plan_cost(
+    batches: Sequence[Batch], batch_cost: Callable[[int, int], float], compile_cost: float
+) -> float:
+    shapes = {(b.rows, b.length) for b in batches}
+    return sum(batch_cost(b.rows, b.length) for b in batches) + compile_cost * len(shapes)
+
+
+# Neighbouring buckets dropped together in one step of `buckets_worth_compiling`.
+MERGED_AT_ONCE = 3
+# Below this share of a job's products, its compiles are not worth planning around.
+COMPILES_NEGLIGIBLE = 0.01
+
+
+def buckets_worth_compiling(
+    lengths: Sequence[int],
+    buckets: Sequence[int],
+    tokens_per_batch: int,
+    row_multiple: int,
+    batch_cost: Callable[[int, int], float],
+    compile_cost: float,
+    starts: Sequence[Sequence[int]] = (),
+) -> tuple[int, ...]:
+    """The buckets (a subset of `buckets`) whose plan (`plan_batches`) costs least, each
+    distinct batch shape's compile counted as `compile_cost` in `batch_cost`'s units: a
+    bucket is dropped, its inputs padded up to the next bucket kept, where that padding
+    costs less than compiling its shapes. `buckets` as they are where their compiles cost
+    under COMPILES_NEGLIGIBLE of the batches (a large job).
+
+    A local search: from `buckets` and from each of `starts` (coarser ladders), the used
+    bucket, or run of up to MERGED_AT_ONCE neighbouring used buckets, whose removal saves
+    most is removed until none saves; the cheapest result wins, so the plan never costs more
+    than any of those ladders by this measure. A function of the lengths alone, not of what
+    happens to be compiled: the same inputs get the same plan, and the same scores, on
+    every run.
+    """
+
+    def plan(subset: Sequence[int]) -> list[Batch]:
+        return plan_batches(lengths, subset, tokens_per_batch, row_multiple)
+
+    whole = plan(buckets)  # raises for an input longer than every bucket
+    if not whole or compile_cost * len({(b.rows, b.length) for b in whole}) <= (
+        COMPILES_NEGLIGIBLE * _plan_cost(whole, batch_cost, 0.0)
+    ):
+        return tuple(buckets)
+    top = whole[0].length  # the longest input's bucket: kept
+    best, best_cost = tuple(buckets), _plan_cost(whole, batch_cost, compile_cost)
+    for start in (buckets, *starts):
+        current = sorted({b for b in start if b < top} | {top})
+        current_cost = _plan_cost(plan(current), batch_cost, compile_cost)
+        while True:
+            # A bucket no batch uses changes nothing: only the used ones are tried.
+            used = sorted({b.length for b in plan(current)} - {top})
+            current = used + [top]
+            trials = [
+                (
+                    _plan_cost(
+                        plan([b for b in current if b not in drop]), batch_cost, compile_cost
+                    ),
+                    drop,
+                )
+                for width in range(1, MERGED_AT_ONCE + 1)
+                for drop in (used[i : i + width] for i in range(len(used) - width + 1))
+            ]
+            if not trials or min(trials)[0] >= current_cost:
+                break
+            current_cost, drop = min(trials)
+            current = [b for b in current if b not in drop]
+        if current_cost < best_cost:
+            best, best_cost = tuple(current), current_cost
+    return best
 
 
 def _pipelined(
@@ -559,7 +666,11 @@ class Engine:
       max_input_length: the longest bucket (inputs must not exceed it).
       batch_size: rows per batch at `max_input_length`; shorter buckets get more rows (same
         tokens), rounded up to a multiple of the mesh's `data` axis.
-      ladder: the bucket lengths (`bucket_lengths`).
+      ladder: the bucket lengths (`bucket_lengths`). `auto` (the default): on a CPU, the
+        1.2x ladder without the lengths whose padding costs less than compiling their
+        shapes, for the inputs of each call (`buckets_worth_compiling`, with
+        CPU_PRODUCT_RATES and CPU_COMPILE_SECONDS: a function of the input lengths, so the
+        same inputs always get the same plan); elsewhere the 1.2x ladder.
       packing: pack several inputs into each `max_input_length` row with segment ids (as
         training does) instead of bucketing: one compiled shape, little padding, but
         attention spans the whole row.
@@ -630,6 +741,7 @@ class Engine:
         self.label_ids = (yes_id, no_id)
         self.max_input_length = max_input_length
         self.tokens_per_batch = batch_size * max_input_length
+        self.ladder = ladder
         self.buckets = bucket_lengths(max_input_length, ladder)
         self.data_size = int(self.mesh.shape[partitioning.DATA_AXIS])
         self._batch_sharding = partitioning.batch_sharding(self.mesh)
@@ -712,7 +824,26 @@ class Engine:
 
     def plan(self, lengths: Sequence[int], bucketed: bool = True) -> list[Batch]:
         buckets = self.buckets if bucketed else (self.max_input_length,)
+        rates = self.product_rates()
+        if bucketed and rates is not None:
+            coarser = [bucket_lengths(self.max_input_length, ladder) for ladder in ("1.4", "2")]
+            buckets = buckets_worth_compiling(
+                lengths,
+                buckets,
+                self.tokens_per_batch,
+                self.data_size,
+                lambda rows, length: PLANNED_RUNS * batch_seconds(self.config, rates, rows, length),
+                CPU_COMPILE_SECONDS,
+                coarser,
+            )
         return plan_batches(lengths, buckets, self.tokens_per_batch, self.data_size)
+
+    def product_rates(self) -> tuple[float, float] | None:
+        """The speed `plan` assumes (CPU_PRODUCT_RATES) with the `auto` ladder on a CPU;
+        None elsewhere: every bucket of the 1.2x ladder (on GPUs and TPUs, not measured)."""
+        if self.ladder != AUTO_LADDER or self.mesh.devices.flat[0].platform != "cpu":
+            return None
+        return CPU_PRODUCT_RATES.get(jnp.dtype(self.config.dtype).name)
 
     def shapes(self, lengths: Sequence[int]) -> list[tuple[int, int]]:
         """The (rows, length) shapes scoring inputs of these lengths compiles."""
