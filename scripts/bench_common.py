@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from seahorse_t5x import constants, fileio
-from seahorse_t5x.inference import precision, settings
+from seahorse_t5x.inference import engine, precision, settings
 from seahorse_t5x.model import configs
 
 
@@ -101,11 +101,9 @@ def engine_setup(args: argparse.Namespace) -> tuple[configs.MT5Config, int]:
 
 
 def encoder_flops(config, rows: int, length: int) -> float:
-    """Forward FLOPs of the encoder on a [rows, length] batch (matmuls only)."""
-    inner = config.num_heads * config.head_dim
-    per_token = 2 * (4 * config.emb_dim * inner + 3 * config.emb_dim * config.mlp_dim)
-    attention = 2 * 2 * length * inner  # QK^T and AV
-    return config.num_encoder_layers * rows * length * (per_token + attention)
+    """Forward FLOPs of the encoder on a [rows, length] batch (matmuls only): the engine's
+    own count (`engine.scoring_flops`), its dense and attention parts together."""
+    return sum(engine.scoring_flops(config, rows, length))
 
 
 def packed_train_batch(

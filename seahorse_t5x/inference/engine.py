@@ -217,6 +217,9 @@ def buckets_worth_compiling(
     def plan(subset: Sequence[int]) -> list[Batch]:
         return plan_batches(lengths, subset, tokens_per_batch, row_multiple)
 
+    def cost(subset: Sequence[int]) -> float:
+        return _plan_cost(plan(subset), batch_cost, compile_cost)
+
     whole = plan(buckets)  # raises for an input longer than every bucket
     if not whole or compile_cost * len({(b.rows, b.length) for b in whole}) <= (
         COMPILES_NEGLIGIBLE * _plan_cost(whole, batch_cost, 0.0)
@@ -226,18 +229,13 @@ def buckets_worth_compiling(
     best, best_cost = tuple(buckets), _plan_cost(whole, batch_cost, compile_cost)
     for start in (buckets, *starts):
         current = sorted({b for b in start if b < top} | {top})
-        current_cost = _plan_cost(plan(current), batch_cost, compile_cost)
+        current_cost = cost(current)
         while True:
             # A bucket no batch uses changes nothing: only the used ones are tried.
             used = sorted({b.length for b in plan(current)} - {top})
             current = used + [top]
             trials = [
-                (
-                    _plan_cost(
-                        plan([b for b in current if b not in drop]), batch_cost, compile_cost
-                    ),
-                    drop,
-                )
+                (cost([b for b in current if b not in drop]), drop)
                 for width in range(1, MERGED_AT_ONCE + 1)
                 for drop in (used[i : i + width] for i in range(len(used) - width + 1))
             ]
