@@ -6,9 +6,11 @@ tokens at every bucket) of an mT5-shaped model with random weights:
 - attention alone, one layer's `softmax(q k^T + bias) v` on head-major operands: **full**
   (the `[rows, heads, L, L]` bias made once, as the encoder makes it for all its layers),
   **query blocks** (`model/attention.query_blocks`, each block's bias from the relative
-  position table, what the engine runs from `attention.BLOCKWISE_FROM_LENGTH` on) and
-  **key blocks** (flash-attention style: query blocks against key blocks with a running max
-  and sum; here only, to compare);
+  position table, what the engine runs from `attention.BLOCKWISE_FROM_LENGTH` on), **query
+  blocks, gathered bias** (the same with each block's relative bias gathered value by value,
+  as the engine made it before it copied each query's distance row whole; here only, to
+  compare) and **key blocks** (flash-attention style: query blocks against key blocks with a
+  running max and sum; here only, to compare);
 - the whole scoring program (`inference.engine.label_logits`: encoder and one decoder step)
   with full attention (`blockwise_from=None`) and blockwise at every length.
 
@@ -54,6 +56,23 @@ def parse_args() -> argparse.Namespace:
 def full_attention(q, k, v, bias, product):
     weights = jax.nn.softmax(product("bhqd,bhkd->bhqk", q, k) + bias, axis=-1)
     return product("bhqk,bhkd->bhqd", weights, v)
+
+
+class GatheredBias(mt5.BlockwiseBias):
+    """`BlockwiseBias` with each block's relative bias gathered value by value from the
+    distance row (`jnp.take`), as the engine made it before `BlockwiseBias.block` copied
+    each query's row of distances whole."""
+
+    def block(self, start, size):
+        length = self.segments.shape[1]
+        query_pos = start + jnp.arange(size, dtype=jnp.int32)[:, None]
+        key_pos = jnp.arange(length, dtype=jnp.int32)[None, :]
+        relative = jnp.take(self.by_distance, key_pos - query_pos + (length - 1), axis=1)
+        query_segments = jax.lax.dynamic_slice_in_dim(self.segments, start, size, axis=1)
+        mask = (query_segments[:, :, None] == self.segments[:, None, :]) & (
+            self.segments[:, None, :] > 0
+        )
+        return relative[None] + mt5.mask_to_bias(mask)
 
 
 def key_blocks(q, k, v, bias: mt5.BlockwiseBias, product, key_block: int):
@@ -130,13 +149,22 @@ def attention_alone(config, length: int, rows: int, args) -> dict:
         "query_blocks": jax.jit(
             lambda q, k, v, b: attention.query_blocks(q, k, v, b.block, product)
         ),
+        "query_blocks_gathered_bias": jax.jit(
+            lambda q, k, v, b: attention.query_blocks(q, k, v, b.block, product)
+        ),
         "key_blocks": jax.jit(
             functools.partial(key_blocks, product=product, key_block=args.key_block)
         ),
     }
     if length % args.key_block or length % attention.QUERY_BLOCK:
         del variants["key_blocks"]  # it takes whole blocks only
-    inputs = {"full": bias, "query_blocks": blockwise, "key_blocks": blockwise}
+    gathered = GatheredBias(blockwise.by_distance, blockwise.segments)
+    inputs = {
+        "full": bias,
+        "query_blocks": blockwise,
+        "query_blocks_gathered_bias": gathered,
+        "key_blocks": blockwise,
+    }
     outputs = {name: fn(q, k, v, inputs[name]) for name, fn in variants.items()}
     real = tokens[:, :, None].astype(bool)[:, None]  # queries of real tokens
     for name in set(variants) - {"full"}:
@@ -186,6 +214,9 @@ def main() -> None:
         row = {"rows": rows, **attention_alone(config, length, rows, args)}
         row["attention_speedup"] = round(
             row["attention_full_ms"] / row["attention_query_blocks_ms"], 3
+        )
+        row["bias_copied_vs_gathered"] = round(
+            row["attention_query_blocks_gathered_bias_ms"] / row["attention_query_blocks_ms"], 3
         )
         if not args.skip_model:
             row.update(whole_model(config, params, length, rows, args))
