@@ -68,11 +68,7 @@ class GatheredBias(mt5.BlockwiseBias):
         query_pos = start + jnp.arange(size, dtype=jnp.int32)[:, None]
         key_pos = jnp.arange(length, dtype=jnp.int32)[None, :]
         relative = jnp.take(self.by_distance, key_pos - query_pos + (length - 1), axis=1)
-        query_segments = jax.lax.dynamic_slice_in_dim(self.segments, start, size, axis=1)
-        mask = (query_segments[:, :, None] == self.segments[:, None, :]) & (
-            self.segments[:, None, :] > 0
-        )
-        return relative[None] + mt5.mask_to_bias(mask)
+        return relative[None] + self.segment_bias(start, size)
 
 
 def key_blocks(q, k, v, bias: mt5.BlockwiseBias, product, key_block: int):

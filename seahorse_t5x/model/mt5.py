@@ -366,11 +366,16 @@ class BlockwiseBias(NamedTuple):
             lambda offset: jax.lax.dynamic_slice_in_dim(self.by_distance, offset, length, axis=1),
             out_axes=1,
         )(offsets)
+        return relative[None] + self.segment_bias(start, size)
+
+    def segment_bias(self, start: Array, size: int) -> Array:
+        """[batch, 1, size, length] the mask's part of the bias of queries `start ... start +
+        size - 1`: 0 within their segment, `_MASK_BIAS` elsewhere and on padding."""
         query_segments = jax.lax.dynamic_slice_in_dim(self.segments, start, size, axis=1)
         mask = (query_segments[:, :, None] == self.segments[:, None, :]) & (
             self.segments[:, None, :] > 0
         )
-        return relative[None] + mask_to_bias(mask)
+        return mask_to_bias(mask)
 
 
 def encoder_self_mask(tokens: Array, segment_ids: Array | None) -> Array:
