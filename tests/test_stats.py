@@ -143,7 +143,7 @@ def _paired_data(seed: int, extra_noise_b: float):
     return labels, scores_a, scores_b
 
 
-@pytest.mark.parametrize("statistic", ["pearson", "roc_auc", "spearman"])
+@pytest.mark.parametrize("statistic", ["pearson", "roc_auc", "spearman", "kendall", "kendall_c"])
 def test_paired_tests_detect_a_real_difference(statistic):
     labels, a, b = _paired_data(0, extra_noise_b=1.5)
     boot = stats.paired_bootstrap(labels, a, b, statistic, n_resamples=500, seed=0)
@@ -154,7 +154,7 @@ def test_paired_tests_detect_a_real_difference(statistic):
     assert perm["difference"] == pytest.approx(boot["difference"])
 
 
-@pytest.mark.parametrize("statistic", ["pearson", "roc_auc"])
+@pytest.mark.parametrize("statistic", ["pearson", "roc_auc", "kendall"])
 def test_paired_tests_do_not_flag_a_null_difference(statistic):
     # Same noise level for both metrics: no real difference.
     labels, a, b = _paired_data(1, extra_noise_b=0.3)
@@ -188,8 +188,8 @@ def test_breakdown_slices_by_group():
 
 
 def test_resampling_an_unknown_statistic_is_an_error():
-    with pytest.raises(ValueError, match="kendall"):
-        stats.bootstrap_ci([0, 1], [0.1, 0.2], statistics=["kendall"])
+    with pytest.raises(ValueError, match="'kendall_a' cannot be resampled"):
+        stats.bootstrap_ci([0, 1], [0.1, 0.2], statistics=["kendall_a"])
 
 
 def test_bad_resampling_arguments_are_errors():

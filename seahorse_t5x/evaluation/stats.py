@@ -2,7 +2,8 @@
 
 Plain numpy/scipy: no TensorFlow, JAX or SeqIO here, so every number can be checked with
 arrays. The paper's measures are Pearson rho between the score and the 0/1 label and
-ROC-AUC; graded benchmarks (mFACE averages, METAL 0-2 scores) add Spearman and Kendall.
+ROC-AUC; graded benchmarks (mFACE averages, METAL 0-2 scores) add Spearman and Kendall
+(tau-b as `kendall`, Stuart's tau-c as `kendall_c`: `rank_correlation`).
 
 A value that cannot be computed (an empty slice, one class only, constant or NaN scores) is
 `None`, and the result's `reasons` dict says why: never a crash, never a made-up 0.5.
@@ -10,11 +11,13 @@ Results are plain dicts of Python scalars, so they serialize to JSON as they are
 
 Bootstrap resamples are drawn as per-item counts (a `(resamples, items)` matrix), so every
 statistic is a weighted statistic of the original arrays and runs vectorised: Pearson is one
-matrix product, ROC-AUC a cumulative sum over the score-sorted items.
+matrix product, ROC-AUC a cumulative sum over the score-sorted items, Kendall a weighted
+count of concordant pairs (`rank_correlation.weighted_kendall`).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import warnings
@@ -24,10 +27,12 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
+from seahorse_t5x.evaluation import rank_correlation
+
 BINARY_STATISTICS: tuple[str, ...] = ("pearson", "roc_auc")
 GRADED_STATISTICS: tuple[str, ...] = ("pearson", "spearman", "kendall")
 # Statistics with a vectorised weighted form, usable in bootstrap and permutation tests.
-RESAMPLABLE_STATISTICS: tuple[str, ...] = ("pearson", "roc_auc", "spearman")
+RESAMPLABLE_STATISTICS: tuple[str, ...] = ("pearson", "roc_auc", "spearman", "kendall", "kendall_c")
 
 # Keeps one bootstrap chunk (resamples x items counts) near 16 MB of float64.
 _CHUNK_ELEMENTS = 2_000_000
@@ -154,12 +159,17 @@ _WEIGHTED: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]]
     "pearson": _weighted_pearson,
     "roc_auc": _weighted_roc_auc,
     "spearman": _weighted_spearman,
+    **{
+        name: functools.partial(rank_correlation.weighted_kendall, variant=variant)
+        for name, variant in rank_correlation.KENDALL_VARIANTS.items()
+    },
 }
 
 
 def _point_estimate(name: str, labels: np.ndarray, scores: np.ndarray) -> float:
-    if name == "kendall":
-        return float(scipy_stats.kendalltau(labels, scores).statistic)
+    if name in rank_correlation.KENDALL_VARIANTS:
+        variant = rank_correlation.KENDALL_VARIANTS[name]
+        return rank_correlation.kendall_tau(labels, scores, variant)
     if name == "roc_auc":
         return float(_weighted_roc_auc(np.ones((1, labels.size)), labels, scores)[0])
     return float(_WEIGHTED[name](np.ones((1, labels.size)), labels, scores)[0])
@@ -447,6 +457,9 @@ def _rowwise(statistic: str, labels: np.ndarray, scores: np.ndarray) -> np.ndarr
     ones = np.ones_like(scores)
     if statistic == "pearson":
         return _weighted_pearson(ones, labels, scores)
+    if statistic in rank_correlation.KENDALL_VARIANTS:
+        variant = rank_correlation.KENDALL_VARIANTS[statistic]
+        return np.array([rank_correlation.kendall_tau(labels, row, variant) for row in scores])
     ranks = scipy_stats.rankdata(scores, axis=1)
     if statistic == "spearman":
         return _weighted_pearson(ones, scipy_stats.rankdata(labels), ranks)
@@ -468,7 +481,7 @@ def permutation_test(
     """Paired permutation test of "A and B agree equally well with the labels".
 
     Each metric's scores are first mapped to a common scale that leaves the statistic
-    unchanged (z-scores for Pearson, rank fractions for ROC-AUC and Spearman); then each
+    unchanged (z-scores for Pearson, rank fractions for the others); then each
     permutation swaps the two scores of a random half of the items.
 
     Returns:
@@ -545,8 +558,8 @@ FIXED_THRESHOLD = 0.5
 
 
 def correlation(kind: str, x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall tau-b, Spearman or Pearson between `x` and `y`; NaN when undefined
-    (fewer than 2 items, or a constant vector)."""
+    """Kendall tau-b (`kendall`) or tau-c (`kendall_c`), Spearman or Pearson between `x` and
+    `y`; NaN when undefined (fewer than 2 items, or a constant vector)."""
     a, b = _as_arrays(x, y)
     if a.size < 2 or np.all(a == a[0]) or np.all(b == b[0]):
         return float("nan")
@@ -554,9 +567,11 @@ def correlation(kind: str, x: Sequence[float], y: Sequence[float]) -> float:
         return float(np.clip(_weighted_pearson(np.ones((1, a.size)), a, b)[0], -1.0, 1.0))
     if kind == "spearman":
         return float(scipy_stats.spearmanr(a, b).statistic)
-    if kind == "kendall":
-        return float(scipy_stats.kendalltau(a, b, variant="b").statistic)
-    raise ValueError(f"unknown correlation {kind!r}; expected one of {CORRELATIONS}")
+    if kind in rank_correlation.KENDALL_VARIANTS:
+        return rank_correlation.kendall_tau(a, b, rank_correlation.KENDALL_VARIANTS[kind])
+    raise ValueError(
+        f"unknown correlation {kind!r}; expected one of {(*CORRELATIONS, 'kendall_c')}"
+    )
 
 
 def _group_index(groups: Sequence[object]) -> tuple[list[str], np.ndarray]:
