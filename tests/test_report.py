@@ -439,13 +439,51 @@ def test_graded_benchmark_table_shows_rank_correlations(tmp_path):
     comparison = next(
         c for c in result["scores"]["significance"] if c["question"] == "task_quality"
     )
-    assert set(comparison) >= {"pearson", "spearman"} and "roc_auc" not in comparison
+    assert set(comparison) >= {"pearson", "spearman", "kendall"} and "roc_auc" not in comparison
+    # The two metrics' rows carry their own labels: items whose labels differ are left out.
+    b_quality = [r for r in rows if r["metric"] == "b" and r["question"] == "task_quality"]
+    same = [i for i, r in enumerate(b_quality) if r["label"] == labels[i]]
+    assert comparison["n_items"] == len(same) == 18
+    paired = (
+        [labels[i] for i in same],
+        [scores[i] for i in same],
+        [b_quality[i]["score"] for i in same],
+    )
+    expected_test = stats.paired_bootstrap(*paired, "kendall", 50, seed=0)
+    assert comparison["kendall"] == expected_test
+    assert comparison["kendall"]["difference"] == pytest.approx(
+        scipy_stats.kendalltau(paired[0], paired[1]).statistic
+        - scipy_stats.kendalltau(paired[0], paired[2]).statistic
+    )
+    significance = by_name["metal_significance_kendall"]
+    assert significance["title"] == "metal: paired bootstrap, ΔKendall τ (two-sided p)"
+    assert significance["rows"] == [
+        [
+            "a - b",
+            f"+{tables.format_value(expected_test['difference'])} "
+            f"({tables.format_p(expected_test['p_value'])})",
+        ]
+    ]
     (entry,) = [
         r
         for r in result["scores"]["results"]
         if r["metric"] == "a" and r["question"] == "task_quality"
     ]
-    assert set(entry["ci"]) == {"pearson", "spearman"}
+    assert set(entry["ci"]) == {"pearson", "spearman", "kendall"}
+    ci = stats.bootstrap_ci(labels, scores, ("pearson", "spearman", "kendall"), 50, seed=0)
+    assert entry["ci"] == ci
+    assert ci["kendall"]["low"] < ci["kendall"]["estimate"] < ci["kendall"]["high"]
+    intervals = by_name["metal_table_ci"]
+    assert intervals["title"] == "metal intervals: 95% bootstrap CI of ρ / Spearman / Kendall τ"
+    assert intervals["rows"][0][2] == "/".join(
+        tables.format_interval(ci[k]) for k in ("pearson", "spearman", "kendall")
+    )
+    # A 0/1 dimension of a graded benchmark: rank-correlation intervals left out, one note.
+    assert intervals["rows"][0][1].endswith("/-[1]/-[1]")
+    assert intervals["caption"] == (
+        "Percentile bootstrap over items. Undefined (-[n]): [1] no interval computed for this "
+        "statistic on these labels."
+    )
 
 
 def test_probability_scale_for_calibration():

@@ -1,7 +1,7 @@
 """The `report` command's logic: score files or a prepared dataset -> tables, plots, JSON.
 
 From score files (`data/scorefiles.py`), per benchmark, metric and question:
-Pearson ρ and ROC-AUC (Spearman and Kendall for graded labels) with 95% bootstrap
+Pearson ρ and ROC-AUC (Spearman and Kendall tau-b for graded labels) with 95% bootstrap
 intervals, breakdowns by slice fields, and a paired bootstrap between metrics on the same
 items. From a prepared dataset folder (`prepare` output): the paper's Tables 1, 3 and 8,
 pairwise agreement (Table 4) when duplicate ratings are given, and the Figure-3 label correlations.
@@ -96,9 +96,15 @@ def group_metrics(rows: pd.DataFrame) -> dict:
     return result
 
 
+# The statistics given an interval and a paired test, by whether the labels are 0/1.
+RESAMPLED_STATISTICS: dict[bool, tuple[str, ...]] = {
+    True: ("pearson", "roc_auc"),
+    False: ("pearson", "spearman", "kendall"),
+}
+
+
 def _resampled_statistics(rows: pd.DataFrame) -> tuple[str, ...]:
-    binary = stats.labels_are_binary(rows["label"].to_numpy(dtype=np.float64))
-    return ("pearson", "roc_auc") if binary else ("pearson", "spearman")
+    return RESAMPLED_STATISTICS[stats.labels_are_binary(rows["label"].to_numpy(dtype=np.float64))]
 
 
 def _datasets_reported_as_questions() -> list[registry.Benchmark]:
@@ -777,7 +783,7 @@ def score_tables(scores: Mapping) -> list[tables.Table]:
             if any(r["benchmark"] == benchmark for r in records):
                 out.append(tables.breakdown_table(records, benchmark, field))
     for benchmark in scores["benchmarks"]:
-        for statistic in ("pearson", "roc_auc", "spearman"):
+        for statistic in ("pearson", "roc_auc", "spearman", "kendall"):
             if any(c["benchmark"] == benchmark and statistic in c for c in scores["significance"]):
                 out.append(tables.significance_table(scores["significance"], benchmark, statistic))
     return out

@@ -296,10 +296,7 @@ class _Notes:
 
 _NOT_SCORED = "the metric has no score rows for this question"
 _CELL_KEYS: dict[bool, tuple[str, ...]] = {False: ("pearson", "roc_auc"), True: _GRADED_KEYS}
-_INTERVAL_KEYS: dict[bool, tuple[str, ...]] = {
-    False: ("pearson", "roc_auc"),
-    True: ("pearson", "spearman"),
-}
+_INTERVAL_KEYS: dict[bool, tuple[str, ...]] = {False: ("pearson", "roc_auc"), True: _GRADED_KEYS}
 
 
 def _joined(parts: list[str]) -> str:
@@ -335,7 +332,8 @@ def _noted_interval_cell(entry: Mapping | None, graded: bool, notes: _Notes) -> 
     for key in _INTERVAL_KEYS[graded]:
         interval = ci.get(key)
         if interval is None:
-            parts.append(notes.mark(f"no {key} interval computed for these labels"))
+            # One note for every statistic left out (rank correlations on 0/1 labels).
+            parts.append(notes.mark("no interval computed for this statistic on these labels"))
         elif interval.get("low") is None:
             parts.append(notes.mark(interval.get("reason")))
         else:
@@ -376,7 +374,8 @@ def benchmark_table(results: Sequence[Mapping], benchmark: str) -> Table:
 
 def benchmark_intervals(results: Sequence[Mapping], benchmark: str) -> Table:
     """`benchmark_table`'s 95% bootstrap intervals: `[low, high]/[low, high]` for ρ and roc
-    (ρ and Spearman if graded); undefined intervals as `-[n]` with the reason in the caption.
+    (ρ, Spearman and Kendall τ if graded); undefined intervals as `-[n]` with the reason in
+    the caption.
     """
     by_metric, questions, graded = _benchmark_columns(results, benchmark)
     notes = _Notes()
@@ -384,7 +383,7 @@ def benchmark_intervals(results: Sequence[Mapping], benchmark: str) -> Table:
         [metric, *[_noted_interval_cell(by_question.get(q), graded, notes) for q in questions]]
         for metric, by_question in by_metric.items()
     ]
-    statistics = f"{RHO} / Spearman" if graded else f"{RHO} / ROC-AUC"
+    statistics = f"{RHO} / Spearman / Kendall τ" if graded else f"{RHO} / ROC-AUC"
     return Table(
         name=f"{benchmark}_table_ci",
         title=f"{benchmark} intervals: 95% bootstrap CI of {statistics}",
@@ -445,9 +444,12 @@ def significance_table(comparisons: Sequence[Mapping], benchmark: str, statistic
                     f"{sign}{format_value(test['difference'])} ({format_p(test['p_value'])})"
                 )
         rows.append([pair, *cells])
-    label = {"pearson": f"Δ{RHO}", "roc_auc": "Δroc", "spearman": "ΔSpearman"}.get(
-        statistic, statistic
-    )
+    label = {
+        "pearson": f"Δ{RHO}",
+        "roc_auc": "Δroc",
+        "spearman": "ΔSpearman",
+        "kendall": "ΔKendall τ",
+    }.get(statistic, statistic)
     return Table(
         name=f"{benchmark}_significance_{statistic}",
         title=f"{benchmark}: paired bootstrap, {label} (two-sided p)",
