@@ -297,8 +297,8 @@ _GOOD_PAIR = b'{"article": "A cat sat on the mat.", "summary": "A cat sat."}\n'
 
 def _score_case(content, names, name="pairs.jsonl", output=None, extra=(), damage=None):
     """`score` over `content` (None: no input file) with the tiny HF model, the output
-    path prepared as `output` says: a folder, an old file, a partial run, or a partial run
-    of other settings to resume."""
+    path prepared as `output` says: a folder, an old file, a partial run, a partial run of
+    other settings to resume, or a finished output of another input to resume."""
 
     def case(ctx, tmp):
         pairs = tmp / name
@@ -318,11 +318,16 @@ def _score_case(content, names, name="pairs.jsonl", output=None, extra=(), damag
             out.write_text("old\n")
         elif output == "partial":
             (tmp / "scores.jsonl.partial").write_text("")
+        elif output == "finished":
+            out.write_text("old\n")
+            record = {"input": "/elsewhere/pairs.jsonl", "input_bytes": 1, "input_sha256": "0"}
+            (tmp / "scores.jsonl.run.json").write_text(json.dumps({"columns": [record]}))
+            argv += ["--resume"]
         elif output == "resume":
             (tmp / "scores.jsonl.partial").write_text("")
             (tmp / "scores.jsonl.partial.run.json").write_text(json.dumps({"chunk_size": 1}))
             argv += ["--resume"]
-        finals = [] if output in ("folder", "old") else [out]
+        finals = [] if output in ("folder", "old", "finished") else [out]
         return argv, names.format(input=pairs, output=out), finals
 
     return case
@@ -689,6 +694,12 @@ CASES = {
         _evaluate(ctx, tmp, ctx["hf"])[1],
     ),
     "score/missing_input": _score_case(None, "input file not found: {input}"),
+    "score/resume_over_another_input": _score_case(
+        _GOOD_PAIR,
+        "{output} was written from another input (/elsewhere/pairs.jsonl), not {input}; pass "
+        "--overwrite to score it afresh",
+        output="finished",
+    ),
     "score/bad_json_row": _score_case(
         _GOOD_PAIR + b"{not json\n", "{input}: 1 bad rows (line 2: not valid JSON"
     ),

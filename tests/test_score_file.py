@@ -116,7 +116,75 @@ def test_a_killed_run_resumes_to_the_bytes_of_an_uninterrupted_one(models, pairs
     resumed = seahorse_t5x.score_file(model, pairs, out, chunk_size=2, resume=True)
     assert (resumed.rows, resumed.resumed_after) == (3, 2)
     assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["killed.jsonl", "whole.jsonl"]
+    # Each finished output beside the fingerprint of the run that wrote it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "killed.jsonl",
+        "killed.jsonl.run.json",
+        "whole.jsonl",
+        "whole.jsonl.run.json",
+    ]
+
+
+def test_a_finished_output_is_complete_only_for_its_own_input_and_settings(
+    models, pairs, tmp_path, capsys
+):
+    model = models[0] / "seahorse_q4"
+    other = tmp_path / "other.jsonl"
+    other.write_text(
+        "".join(
+            json.dumps({"id": i, "article": a, "summary": s}) + "\n"
+            for i, (a, s) in enumerate(zip(ARTICLES[:3], SUMMARIES[2:], strict=True))
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.jsonl"
+    seahorse_t5x.score_file(model, pairs, out, chunk_size=2)
+    first = out.read_bytes()
+    fingerprint = json.loads((tmp_path / "out.jsonl.run.json").read_text())
+    assert [c["input"] for c in fingerprint["columns"]] == [str(pairs.resolve())]
+    # The same input and settings: nothing to do.
+    again = seahorse_t5x.score_file(model, pairs, out, chunk_size=2, resume=True)
+    assert again.already_complete and out.read_bytes() == first
+    # Another input: refused, the old rows kept; on the command line too, in one line.
+    with pytest.raises(errors.UserError, match=r"written from another input \(.*pairs.jsonl\)"):
+        seahorse_t5x.score_file(model, other, out, chunk_size=2, resume=True)
+    assert out.read_bytes() == first
+    capsys.readouterr()
+    assert _cli_score(model, other, out, "--resume") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pass --overwrite to score it afresh" in err, err
+    # Other settings of the same input: named.
+    with pytest.raises(errors.UserError, match=r"other settings \(chunk_size was 2\)"):
+        seahorse_t5x.score_file(model, pairs, out, chunk_size=3, resume=True)
+    # `overwrite` always wins, with or without `resume`.
+    result = seahorse_t5x.score_file(model, other, out, chunk_size=2, resume=True, overwrite=True)
+    assert not result.already_complete and result.rows == 3
+    assert [json.loads(line)["summary"] for line in out.read_text().splitlines()] == SUMMARIES[2:]
+    assert _cli_score(model, pairs, out, "--resume", "--overwrite") == 0
+    assert out.read_bytes() == first
+    # An output without a fingerprint cannot be taken for this run's.
+    (tmp_path / "out.jsonl.run.json").unlink()
+    with pytest.raises(errors.UserError, match="without a readable record of the run"):
+        seahorse_t5x.score_file(model, pairs, out, chunk_size=2, resume=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.jsonl", "out.jsonl"]
+
+
+def test_columns_of_a_finished_output_are_compared_with_the_run(models, pairs, tmp_path):
+    model = models[0] / "seahorse_all"
+    out = tmp_path / "both.jsonl"
+    seahorse_t5x.score_file(model, pairs, out, questions=[1, 4], chunk_size=2)
+    first = out.read_bytes()
+    again = seahorse_t5x.score_file(model, pairs, out, questions=[1, 4], chunk_size=2, resume=True)
+    assert again.already_complete
+    with pytest.raises(errors.UserError, match=r"other settings \(questions were 1,4\)"):
+        seahorse_t5x.score_file(model, pairs, out, questions=[1, 4, 6], chunk_size=2, resume=True)
+    with pytest.raises(
+        errors.UserError, match=r"other settings \(metric was not given, questions were 1,4\)"
+    ):
+        seahorse_t5x.score_file(
+            model, pairs, out, questions=[4], metric="m", chunk_size=2, resume=True
+        )
+    assert out.read_bytes() == first
 
 
 def test_the_cli_writes_the_bytes_score_file_writes(models, pairs, tmp_path, capsys):

@@ -76,9 +76,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="continue an interrupted run from the rows already in OUTPUT.partial",
+        help="continue an interrupted run from the rows already in OUTPUT.partial (a "
+        "finished OUTPUT of the same input and settings is left as it is; one of another "
+        "input is refused)",
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace OUTPUT if it exists (with --resume too: it is scored afresh)",
+    )
     parser.add_argument(
         "--skip_bad_rows",
         action="store_true",

@@ -57,7 +57,7 @@ from jax.sharding import Mesh
 from seahorse_t5x import constants, errors
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.inference import executables, quantize
-from seahorse_t5x.model import attention, mt5, partitioning
+from seahorse_t5x.model import attention, families, mt5, partitioning
 from seahorse_t5x.model.configs import MT5Config
 
 logger = logging.getLogger(__name__)
@@ -281,7 +281,7 @@ def p_yes_from_label_logits(logits: np.ndarray) -> np.ndarray:
 def _model(
     config: MT5Config, params: Any, blockwise_from: int | None, fused_attention: bool = False
 ) -> mt5.MT5:
-    return mt5.MT5(
+    return families.build(
         config,
         scan_layers=mt5.is_scanned(params),
         head_major_attention=True,

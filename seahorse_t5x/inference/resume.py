@@ -4,6 +4,12 @@ point a resumed run continues from.
 While a run is under way its rows go to `OUTPUT.partial`, whole chunks at a time, and its
 settings to `OUTPUT.partial.run.json` (a `RunRecord`). A resumed run must have the same
 record; it keeps the whole chunks already written and cuts the rest.
+
+A finished output keeps the records of the run that wrote it in `OUTPUT.run.json` (its
+fingerprint: the input's path, size and SHA-256, the checkpoint and every setting). A
+resumed run declares an existing output complete only when that fingerprint is its own;
+an output of another input or other settings, or one without a fingerprint, is refused
+(`check_finished`), and `overwrite` scores it afresh.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+from collections.abc import Sequence
 from typing import Any
 
 from seahorse_t5x import errors, fileio
@@ -19,6 +26,8 @@ from seahorse_t5x.inference import settings as settings_lib
 PARTIAL_SUFFIX = ".partial"
 # Beside the partial output: the settings of the run, so a resumed run continues only the same.
 RUN_SUFFIX = ".partial.run.json"
+# Beside the finished output: the fingerprint of the run that wrote it.
+FINISHED_SUFFIX = ".run.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +129,81 @@ def partial_path(output: pathlib.Path) -> pathlib.Path:
 def run_path(output: pathlib.Path) -> pathlib.Path:
     """`OUTPUT.partial.run.json`: the record of the run writing `OUTPUT.partial`."""
     return output.with_name(output.name + RUN_SUFFIX)
+
+
+def finished_path(output: pathlib.Path) -> pathlib.Path:
+    """`OUTPUT.run.json`: the fingerprint of the run that wrote the finished `OUTPUT`."""
+    return output.with_name(output.name + FINISHED_SUFFIX)
+
+
+def fingerprint(
+    records: Sequence[RunRecord], metric: str | None = None, benchmark: str | None = None
+) -> dict[str, Any]:
+    """What decides a finished output's bytes: the record of each column scored into it and,
+    for score-file rows, the metric and benchmark they carry."""
+    found: dict[str, Any] = {"columns": [record.to_json() for record in records]}
+    if metric is not None:
+        found.update(metric=metric, benchmark=benchmark)
+    return found
+
+
+def write_fingerprint(output: pathlib.Path, found: dict[str, Any]) -> None:
+    """Records `found` beside the finished `output` (written atomically)."""
+    fileio.atomic_write_text(finished_path(output), json.dumps(found, indent=2) + "\n")
+
+
+def check_finished(output: pathlib.Path, found: dict[str, Any]) -> None:
+    """Refuses to take the finished `output` as this run's unless its fingerprint is `found`.
+
+    Raises:
+      UserError: in one line, when `output` was written from another input, with other
+        settings, or carries no fingerprint (`overwrite` scores it afresh).
+    """
+    record_file = finished_path(output)
+    afresh = "pass `overwrite` to score it afresh, or name another `output`"
+    try:
+        saved = json.loads(record_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise errors.UserError(
+            f"`output` {output} exists without a readable record of the run that wrote it "
+            f"({record_file}), so it cannot be taken as this run's; {afresh}"
+        ) from None
+    if saved == found:
+        return
+    own_columns = found["columns"]
+    saved_columns = saved.get("columns") if isinstance(saved, dict) else None
+    if not isinstance(saved_columns, list) or not all(isinstance(c, dict) for c in saved_columns):
+        saved_columns = []
+    own = own_columns[0]
+    contents = {(c.get("input_bytes"), c.get("input_sha256")) for c in saved_columns}
+    if contents != {(own["input_bytes"], own["input_sha256"])}:
+        other = saved_columns[0].get("input") if saved_columns else None
+        what = (
+            "another version of its input"
+            if other == own["input"]
+            else f"another input ({other or 'unknown'})"
+        )
+        raise errors.UserError(
+            f"`output` {output} was written from {what}, not {own['input']}; {afresh}"
+        )
+    old = saved_columns[0] if saved_columns else {}
+    changed = [
+        _was(key, old)
+        for key in own
+        if key not in ("question", "column") and own.get(key) != old.get(key)
+    ]
+    changed += [
+        f"{key} was {saved.get(key) or 'not given'}"
+        for key in ("metric", "benchmark")
+        if saved.get(key) != found.get(key) and (key == "metric" or "metric" in saved)
+    ]
+    asked = [column.get("column", column.get("question")) for column in saved_columns]
+    if asked != [column.get("column", column.get("question")) for column in own_columns]:
+        changed.append(f"questions were {','.join(str(q) for q in asked) or 'unknown'}")
+    raise errors.UserError(
+        f"`output` {output} was written from this input with other settings "
+        f"({', '.join(changed) or 'unknown'}); {afresh}"
+    )
 
 
 def write_record(output: pathlib.Path, record: RunRecord) -> None:

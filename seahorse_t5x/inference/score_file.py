@@ -42,7 +42,8 @@ class ScoreFileResult:
 
     Attributes:
       output: the file written.
-      already_complete: a resumed run found the output finished (nothing was scored).
+      already_complete: a resumed run found the output finished by a run of the same input
+        and settings (nothing was scored).
       columns: whether the output was joined from question columns (several questions, a
         family, or score-file rows); then `joined` holds its counts.
       questions: the questions of the columns (None: one model's unknown question).
@@ -107,8 +108,10 @@ def score_file(
       questions: the SEAHORSE questions to score (`inference.questions`): `"1,4"`, `4`,
         `[1, 4]`.
       metric, benchmark: write a score file for `report` instead, its rows carrying these.
-      resume: continue an interrupted run from the rows in `OUTPUT.partial`.
-      overwrite: replace `output` if it exists.
+      resume: continue an interrupted run from the rows in `OUTPUT.partial`; a finished
+        `output` is left as it is when its fingerprint (`OUTPUT.run.json`) is this run's,
+        and refused when it was written from another input or with other settings.
+      overwrite: replace `output` if it exists (with `resume` too: scored afresh).
       skip_bad_rows: write bad rows with a null score and an `error`, instead of refusing.
       chunk_size: rows read, scored and written at a time (memory is bounded by it).
       settings: the `ScoringSettings` (default: theirs); `**setting_values` replace fields
@@ -223,10 +226,10 @@ def _score_one(job: Job, column: questions_lib.Column, result: ScoreFileResult) 
     # Process 0 writes the one output file; every process scores its share of each batch.
     writer = jax.process_index() == 0
     partial = resume_lib.partial_path(output)
+    found = resume_lib.fingerprint([record])
     if writer:
         resume_lib.check_output(output, job.input_path, job.resume, job.overwrite)
-        if job.resume and output.exists() and not partial.stat().st_size:
-            partial.unlink()
+        if _finished(job, found, partial):
             result.already_complete = True
             return result
     done = resume_lib.resume_point_on_every_host(output, record, writer) if job.resume else 0
@@ -242,12 +245,31 @@ def _score_one(job: Job, column: questions_lib.Column, result: ScoreFileResult) 
             resume_lib.run_path(output).unlink(missing_ok=True)
     if writer:
         os.replace(partial, output)
+        resume_lib.write_fingerprint(output, found)
         resume_lib.run_path(output).unlink(missing_ok=True)
     result.rows, result.seconds = counts.rows, counts.seconds
     result.truncated_articles = counts.truncated_articles
     result.truncated_summaries = counts.truncated_summaries
     result.windowed = counts.windowed
     return result
+
+
+def _finished(job: Job, found: dict[str, Any], partial: pathlib.Path) -> bool:
+    """Whether a resumed run finds its output finished: it exists, no run of it is under way,
+    and its fingerprint is this run's (`overwrite`: never; the partial output is then removed).
+
+    Raises:
+      UserError: the finished output was written from another input or with other settings.
+    """
+    if not job.resume or job.overwrite or not job.output.exists():
+        return False
+    if partial.exists() and partial.stat().st_size:
+        return False
+    try:
+        resume_lib.check_finished(job.output, found)
+    finally:
+        partial.unlink(missing_ok=True)  # (created empty by `check_output`)
+    return True
 
 
 def _score_columns(
@@ -259,22 +281,25 @@ def _score_columns(
 
     output = job.output
     writer = jax.process_index() == 0
+    records = [job.record(column, in_column=True) for column in plan]
+    found = resume_lib.fingerprint(records, job.metric, job.benchmark)
     if writer:
         resume_lib.check_output(output, job.input_path, job.resume, job.overwrite)
-        resume_lib.partial_path(output).unlink(missing_ok=True)  # the columns are its partials
+        partial = resume_lib.partial_path(output)
         left = columns_lib.leftovers(output)
         if left and not job.resume:
+            partial.unlink(missing_ok=True)
             raise errors.UserError(
                 f"an interrupted run left {left[0]}: pass `resume` to continue it, or delete "
                 f"the {len(left)} files {output.name}.q*{columns_lib.COLUMN_SUFFIX}*"
             )
-        if job.resume and output.exists() and not left:
+        if not left and _finished(job, found, partial):
             result.already_complete = True
             return result
+        partial.unlink(missing_ok=True)  # the columns are its partials
     started = time.perf_counter()
-    for column in plan:
+    for column, record in zip(plan, records, strict=True):
         path = columns_lib.column_path(output, column.question)
-        record = job.record(column, in_column=True)
         if job.resume and writer and path.exists() and not resume_lib.partial_path(path).exists():
             resume_lib.check_complete_column(path, record)
             result.resumed.append(f"q{column.question} already scored")
@@ -298,6 +323,7 @@ def _score_columns(
     result.joined = columns_lib.join_columns(
         job.input_path, output, questions, job.metric, job.benchmark
     )
+    resume_lib.write_fingerprint(output, found)
     for question in questions:
         path = columns_lib.column_path(output, question)
         path.unlink()

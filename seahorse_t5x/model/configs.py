@@ -36,6 +36,8 @@ class MT5Config:
       relative_attention_num_buckets: relative position buckets per stack.
       relative_attention_max_distance: distance beyond which positions share a bucket.
       layer_norm_epsilon: epsilon of the RMS layer norm.
+      family: the model family (`model/families.py`: `mt5`, `mt0`, `t5.1.1`, `flan-t5`):
+        which module builds it, its vocabulary and published checkpoints.
     """
 
     vocab_size: int = MT5_VOCAB_SIZE
@@ -50,8 +52,11 @@ class MT5Config:
     relative_attention_num_buckets: int = 32
     relative_attention_max_distance: int = 128
     layer_norm_epsilon: float = 1e-6
+    family: str = "mt5"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.family, str) or not self.family:
+            raise errors.UserError(f"model config family must be a name, got {self.family!r}")
         if self.dtype not in DTYPES:
             raise errors.UserError(
                 f"model dtype {self.dtype!r} is not supported; use one of {list(DTYPES)} "
@@ -168,8 +173,9 @@ def get_config(name: str, **overrides: Any) -> MT5Config:
     return MT5Config.from_dict(values)
 
 
-def from_hf_config(hf: dict[str, Any], dtype: str | None = None) -> MT5Config:
-    """Builds the config from an HF T5/MT5 `config.json` dict.
+def from_hf_config(hf: dict[str, Any], dtype: str | None = None, family: str = "mt5") -> MT5Config:
+    """Builds the config from an HF T5/MT5 `config.json` dict (`family`: its model family,
+    `families.of_hf_config`).
 
     Raises:
       UserError: when the HF model is not a gated-GELU T5.1.1/mT5 with untied logits.
@@ -206,6 +212,7 @@ def from_hf_config(hf: dict[str, Any], dtype: str | None = None) -> MT5Config:
             relative_attention_num_buckets=int(hf.get("relative_attention_num_buckets", 32)),
             relative_attention_max_distance=int(hf.get("relative_attention_max_distance", 128)),
             layer_norm_epsilon=float(hf.get("layer_norm_epsilon", 1e-6)),
+            family=family,
         )
     except KeyError as e:
         raise errors.UserError(f"HF config.json lacks the key {e.args[0]!r}") from None

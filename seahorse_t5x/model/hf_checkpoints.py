@@ -23,7 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from seahorse_t5x import errors, fileio
-from seahorse_t5x.model import checkpoint_params, configs, mt5
+from seahorse_t5x.model import checkpoint_params, configs, families, mt5
 from seahorse_t5x.model.checkpoint_params import Params, Placement
 from seahorse_t5x.model.configs import MT5Config
 
@@ -330,7 +330,8 @@ def load_hf(
     directory = pathlib.Path(directory)
     hf_config = read_hf_config(directory)
     try:
-        config = configs.from_hf_config(hf_config, dtype=dtype)
+        family = families.of_hf_config(hf_config).name
+        config = configs.from_hf_config(hf_config, dtype=dtype, family=family)
     except errors.UserError as e:  # a model this one does not implement: name the file
         raise errors.UserError(f"{directory / 'config.json'}: {e}") from None
     return config, from_hf_state_dict(
@@ -343,14 +344,19 @@ def load_hf(
 
 
 def save_hf(directory: str | os.PathLike, config: MT5Config, params: Params) -> None:
-    """Writes `config.json` + `model.safetensors` readable by HF `MT5ForConditionalGeneration`."""
+    """Writes `config.json` + `model.safetensors` readable by HF `MT5ForConditionalGeneration`
+    (`T5ForConditionalGeneration` for the T5.1.1 families: `families.ModelFamily.hf_model_type`)."""
     from safetensors.numpy import save_file
 
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    model_type = families.of_config(config).hf_model_type
+    architecture = (
+        "MT5ForConditionalGeneration" if model_type == "mt5" else "T5ForConditionalGeneration"
+    )
     hf_config = {
-        "architectures": ["MT5ForConditionalGeneration"],
-        "model_type": "mt5",
+        "architectures": [architecture],
+        "model_type": model_type,
         **configs.to_hf_config(config),
         "tie_word_embeddings": False,
         "is_encoder_decoder": True,

@@ -20,7 +20,7 @@ import flax
 import numpy as np
 
 from seahorse_t5x import errors
-from seahorse_t5x.model import checkpoint_params
+from seahorse_t5x.model import checkpoint_params, families
 from seahorse_t5x.model.checkpoint_params import Params, Placement
 from seahorse_t5x.model.configs import MT5Config
 
@@ -110,7 +110,8 @@ def infer_config(
 ) -> MT5Config:
     """The config implied by parameter shapes (T5X checkpoints carry no config).
 
-    `relative_attention_max_distance` cannot be seen in shapes: T5X's default (128) is used.
+    `relative_attention_max_distance` cannot be seen in shapes: T5X's default (128) is used;
+    the family is `t5.1.1` for T5's 32,128-id vocabulary, else `mt5`.
 
     Args:
       flat: the parameters, by `a/b/c` name.
@@ -145,6 +146,8 @@ def infer_config(
         num_decoder_layers=depth("decoder"),
         relative_attention_num_buckets=num_buckets,
         dtype=dtype or "float32",
+        # T5's English vocabulary marks the T5.1.1 families; the rest read as mT5.
+        family="t5.1.1" if vocab_size == families.T5_VOCAB_SIZE else "mt5",
     )
 
 

@@ -49,6 +49,7 @@ MACROS: tuple[str, ...] = (
     "EVAL_PERIOD",
     "RANDOM_SEED",
     "MODEL_SIZE",
+    "MODEL_FAMILY",
     "MODEL_OVERRIDES",
     "DTYPE",
     "OPTIMIZER",

@@ -79,6 +79,8 @@ class PlanRequest:
         random masks from memory).
       scoring: plan one scoring batch of `score` / `evaluate` instead (the inference
         engine's label logits: encoder, one decoder step, no optimizer, no dropout).
+      family: the model family (`model/families.py`: `mt5`, `mt0`, `t5.1.1`, `flan-t5`),
+        which sets the vocabulary's rows.
       param_dtype: dtype the weights are kept in when scoring (`float32`, `bfloat16`, or
         `int8`: int8 projections with per-channel scales, `mlp/wo` and the rest bfloat16).
     """
@@ -96,6 +98,7 @@ class PlanRequest:
     dropout_rate: float = 0.1
     scoring: bool = False
     param_dtype: str = "float32"
+    family: str = "mt5"
 
     def __post_init__(self) -> None:
         from seahorse_t5x.inference import settings
@@ -121,8 +124,9 @@ class PlanRequest:
 
     def check(self) -> None:
         """Raises UserError for values no mesh or batch can have, an unknown size or dtype."""
-        from seahorse_t5x.model import configs
+        from seahorse_t5x.model import configs, families
 
+        families.get(self.family)  # raises UserError for an unknown family
         if self.size not in configs.SIZE_NAMES:
             raise errors.UserError(
                 f"unknown model size {self.size!r}; choose one of {list(configs.SIZE_NAMES)}"
@@ -292,7 +296,7 @@ def _shard_bytes(abstract_tree: Any) -> int:
 
 
 def _model_config(request: PlanRequest, num_layers: int | None):
-    from seahorse_t5x.model import configs
+    from seahorse_t5x.model import families
 
     overrides: dict[str, Any] = {
         "dtype": request.compute_dtype,
@@ -300,7 +304,7 @@ def _model_config(request: PlanRequest, num_layers: int | None):
     }
     if num_layers is not None:
         overrides.update(num_encoder_layers=num_layers, num_decoder_layers=num_layers)
-    return configs.get_config(request.size, **overrides)
+    return families.get(request.family).config(request.size, **overrides)
 
 
 def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, Any, float]:
@@ -309,7 +313,7 @@ def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, An
     import jax
     import jax.numpy as jnp
 
-    from seahorse_t5x.model import mt5, partitioning
+    from seahorse_t5x.model import families, partitioning
     from seahorse_t5x.runner import input_pipeline, optimizers, train_step
 
     config = _model_config(request, num_layers)
@@ -320,7 +324,7 @@ def _compile_step(request: PlanRequest, num_layers: int | None) -> tuple[Any, An
     # The learning rate does not change the memory; 1e-3 is the fine-tuning default.
     optimizer = optimizers.create_optimizer(request.optimizer, 1e-3)
     step = train_step.make_train_step(
-        mt5.MT5(config),
+        families.build(config),
         optimizer,
         train_step.DEFAULT_Z_LOSS,
         microbatches=request.microbatches,

@@ -42,6 +42,8 @@ class TrainConfig:
       eval_period: validate every this many steps; 0 = only at the end [EVAL_PERIOD].
       random_seed: initialisation, data order and dropout [RANDOM_SEED].
       model_size: named size of `model.configs` when training from scratch [MODEL_SIZE].
+      model_family: the family of that model (`model/families.py`: `mt5`, `mt0`, `t5.1.1`,
+        `flan-t5`; it sets the vocabulary's rows) [MODEL_FAMILY].
       model_overrides: `MT5Config` fields to change (e.g. `{"num_encoder_layers": 4}`).
       dtype: the dtype of the model's matrix products [DTYPE]: `auto` (bfloat16 on GPUs and
         TPUs, float32 on CPUs: `inference/precision.py`), `float32` or `bfloat16`
@@ -89,6 +91,7 @@ class TrainConfig:
     eval_period: int = 1000
     random_seed: int = 0
     model_size: str = "small"
+    model_family: str = "mt5"
     model_overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     dtype: str = "auto"
     optimizer: str = "adafactor"

@@ -34,7 +34,7 @@ from seahorse_t5x.formats import vocab
 from seahorse_t5x.formats.task_names import question_of_task
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import precision
-from seahorse_t5x.model import checkpoint_layout, configs, mt5, partitioning
+from seahorse_t5x.model import checkpoint_layout, families, mt5, partitioning
 from seahorse_t5x.model.configs import MT5Config
 from seahorse_t5x.runner import actions as actions_lib
 from seahorse_t5x.runner import (
@@ -179,7 +179,7 @@ class Trainer:
             model_config, params = checkpoints.load_checkpoint(cfg.initial_checkpoint_path)
             model_config = model_config.replace(dropout_rate=cfg.dropout_rate, **overrides)
             return model_config, params
-        model_config = configs.get_config(
+        model_config = families.get(cfg.model_family).config(
             cfg.model_size, dropout_rate=cfg.dropout_rate, **overrides
         )
         return model_config, None
@@ -232,7 +232,7 @@ class Trainer:
         cfg = self.config
         model_config, initial_params = self._model_config_and_initial_params()
         self._check_vocabulary(model_config)
-        model = mt5.MT5(model_config)
+        model = families.build(model_config)
         optimizer = optimizers.create_optimizer(
             cfg.optimizer,
             cfg.learning_rate,
