@@ -181,15 +181,24 @@ class MultiHeadAttention(nn.Module):
     head_major: bool = False
     fused: bool = False
     fold_key_value: bool = False
+    # Cached decoding (`model/decoding.py`): None, "self" or "cross" (`_cached`).
+    decode: str | None = None
 
     @nn.compact
     def __call__(
-        self, inputs_q: Array, inputs_kv: Array, bias: Array, enable_dropout: bool
+        self,
+        inputs_q: Array,
+        inputs_kv: Array,
+        bias: Array,
+        enable_dropout: bool,
+        decode_position: Array | None = None,
     ) -> Array:
         cfg = self.config
         inner = cfg.num_heads * cfg.head_dim
         axes = ("embed", "joined_kv")
         query = Dense(inner, axes, cfg, _query_init(cfg.head_dim), name="query")(inputs_q)
+        if self.decode is not None:
+            return self._cached(query, inputs_kv, bias, inner, axes, decode_position)
         if (
             self.fold_key_value
             and not enable_dropout
@@ -231,6 +240,55 @@ class MultiHeadAttention(nn.Module):
             context = einsum("bhqk,bkhd->bqhd", weights, value, dtype)
         context = context.reshape(context.shape[:-2] + (inner,))
         return out(context)
+
+    def _cached(
+        self,
+        query: Array,
+        inputs_kv: Array,
+        bias: Array,
+        inner: int,
+        axes: tuple[str, str],
+        position: Array | None,
+    ) -> Array:
+        """One decoding step's attention over keys and values kept in the `cache`
+        collection, in the products' dtype (as HF's and T5X's caches keep them).
+
+        `decode="self"`: `inputs_kv` is this step's `[batch, 1, emb]`; its key and value are
+        written at `position` of `[batch, max_length, inner]` caches (`max_length` is the
+        bias's last axis; positions after `position` are masked by the bias).
+        `decode="cross"`: the encoder output's keys and values are projected on the first
+        step and read from the cache after it (HF's cross-attention cache; T5X projects
+        them again at every step).
+        """
+        cfg = self.config
+        dtype = _compute_dtype(cfg)
+        cached = self.has_variable("cache", "cached_key")
+        if self.decode == "cross" and cached:
+            key = self.get_variable("cache", "cached_key")
+            value = self.get_variable("cache", "cached_value")
+        else:
+            key = Dense(inner, axes, cfg, _attention_init, name="key")(inputs_kv).astype(dtype)
+            value = Dense(inner, axes, cfg, _attention_init, name="value")(inputs_kv)
+            value = value.astype(dtype)
+            if self.decode == "self":
+                batch, max_length = key.shape[0], bias.shape[-1]
+                shape = (batch, max_length, inner)
+                cache_key = self.variable("cache", "cached_key", jnp.zeros, shape, dtype)
+                cache_value = self.variable("cache", "cached_value", jnp.zeros, shape, dtype)
+                start = (0, position, 0)
+                key = jax.lax.dynamic_update_slice(cache_key.value, key, start)
+                value = jax.lax.dynamic_update_slice(cache_value.value, value, start)
+                cache_key.value, cache_value.value = key, value
+            else:
+                self.put_variable("cache", "cached_key", key)
+                self.put_variable("cache", "cached_value", value)
+        out = Dense(cfg.emb_dim, ("joined_kv", "embed"), cfg, _attention_init, name="out")
+        heads = (cfg.num_heads, cfg.head_dim)
+        query, key, value = (x.reshape(x.shape[:-1] + heads) for x in (query, key, value))
+        logits = einsum("bqhd,bkhd->bhqk", query, key, dtype)
+        weights = jax.nn.softmax(logits + bias.astype(jnp.float32), axis=-1)
+        context = einsum("bhqk,bkhd->bqhd", weights, value, dtype)
+        return out(context.reshape(context.shape[:-2] + (inner,)))
 
     def _folded(
         self, query: Array, inputs_kv: Array, bias: Array, inner: int, axes: tuple[str, str]
@@ -445,6 +503,8 @@ class DecoderLayer(nn.Module):
     config: MT5Config
     head_major: bool = False
     fold_cross_attention: bool = False
+    # Cached decoding, one position a call (`MultiHeadAttention.decode`).
+    decode: bool = False
 
     @nn.compact
     def __call__(
@@ -454,19 +514,21 @@ class DecoderLayer(nn.Module):
         self_bias: Array,
         cross_bias: Array,
         enable_dropout: bool,
+        decode_position: Array | None = None,
     ) -> Array:
         cfg = self.config
         drop = nn.Dropout(cfg.dropout_rate, broadcast_dims=(-2,))
         y = RmsNorm(cfg, name="pre_self_attention_layer_norm")(x)
-        y = MultiHeadAttention(cfg, self.head_major, name="self_attention")(
-            y, y, self_bias, enable_dropout
-        )
+        y = MultiHeadAttention(
+            cfg, self.head_major, decode="self" if self.decode else None, name="self_attention"
+        )(y, y, self_bias, enable_dropout, decode_position)
         x = x + drop(y, deterministic=not enable_dropout)
         y = RmsNorm(cfg, name="pre_cross_attention_layer_norm")(x)
         y = MultiHeadAttention(
             cfg,
             self.head_major,
             fold_key_value=self.fold_cross_attention,
+            decode="cross" if self.decode else None,
             name="encoder_decoder_attention",
         )(y, encoded, cross_bias, enable_dropout)
         x = x + drop(y, deterministic=not enable_dropout)
@@ -579,16 +641,32 @@ class Decoder(nn.Module):
         cross_mask_: Array,
         enable_dropout: bool,
         return_hidden: bool = False,
+        decode_position: Array | None = None,
     ) -> Array:
+        """With `decode_position` (cached decoding, unscanned layers, no dropout):
+        `embedded` is one position `[batch, 1, emb]` and `self_mask` `[batch, 1,
+        max_length]`, the cache positions it may attend to."""
         cfg = self.config
-        length = embedded.shape[1]
-        self_bias = RelativePositionBiases(cfg, bidirectional=False, name="relpos_bias")(
-            length, length
-        )
+        decode = decode_position is not None
+        if decode and self.scan_layers:
+            raise ValueError("cached decoding runs unscanned layers (T5X's parameter layout)")
+        if decode:
+            self_bias = RelativePositionBiases(cfg, bidirectional=False, name="relpos_bias")(
+                1, self_mask.shape[-1], query_offset=decode_position
+            )
+        else:
+            length = embedded.shape[1]
+            self_bias = RelativePositionBiases(cfg, bidirectional=False, name="relpos_bias")(
+                length, length
+            )
         self_bias = self_bias + mask_to_bias(self_mask)
         cross_bias = mask_to_bias(cross_mask_)
         x = nn.Dropout(cfg.dropout_rate)(embedded, deterministic=not enable_dropout)
-        if self.scan_layers:
+        if decode:
+            for i in range(cfg.num_decoder_layers):
+                layer = DecoderLayer(cfg, decode=True, name=f"layers_{i}")
+                x = layer(x, encoded, self_bias, cross_bias, False, decode_position)
+        elif self.scan_layers:
             scanned = _scan(_ScannedDecoderLayer, cfg.num_decoder_layers, 3)
             x, _ = scanned(
                 cfg,
@@ -716,6 +794,31 @@ class MT5(nn.Module):
         )
         embedded = self.token_embedder(decoder_input_tokens.astype(jnp.int32))
         return self.decoder(embedded, encoded, self_mask, xmask, enable_dropout, return_hidden)
+
+    def decode_step(
+        self,
+        encoded: Array,
+        encoder_input_tokens: Array,
+        decoder_token: Array,
+        position: Array,
+        max_length: int,
+    ) -> Array:
+        """One step of cached decoding: logits `[batch, vocab]` (float32) of the token after
+        `decoder_token` `[batch, 1]`, the decoder input at `position`.
+
+        Keys and values live in the mutable `cache` collection (`apply(...,
+        mutable=["cache"])`): the first call (position 0) creates it, with room for
+        `max_length` positions, and projects the encoder output for the cross-attention
+        once; later calls pass it back. Unscanned parameters only (`model/decoding.py`).
+        """
+        batch = decoder_token.shape[0]
+        self_mask = jnp.broadcast_to(
+            (jnp.arange(max_length) <= position)[None, None, :], (batch, 1, max_length)
+        )
+        xmask = cross_mask(decoder_token, encoder_input_tokens, None, None)
+        embedded = self.token_embedder(decoder_token.astype(jnp.int32))
+        logits = self.decoder(embedded, encoded, self_mask, xmask, False, decode_position=position)
+        return logits[:, 0]
 
     def __call__(
         self,
