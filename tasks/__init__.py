@@ -7,7 +7,15 @@ docs/tasks.md. Import it only under this name: registering a task twice (e.g. al
 by calling `register_distillation_tasks` (docs/distillation.md).
 """
 
-from seahorse_t5x.tasks import benchmarks, distillation, ice, nli, ratings, seahorse  # noqa: F401
+from seahorse_t5x.tasks import (  # noqa: F401
+    benchmarks,
+    distillation,
+    explanations,
+    ice,
+    nli,
+    ratings,
+    seahorse,
+)
 from seahorse_t5x.tasks.distillation import (
     register_distillation_tasks,
     remove_distillation_tasks,
