@@ -274,11 +274,8 @@ def prompt_parts(
     head = _instruction_line(task) + "\n"
     head += string.Template(_TEMPLATE_HEAD).substitute(generation_instruction=instruction)
     tail = string.Template(_TEMPLATE_TAIL).substitute(hypothesis_output=hypothesis_output)
-    # train.py: (instruction + "\n" + input).strip(" \n") + "\n". The head starts with the
-    # fixed INST and the tail ends with "Your evaluation output:", so the strip only matters
-    # for an empty context at the very end, which cannot happen; it is kept for the record.
-    whole = (head + input_context + tail).strip(" \n") + "\n"
-    assert whole == head + input_context + tail + "\n"
+    # train.py joins (instruction + "\n" + input).strip(" \n") + "\n": the strip never bites
+    # (the head starts with INST, the tail ends with "Your evaluation output:").
     return head, input_context, tail + "\n"
 
 
@@ -384,7 +381,7 @@ def _blocks(lines: list[str]) -> dict[int, dict[str, str]]:
     return blocks
 
 
-def parse_analysis(text: str) -> ErrorAnalysis:
+def parse_analysis(text: str | bytes) -> ErrorAnalysis:
     """Reads an error analysis back (`render_analysis`'s text, or a model's prediction).
 
     Checks: the first line states N errors and a total; the errors are numbered 1..N, each
@@ -454,4 +451,28 @@ def _error(number: int, block: dict[str, str]) -> ExplainedError:
         explanation=values[EXPLANATION],
         severity=severity,
         score_reduction=reduction,
+    )
+
+
+# A label as a SentencePiece vocabulary gives it back: after a space instead of a line
+# break, its colon possibly the unknown piece (` ⁇ `) of a vocabulary without `:`.
+_FLAT_LABEL_RE = re.compile(
+    r"[ \t\n]*\b(?P<label>" + "|".join(map(re.escape, LABELS)) + r") (?P<number>\d+)"
+    r"[ \t]*(?::|\u2047)[ \t]*"
+)
+
+
+def restore_line_breaks(text: str) -> str:
+    """A decoded analysis with its line breaks back, each label on its own line.
+
+    T5's and mT5's SentencePiece vocabularies map a line break to a space, so a model
+    trained on `render_analysis`'s targets writes them as one line; a vocabulary without
+    `:` (the demo's) writes its unknown piece ` ⁇ ` there. `parse_analysis` reads the
+    result as it reads the rendered text; text already in lines keeps them.
+
+    >>> restore_line_breaks("... of 1. Error location 1 \u2047  x Severity 1: Minor")
+    '... of 1.\\nError location 1: x\\nSeverity 1: Minor'
+    """
+    return _FLAT_LABEL_RE.sub(lambda m: f"\n{m['label']} {m['number']}: ", text).replace(
+        " \n", "\n"
     )
