@@ -37,7 +37,7 @@ import seqio
 import tensorflow as tf
 from absl import logging
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.data import teacher_scores
 from seahorse_t5x.formats import soft_targets
 from seahorse_t5x.formats import task_names as names
@@ -224,7 +224,7 @@ def register_distillation_tasks(
         else tuple(
             os.fspath(p) for p in ([pairs] if isinstance(pairs, (str, os.PathLike)) else pairs)
         ),
-        tuple(key),
+        tuple(arguments.string_list(key, "key", "field name")),
         metric,
         bool(human_labels),
     )

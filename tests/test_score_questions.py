@@ -128,7 +128,8 @@ def test_questions_output_equals_single_question_runs(
         for q in (4, 1)
     )
     assert last == f"mean P(yes), share > 0.5: {expected}"
-    assert not list(tmp_path.glob("both.jsonl.*"))  # no column files left behind
+    # No column files left behind: only the fingerprint of the finished output.
+    assert [p.name for p in tmp_path.glob("both.jsonl.*")] == ["both.jsonl.run.json"]
 
 
 def test_family_by_hub_name_from_the_cache(family, pairs, single_runs, tmp_path, monkeypatch):
@@ -170,7 +171,7 @@ def test_interrupted_family_run_resumes_per_question(family, pairs, tmp_path, mo
     calls.clear()
     assert _score(family, pairs, out, "--questions", "1,4", "--resume") == 0
     assert out.read_text() == reference.read_text()
-    assert not list(tmp_path.glob("out.jsonl.*"))
+    assert [p.name for p in tmp_path.glob("out.jsonl.*")] == ["out.jsonl.run.json"]
 
 
 def test_metric_writes_a_score_file_that_report_reads(family, pairs, single_runs, tmp_path, capsys):
@@ -262,6 +263,30 @@ def test_python_api(family, single_runs):
         seahorse_t5x.Scorer.from_pretrained(family, questions=[1, 4])
     with pytest.raises(errors.UserError, match="is one model"):
         seahorse_t5x.score_questions(family / "q1", ARTICLES, SUMMARIES)
+
+
+def test_texts_that_are_not_lists_of_strings_are_refused_in_one_line(
+    family, single_runs, monkeypatch
+):
+    scorer = seahorse_t5x.Scorer.from_pretrained(family, questions=[4], input_length=MAX_LEN)
+    with pytest.raises(errors.UserError, match=r"^`articles`\[1\] is NoneType \(None\), not a"):
+        scorer.score([ARTICLES[0], None], SUMMARIES[:2])
+    with pytest.raises(errors.UserError, match=r"^`summaries` is one string, not a sequence"):
+        scorer.score_windows(ARTICLES[:1], SUMMARIES[0])
+    # A tuple or an array of strings is a sequence of texts like a list.
+    np.testing.assert_array_equal(
+        scorer.score(tuple(ARTICLES), np.array(SUMMARIES)), single_runs[4]
+    )
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    # Bare strings would be scored character by character: refused before any model loads.
+    monkeypatch.setattr(scorer_lib, "Scorer", no_model)
+    with pytest.raises(errors.UserError, match=r"^`articles` is one string, not a sequence"):
+        seahorse_t5x.score_questions(family, "an article", "a summary", questions=[4])
+    with pytest.raises(errors.UserError, match=r"^`summaries`\[0\] is int \(3\)"):
+        seahorse_t5x.score_questions(family, ["an article"], [3], questions=[4])
 
 
 def test_deprecated_question_argument_warns_and_still_picks_the_member(family):

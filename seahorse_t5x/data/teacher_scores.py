@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x import arguments, constants, errors, fileio
 from seahorse_t5x.data import scorefiles
 
 DEFAULT_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
@@ -309,8 +309,9 @@ def read_teacher_scores(
         gs://).
 
     Raises:
-      UserError: a file cannot be read or is empty, rows of several metrics without
-        `metric`, or no pair is left for a question.
+      UserError: a file cannot be read or is empty, `key` is a bare string
+        (`arguments.string_list`), rows of several metrics without `metric`, or no pair is
+        left for a question.
     """
     paths = [os.fspath(p) for p in ([scores] if isinstance(scores, (str, os.PathLike)) else scores)]
     if not paths:
@@ -320,8 +321,9 @@ def read_teacher_scores(
         if pairs is None
         else [os.fspath(p) for p in ([pairs] if isinstance(pairs, (str, os.PathLike)) else pairs)]
     )
+    key = tuple(arguments.string_list(key, "key", "field name"))
     result = TeacherScores(examples=[], questions=parse_questions(questions), paths=paths)
-    pair_index = None if pair_paths is None else _read_pairs(pair_paths, tuple(key), opener)
+    pair_index = None if pair_paths is None else _read_pairs(pair_paths, key, opener)
     joined: dict[tuple[str, ...], TeacherExample] = {}
     for path in paths:
         rows = list(fileio.iter_json_lines(path, opener))
@@ -331,9 +333,7 @@ def read_teacher_scores(
                 path, "JSON Lines of scored pairs (score_qN) or score-file rows"
             )
         if _is_score_file_row(objects[0]):
-            _read_score_rows(
-                path, rows, result, pair_index, tuple(key), metric, human_labels, joined
-            )
+            _read_score_rows(path, rows, result, pair_index, key, metric, human_labels, joined)
         else:
             _read_scored_pairs(path, rows, result, human_labels)
     for question in result.questions:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.formats import input_format
 
 
@@ -125,13 +125,16 @@ def encode_pairs(
       question: 1..6 to name the question in the input (multi-question models).
 
     Raises:
-      UserError: for unequal lengths, an unknown question or truncation mode.
+      UserError: for texts that are not a sequence of strings (`arguments.string_list`),
+        unequal lengths, an unknown question or truncation mode.
     """
+    articles = arguments.string_list(articles, "articles")
+    summaries = arguments.string_list(summaries, "summaries")
     if len(articles) != len(summaries):
         raise errors.UserError(f"{len(articles)} articles but {len(summaries)} summaries")
     input_format.check_truncation(truncation)
     (marker,) = encode_texts(vocab, [marker_text(question)])
-    premises = encode_texts(vocab, list(articles))
+    premises = encode_texts(vocab, articles)
     hypotheses = encode_texts(vocab, [input_format.hypothesis_text(s) for s in summaries])
     tokens, dropped, cut = [], [], []
     for premise, hypothesis in zip(premises, hypotheses, strict=True):

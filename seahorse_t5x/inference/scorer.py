@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from jax.sharding import Mesh
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.formats import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
@@ -231,7 +231,12 @@ class Scorer:
         question: int | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> np.ndarray:
-        """P(yes) = softmax over the answer logits at the first decoder step, input order."""
+        """P(yes) = softmax over the answer logits at the first decoder step, input order.
+
+        Raises:
+          UserError: `articles` or `summaries` is a bare string or holds something that is
+            not a string (`arguments.string_list`), or their lengths differ.
+        """
         encoded = self.encode(articles, summaries, question)
         return self.score_tokens(encoded.tokens, progress)
 
@@ -362,13 +367,17 @@ def score_questions(
       float64 array of shape (len(articles), len(questions)).
 
     Raises:
-      UserError: `name_or_path` is a one-question model, a question is not 1..6, or any
-        `Scorer` error.
+      UserError: `articles` or `summaries` is a bare string or holds something that is not
+        a string (`arguments.string_list`), `name_or_path` is a one-question model, a
+        question is not 1..6, or any `Scorer` error.
     """
     return _score_columns(name_or_path, articles, summaries, questions, kwargs)
 
 
 def _score_columns(name_or_path, articles, summaries, wanted, kwargs) -> np.ndarray:
+    # Checked before any model loads.
+    articles = arguments.string_list(articles, "articles")
+    summaries = arguments.string_list(summaries, "summaries")
     wanted = questions_lib.parse_questions(wanted) or constants.QUESTIONS
     columns, family = questions_lib.plan_columns(name_or_path, wanted)
     if not family and columns[0].prompt is None:

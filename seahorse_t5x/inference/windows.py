@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seahorse_t5x import errors
+from seahorse_t5x import arguments, errors
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.inference import inputs
 
@@ -151,8 +151,13 @@ def encode_windows(
         as a task's rows name their own questions.
 
     Raises:
-      UserError: for unequal lengths, an unknown question or a bad overlap.
+      UserError: for texts that are not a sequence of strings (`arguments.string_list`),
+        unequal lengths, an unknown question or a bad overlap.
     """
+    articles = arguments.string_list(articles, "articles")
+    summaries = arguments.string_list(summaries, "summaries")
+    if markers is not None:
+        markers = arguments.string_list(markers, "markers")
     if len(articles) != len(summaries) or (markers is not None and len(markers) != len(articles)):
         raise errors.UserError(f"{len(articles)} articles but {len(summaries)} summaries")
     overlap = check_overlap(overlap)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.data import ratings, scorefiles
 from seahorse_t5x.evaluation import stats, tables, task_rows
 from seahorse_t5x.formats import input_format
@@ -259,12 +259,13 @@ def expand_task_names(requested: Sequence[str]) -> list[str]:
     """Task names with mixtures replaced by their tasks, duplicates dropped, order kept.
 
     Raises:
-      UserError: for a name that is neither a registered task nor a mixture.
+      UserError: for a bare string (`arguments.string_list`), or a name that is neither a
+        registered task nor a mixture.
     """
     import seqio
 
     result: list[str] = []
-    for name in requested:
+    for name in arguments.string_list(requested, "tasks", "task name"):
         name = name.strip()
         if not name:
             continue

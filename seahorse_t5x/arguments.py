@@ -1,0 +1,52 @@
+"""The one check of a public function's sequence-of-strings argument (`Scorer.score`'s
+`articles` and `summaries`, `score_questions`'s, `read_teacher_scores`'s `key`, ...).
+
+A bare string is itself a sequence (of its characters): passed where a list of texts is
+expected it would be scored character by character, or joined on one-letter field names,
+without a word. `string_list` refuses it in one line, and refuses an item that is not a
+string by its position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from seahorse_t5x import errors
+
+
+def string_list(values: object, name: str, item: str = "text") -> list[str]:
+    """`values` as a list of strings, refusing a bare string and anything but strings in it.
+
+    >>> string_list(("a cat", "a dog"), "articles")
+    ['a cat', 'a dog']
+
+    Args:
+      values: the argument as given (a list, tuple, array, any iterable of strings).
+      name: its name, for the message (`articles`, `key`).
+      item: what each item is, for the message (`text`, `field name`).
+
+    Returns:
+      The items, in order.
+
+    Raises:
+      UserError: `values` is a string or bytes, is not iterable, or holds an item that is
+        not a string (named by its position).
+    """
+    if isinstance(values, str | bytes):
+        kind = "one string" if isinstance(values, str) else "bytes"
+        raise errors.UserError(
+            f"`{name}` is {kind}, not a sequence of {item}s: pass a list, e.g. [{values!r:.40}]"
+        )
+    if not isinstance(values, Iterable):
+        raise errors.UserError(
+            f"`{name}` must be a sequence of {item}s (a list of strings), got "
+            f"{type(values).__name__}"
+        )
+    found = list(values)
+    for position, value in enumerate(found):
+        if not isinstance(value, str):
+            raise errors.UserError(
+                f"`{name}`[{position}] is {type(value).__name__} ({value!r:.40}), not a "
+                f"string: every item of `{name}` must be a {item}"
+            )
+    return found
