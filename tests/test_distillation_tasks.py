@@ -111,6 +111,89 @@ def test_score_file_rows_are_joined_to_their_pairs(tmp_path):
     assert teacher_scores.read_teacher_scores(other, [1], pairs=pairs, metric="x").count(1) == 1
 
 
+def test_a_pair_twice_is_collapsed_when_identical_and_refused_when_not(tmp_path):
+    rows = _scored_pairs(4)
+    # Scored pairs: a pair is its article and summary (whatever else its row holds).
+    same = _write(tmp_path / "same.jsonl", [*rows, {**rows[1], "gem_id": "again"}, rows[2]])
+    read = teacher_scores.read_teacher_scores(same, [1, 4])
+    assert [e.metadata["gem_id"] for e in read.examples] == ["g0", "g1", "g2", "g3"]
+    assert read.duplicates == 2 and read.dropped == {}
+    assert f"2 identical duplicate row(s) collapsed, e.g. {same}:5 (first at {same}:2)" in (
+        read.summary()
+    )
+    other = _write(tmp_path / "more.jsonl", [rows[3]])  # across files too: collapsed
+    assert teacher_scores.read_teacher_scores([same, other], [1]).duplicates == 3
+    clash = _write(
+        tmp_path / "clash.jsonl",
+        [*rows, {**rows[1], "score_q4": 0.7}, {**rows[2], "q1": 0}, {**rows[3]}],
+    )
+    with pytest.raises(errors.UserError) as caught:
+        teacher_scores.read_teacher_scores(clash, [1, 4])
+    message = str(caught.value)
+    key = ("g1", "s1", rows[1]["summary"])
+    assert message.startswith(
+        f"2 pairs given twice with different contents, the first: {clash}:5: key {key!r} has "
+        f"score_q4 0.7 here and {rows[1]['score_q4']} at {clash}:2; "
+    ), message
+    assert "\n" not in message
+    # Without the human labels, the pair with another label is the same training example.
+    with pytest.raises(errors.UserError, match="^1 pairs given twice"):
+        teacher_scores.read_teacher_scores(clash, [1, 4], human_labels=False)
+    # The same question scored twice in score-file rows: refused unless the same score.
+    pairs = _write(
+        tmp_path / "pairs.jsonl",
+        [{k: r[k] for k in ("gem_id", "article", "summary", "system")} for r in rows],
+    )
+    score_row = {
+        "metric": "m",
+        "question": 4,
+        "score": 0.25,
+        "label": None,
+        **{k: rows[0][k] for k in ("gem_id", "system", "summary")},
+    }
+    twice = _write(tmp_path / "twice.jsonl", [score_row, score_row])
+    read = teacher_scores.read_teacher_scores(twice, [4], pairs=pairs)
+    assert (len(read.examples), read.duplicates) == (1, 1)
+    twice = _write(tmp_path / "twice.jsonl", [score_row, {**score_row, "score": 0.75}])
+    with pytest.raises(
+        errors.UserError,
+        match=rf"{twice}:2: key .* has score_q4 0.75 here and "
+        rf"0.25 at {twice}:1; ",
+    ):
+        teacher_scores.read_teacher_scores(twice, [4], pairs=pairs)
+
+
+def test_a_pairs_key_twice_with_another_text_is_refused(tmp_path, registered):
+    rows = _scored_pairs(3)
+    fields = ("gem_id", "article", "summary", "system")
+    texts = [{k: r[k] for k in fields} for r in rows]
+    score_rows = [
+        {"metric": "m", "question": 4, "score": r["score_q4"], "label": None}
+        | {k: r[k] for k in ("gem_id", "system", "summary")}
+        for r in rows
+    ]
+    scores = _write(tmp_path / "judge.jsonl", score_rows)
+    repeated = _write(tmp_path / "pairs.jsonl", [*texts, texts[0]])
+    read = teacher_scores.read_teacher_scores(scores, [4], pairs=repeated)
+    assert (len(read.examples), read.duplicates) == (3, 1)
+    moved = _write(tmp_path / "moved.jsonl", [*texts, {**texts[1], "article": "Another one."}])
+    key = ("g1", "s1", rows[1]["summary"])
+    expected = (
+        f"1 pairs-file keys given twice with different contents, the first: {moved}:4: key "
+        f"{key!r} has another article here than at {moved}:2; "
+    )
+    with pytest.raises(errors.UserError) as caught:
+        registered("moved", scores, [4], pairs=moved)
+    assert str(caught.value).startswith(expected), str(caught.value)
+    # Score rows that carry their texts: the same key with another article.
+    carried = _write(
+        tmp_path / "carried.jsonl",
+        [{**score_rows[0], "article": "One."}, {**score_rows[0], "article": "Two.", "question": 1}],
+    )
+    with pytest.raises(errors.UserError, match=rf"{carried}:2: key .* has another article here"):
+        teacher_scores.read_teacher_scores(carried, [1, 4])
+
+
 def test_bad_arguments_are_one_line_errors(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

@@ -15,6 +15,15 @@ Every score must be a probability in [0, 1] (P(yes)); a row that is not usable f
 question is dropped for that question and counted with file, line, field and reason
 (`TeacherScores.summary()`). No TensorFlow: `tasks/distillation.py` makes SeqIO tasks of
 the result.
+
+Duplicates, across all the files given: a pair is its article and summary in scored
+pairs, and its `key` in score-file rows and pairs files. A pair given again with the same
+teacher scores and labels (a pairs row again with the same article and summary) is
+collapsed into the first and counted (`TeacherScores.duplicates`); given again with
+anything else (another score for a question, another label, another article for a key) it
+is refused: every such conflict is counted, and the error names the first at its
+`file:line`, its key and where the pair was first read. A teacher cannot mean two
+probabilities for one pair, and training on both would average them silently.
 """
 
 from __future__ import annotations
@@ -59,6 +68,9 @@ class TeacherScores:
       dropped: `{field: count}` of rows (or row-questions) dropped.
       drop_examples: the first few drops, `file:line field 'x': reason`.
       paths: the files read.
+      duplicates: rows that repeated a pair with the same scores and labels (or a pairs
+        row that repeated its key with the same texts), collapsed into the first.
+      duplicate_example: where the first of them is, `file:line (first at file:line)`.
     """
 
     examples: list[TeacherExample]
@@ -67,6 +79,8 @@ class TeacherScores:
     dropped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     drop_examples: list[str] = dataclasses.field(default_factory=list)
     paths: list[str] = dataclasses.field(default_factory=list)
+    duplicates: int = 0
+    duplicate_example: str = ""
 
     def count(self, question: int) -> int:
         """Pairs with a teacher P(yes) for `question`."""
@@ -85,16 +99,52 @@ class TeacherScores:
             f"teacher scores: {len(self.paths)} file(s), {self.rows_read} rows read; "
             f"pairs per question: {per_question}"
         )
+        if self.duplicates:
+            text += (
+                f"; {self.duplicates} identical duplicate row(s) collapsed, e.g. "
+                f"{self.duplicate_example}"
+            )
         total = sum(self.dropped.values())
         if total:
             fields = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items()))
             text += f"; {total} dropped ({fields}), e.g. " + "; ".join(self.drop_examples)
         return text
 
+    def _duplicate(self, where: str, first: str) -> None:
+        self.duplicates += 1
+        if not self.duplicate_example:
+            self.duplicate_example = f"{where} (first at {first})"
+
     def _drop(self, error: errors.DataError) -> None:
         self.dropped[error.field or "row"] += 1
         if len(self.drop_examples) < _DROP_EXAMPLES:
             self.drop_examples.append(str(error))
+
+
+@dataclasses.dataclass
+class _Conflicts:
+    """Pairs (or pairs-file keys) given twice with different contents: counted while the
+    files are read, refused at the end in one line (`check`)."""
+
+    what: str
+    count: int = 0
+    first: str = ""
+
+    def add(self, path: str, line: int, key: tuple[str, ...], difference: str) -> None:
+        """Counts a conflict; the first is kept for the message (`difference`: what differs
+        from where the key was first read)."""
+        self.count += 1
+        if not self.first:
+            self.first = f"{path}:{line}: key {key!r} {difference}"
+
+    def check(self) -> None:
+        """Raises UserError naming the count and the first conflict, if there was one."""
+        if self.count:
+            raise errors.UserError(
+                f"{self.count} {self.what} given twice with different contents, the first: "
+                f"{self.first}; a pair has one article, summary and teacher score per "
+                "question: remove or correct one of each (identical repeats are collapsed)"
+            )
 
 
 def parse_questions(questions: Iterable[int | str] | int | str) -> tuple[int, ...]:
@@ -164,7 +214,13 @@ def _is_score_file_row(row: Mapping[str, Any]) -> bool:
 
 
 def _read_scored_pairs(
-    path: str, rows: Iterable[tuple[int, Any]], result: TeacherScores, human_labels: bool
+    path: str,
+    rows: Iterable[tuple[int, Any]],
+    result: TeacherScores,
+    human_labels: bool,
+    key: Sequence[str],
+    seen: dict[tuple[str, str], tuple[TeacherExample, str]],
+    conflicts: _Conflicts,
 ) -> None:
     for line, row in rows:
         if isinstance(row, errors.DataError):
@@ -192,8 +248,39 @@ def _read_scored_pairs(
                 continue
             if human_labels and label is not None:
                 example.labels[question] = label
-        if example.p_yes:
+        if not example.p_yes:
+            continue
+        earlier = seen.get((article, summary))
+        if earlier is None:
+            seen[(article, summary)] = (example, f"{path}:{line}")
             result.examples.append(example)
+        elif (earlier[0].p_yes, earlier[0].labels) == (example.p_yes, example.labels):
+            result._duplicate(f"{path}:{line}", earlier[1])
+        else:
+            conflicts.add(
+                path, line, _key_of(row, key), _difference(earlier[0], example, earlier[1])
+            )
+
+
+def _difference(first: TeacherExample, again: TeacherExample, where: str) -> str:
+    """What a repeated pair changes, for the message: `has score_q4 0.7 here and 0.2 at
+    t.jsonl:2` (`where`: the first one's place)."""
+    for kind, before, now in (
+        ("score_q", first.p_yes, again.p_yes),
+        ("label q", first.labels, again.labels),
+    ):
+        for question in sorted(set(before) | set(now)):
+            if before.get(question) != now.get(question):
+                return (
+                    f"has {kind}{question} {now.get(question)} here and "
+                    f"{before.get(question)} at {where}"
+                )
+    return f"differs from {where}"
+
+
+def _one_score(question: int, p: float, label: int | None) -> TeacherExample:
+    """One question's score and label, to compare a repeated score-file row with the first."""
+    return TeacherExample("", "", {question: p}, {} if label is None else {question: label}, {})
 
 
 def _key_of(row: Mapping[str, Any], key: Sequence[str]) -> tuple[str, ...]:
@@ -201,18 +288,37 @@ def _key_of(row: Mapping[str, Any], key: Sequence[str]) -> tuple[str, ...]:
 
 
 def _read_pairs(
-    paths: Sequence[str], key: Sequence[str], opener: Opener | None
+    paths: Sequence[str], key: Sequence[str], opener: Opener | None, result: TeacherScores
 ) -> dict[tuple[str, ...], dict]:
+    """The pairs rows by key; a key again with the same texts is collapsed and counted.
+
+    Raises:
+      UserError: a file is empty, or keys repeat with another article or summary
+        (`_Conflicts`).
+    """
     pairs: dict[tuple[str, ...], dict] = {}
+    where: dict[tuple[str, ...], str] = {}
+    conflicts = _Conflicts("pairs-file keys")
     for path in paths:
         found = False
         for line, row in fileio.iter_json_objects(path, opener):
             found = True
             _text(row, "article", path, line)
             _text(row, "summary", path, line)
-            pairs.setdefault(_key_of(row, key), row)
+            identity = _key_of(row, key)
+            first = pairs.get(identity)
+            if first is None:
+                pairs[identity], where[identity] = row, f"{path}:{line}"
+                continue
+            changed = [f for f in ("article", "summary") if first[f] != row[f]]
+            if changed:
+                difference = f"has another {changed[0]} here than at {where[identity]}"
+                conflicts.add(path, line, identity, difference)
+            else:
+                result._duplicate(f"{path}:{line}", where[identity])
         if not found:
             raise fileio.empty_file_error(path, "JSON Lines pairs with article and summary")
+    conflicts.check()
     return pairs
 
 
@@ -225,7 +331,11 @@ def _read_score_rows(
     metric: str | None,
     human_labels: bool,
     joined: dict[tuple[str, ...], TeacherExample],
+    first_rows: dict[tuple[tuple[str, ...], int], str],
+    conflicts: _Conflicts,
 ) -> None:
+    """Score-file rows joined to their texts into `joined` (by key); `first_rows`: where
+    each key (question 0) and each key's question was first read."""
     metrics_seen: set[str] = set()
     for line, row in rows:
         if isinstance(row, errors.DataError):
@@ -273,17 +383,28 @@ def _read_score_rows(
                 text_row["article"], summary, {}, {}, _metadata({**text_row, **row})
             )
             joined[identity] = example
+            first_rows[(identity, 0)] = f"{path}:{line}"
             result.examples.append(example)
-        if question in example.p_yes:
-            result._drop(
-                errors.DataError(
-                    path, line, "question", f"a second q{question} score for this pair"
-                )
-            )
+        elif (example.article, example.summary) != (text_row["article"], summary):
+            # (Score rows that carry their texts: the same key with another text.)
+            changed = "article" if example.article != text_row["article"] else "summary"
+            where = first_rows[(identity, 0)]
+            conflicts.add(path, line, identity, f"has another {changed} here than at {where}")
             continue
+        kept_label = label if human_labels else None
+        if question in example.p_yes:
+            first = first_rows[(identity, question)]
+            before = _one_score(question, example.p_yes[question], example.labels.get(question))
+            again = _one_score(question, p, kept_label)
+            if (before.p_yes, before.labels) == (again.p_yes, again.labels):
+                result._duplicate(f"{path}:{line}", first)
+            else:
+                conflicts.add(path, line, identity, _difference(before, again, first))
+            continue
+        first_rows[(identity, question)] = f"{path}:{line}"
         example.p_yes[question] = p
-        if human_labels and label is not None:
-            example.labels[question] = label
+        if kept_label is not None:
+            example.labels[question] = kept_label
 
 
 def read_teacher_scores(
@@ -310,8 +431,9 @@ def read_teacher_scores(
 
     Raises:
       UserError: a file cannot be read or is empty, `key` is a bare string
-        (`arguments.string_list`), rows of several metrics without `metric`, or no pair is
-        left for a question.
+        (`arguments.string_list`), rows of several metrics without `metric`, a pair or a
+        pairs-file key given twice with different contents (module docstring), or no pair
+        is left for a question.
     """
     paths = [os.fspath(p) for p in ([scores] if isinstance(scores, (str, os.PathLike)) else scores)]
     if not paths:
@@ -323,8 +445,11 @@ def read_teacher_scores(
     )
     key = tuple(arguments.string_list(key, "key", "field name"))
     result = TeacherScores(examples=[], questions=parse_questions(questions), paths=paths)
-    pair_index = None if pair_paths is None else _read_pairs(pair_paths, key, opener)
+    pair_index = None if pair_paths is None else _read_pairs(pair_paths, key, opener, result)
     joined: dict[tuple[str, ...], TeacherExample] = {}
+    first_rows: dict[tuple[tuple[str, ...], int], str] = {}
+    seen: dict[tuple[str, str], tuple[TeacherExample, str]] = {}
+    conflicts = _Conflicts("pairs")
     for path in paths:
         rows = list(fileio.iter_json_lines(path, opener))
         objects = [row for _, row in rows if isinstance(row, dict)]
@@ -333,9 +458,21 @@ def read_teacher_scores(
                 path, "JSON Lines of scored pairs (score_qN) or score-file rows"
             )
         if _is_score_file_row(objects[0]):
-            _read_score_rows(path, rows, result, pair_index, key, metric, human_labels, joined)
+            _read_score_rows(
+                path,
+                rows,
+                result,
+                pair_index,
+                key,
+                metric,
+                human_labels,
+                joined,
+                first_rows,
+                conflicts,
+            )
         else:
-            _read_scored_pairs(path, rows, result, human_labels)
+            _read_scored_pairs(path, rows, result, human_labels, key, seen, conflicts)
+    conflicts.check()
     for question in result.questions:
         if not result.count(question):
             raise errors.UserError(
