@@ -18,6 +18,9 @@ _PUBLIC = {
     "score_file": "seahorse_t5x.inference.score_file",
     "ScoreFileResult": "seahorse_t5x.inference.score_file",
     "ScoringSettings": "seahorse_t5x.inference.settings",
+    "explain_file": "seahorse_t5x.inference.explain",
+    "ExplainFileResult": "seahorse_t5x.inference.explain",
+    "Generator": "seahorse_t5x.inference.generation",
 }
 
 

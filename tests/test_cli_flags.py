@@ -24,12 +24,12 @@ TESTS = pathlib.Path(__file__).resolve().parent
 CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
     "input length": (
         "--input_length",
-        {"score", "evaluate", "plan"},
+        {"score", "evaluate", "plan", "explain"},
         {"--max_input_length", "--max_length", "--sequence_length", "--inputs_length"},
     ),
     "metric name": (
         "--metric",
-        {"score", "evaluate", "import-scores", "t5x-scores"},
+        {"score", "evaluate", "import-scores", "t5x-scores", "explain"},
         {"--metric_name", "--name", "--metric_id"},
     ),
     "prepared data folder": (
@@ -44,7 +44,7 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
     ),
     "compute dtype": (
         "--dtype",
-        {"score", "evaluate", "plan", "demo"},
+        {"score", "evaluate", "plan", "demo", "explain"},
         {"--compute_dtype", "--activation_dtype"},
     ),
     "weights dtype": (
@@ -54,7 +54,7 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
     ),
     "vocabulary": (
         "--vocab",
-        {"score", "evaluate", "baselines"},
+        {"score", "evaluate", "baselines", "explain"},
         {"--vocabulary", "--vocab_path", "--spm", "--sentencepiece_model"},
     ),
     "truncation": ("--truncation", {"score", "evaluate"}, {"--truncate", "--truncation_mode"}),
@@ -63,7 +63,11 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
         {"train", "evaluate", "t5x-scores"},
         {"--modules", "--user_module"},
     ),
-    "batch size": ("--batch_size", {"score", "evaluate", "plan"}, {"--batch", "--rows"}),
+    "batch size": (
+        "--batch_size",
+        {"score", "evaluate", "plan", "explain"},
+        {"--batch", "--rows"},
+    ),
     "model size": ("--size", {"plan"}, {"--model", "--model_size"}),
 }
 # (command, older spelling) -> the flag it stands for: hidden, accepted with a note.
@@ -238,7 +242,13 @@ def test_the_same_concept_has_the_same_default(parsers):
         for n, p in parsers.items()
         if "--dtype" in p._option_string_actions
     }
-    assert dtype == {"score": "auto", "evaluate": "auto", "demo": "auto", "plan": "float32"}
+    assert dtype == {
+        "score": "auto",
+        "evaluate": "auto",
+        "demo": "auto",
+        "explain": "auto",
+        "plan": "float32",
+    }
     # Every command takes the same dtypes, `auto` included.
     for name in dtype:
         assert parsers[name]._option_string_actions["--dtype"].choices == precision.CHOICES, name

@@ -349,3 +349,25 @@ def test_task_types_and_their_aspects():
     )
     assert error_analysis.aspects_for("data2text") == ("Accuracy", "Logical Coherence", "Fluency")
     assert error_analysis.aspects_for("story") == ()
+
+
+def test_an_analysis_decoded_by_sentencepiece_parses_after_its_line_breaks_are_restored():
+    """SentencePiece writes line breaks as spaces (and the demo vocabulary has no colon):
+    the decoded text of a rendered analysis parses back to the same errors."""
+    from seahorse_t5x.formats import vocab
+
+    spm = vocab.get_vocabulary("demo")
+    errors_in = [
+        error_analysis.ExplainedError("on Monday", "Fact Consistency", "Say Friday.", "Major", 4.0),
+        error_analysis.ExplainedError("x y", "Fluency", "Write it well.", "Minor", 0.5),
+    ]
+    for errors in (errors_in, []):
+        flat = spm.decode(spm.encode(error_analysis.render_analysis(errors)))
+        assert "\n" not in flat
+        if errors:  # (no errors: one line anyway)
+            with pytest.raises(error_analysis.AnalysisParseError):
+                error_analysis.parse_analysis(flat)
+        restored = error_analysis.restore_line_breaks(flat)
+        assert error_analysis.parse_analysis(restored).errors == tuple(errors)
+    rendered = error_analysis.render_analysis(errors_in)
+    assert error_analysis.restore_line_breaks(rendered) == rendered

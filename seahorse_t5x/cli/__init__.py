@@ -35,6 +35,7 @@ SUBCOMMANDS: dict[str, str] = {
     "train": "train",
     "evaluate": "evaluate",
     "score": "score",
+    "explain": "explain",
     "baselines": "baselines",
     "report": "report",
     "t5x-scores": "t5x_scores",

@@ -1,5 +1,5 @@
 """The one way `score`, `evaluate`, `score_file` and the demo build a `Scorer` from a
-checkpoint and `ScoringSettings`."""
+checkpoint and `ScoringSettings`, and `explain` a `Generator`."""
 
 from __future__ import annotations
 
@@ -38,3 +38,14 @@ def load_scorer(
     )
     inputs.check_room_for_summary(scorer.vocab, scorer.input_length, "input_length", question)
     return scorer
+
+
+def load_generator(checkpoint: str | os.PathLike | tuple[Any, Any], **options: Any) -> Any:
+    """A `generation.Generator` for `checkpoint` (`options`: its arguments).
+
+    Raises:
+      UserError: for bad options or a bad checkpoint.
+    """
+    from seahorse_t5x.inference import generation
+
+    return generation.Generator(checkpoint, **options)

@@ -1,0 +1,125 @@
+"""`seahorse-t5x explain`: a TIGERScore-style error analysis of each output in a file.
+
+Flags -> `seahorse_t5x.explain_file` (the job: prompts, greedy decoding, parsing, resume;
+`inference/explain.py`) -> the summary line.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from seahorse_t5x.cli import inference_flags
+from seahorse_t5x.inference import precision, settings
+
+HELP = "generate an error analysis (location, aspect, explanation, severity, reduction) per row"
+EXAMPLE = (
+    "seahorse-t5x explain --checkpoint runs/explainer --input pairs.jsonl --output explained.jsonl"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from seahorse_t5x.inference import explain
+
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="an explanation model: HF directory, T5X checkpoint_N, orbax step or MODEL_DIR, "
+        "or a Hub name ORG/NAME[@REVISION]",
+    )
+    parser.add_argument(
+        "--input",
+        required=True,
+        help="JSON Lines: pairs with `article` and `summary` (optional `instruction`), or "
+        "MetricInstruct rows (`instruction`, `input_context`, `hypo_output`, optional "
+        "`errors` as the truth)",
+    )
+    parser.add_argument(
+        "--output",
+        required=True,
+        help="JSON Lines, input order: each row's ids, `score` (minus the reductions; null "
+        "when the text does not parse), `explanation`, `errors`, `parse_error`",
+    )
+    parser.add_argument(
+        "--metric",
+        default=None,
+        help="write score-file rows for `report` where a row has a truth (`errors` or "
+        "`label`): the truth's score is the label",
+    )
+    parser.add_argument(
+        "--benchmark",
+        default=explain.DEFAULT_BENCHMARK,
+        help="only with --metric: the benchmark the rows carry (default: %(default)s)",
+    )
+    parser.add_argument("--vocab", default=None, help="SentencePiece model, or `demo`")
+    parser.add_argument(
+        "--input_length",
+        type=int,
+        default=1024,
+        help="prompt tokens (EOS included); the source is cut to fit, never the output "
+        "evaluated; TIGERScore's context (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max_output_length",
+        type=int,
+        default=512,
+        help="the most tokens an analysis gets (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch_size",
+        type=inference_flags.batch_size_flag,
+        default=settings.AUTO_BATCH_SIZE,
+        help="rows per batch at --input_length; auto: 8 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=precision.CHOICES,
+        help="the products' dtype; auto: bfloat16 on GPUs and TPUs, float32 on CPUs "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--chunk_size", type=int, default=explain.DEFAULT_CHUNK_SIZE,
+        help="rows generated and written at a time, the steps a resumed run continues "
+        "from (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--resume", action="store_true", help="continue an interrupted run (same settings)"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace OUTPUT (with --resume too)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from seahorse_t5x import errors
+    from seahorse_t5x.inference import explain
+
+    if args.benchmark != explain.DEFAULT_BENCHMARK and args.metric is None:
+        raise errors.UserError("--benchmark names the rows --metric writes: give --metric too")
+    result = explain.explain_file(
+        args.checkpoint,
+        args.input,
+        args.output,
+        metric=args.metric,
+        benchmark=args.benchmark,
+        vocab=args.vocab,
+        input_length=args.input_length,
+        max_output_length=args.max_output_length,
+        batch_size=8 if args.batch_size == settings.AUTO_BATCH_SIZE else args.batch_size,
+        dtype=args.dtype,
+        chunk_size=args.chunk_size,
+        resume=args.resume,
+        overwrite=args.overwrite,
+    )
+    if result.already_complete:
+        print(f"{result.output} is already complete; nothing to resume")
+        return 0
+    resumed = f", resumed after {result.resumed_after}" if result.resumed_after else ""
+    print(
+        f"explained {result.rows} rows ({result.parsed} parsed, {result.unparsed} did not "
+        f"parse and have a null score, {result.cut_sources} sources cut to fit{resumed}) in "
+        f"{result.seconds:.1f} s -> {result.output}"
+    )
+    for problem in result.problems:
+        print(f"  did not parse: {problem}")
+    return 0
