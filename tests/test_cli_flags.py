@@ -436,3 +436,172 @@ def test_train_help_lists_every_macro_with_train_config_default(parsers, capsys)
     assert "--gin.BATCH_SIZE V global rows per step (default: 32)" in out
     assert "--gin.LEARNING_RATE_SCHEDULE V `constant`" in out and "(default: 'constant')" in out
     assert "--gin.MODEL_DIR V run directory: checkpoints, logs (required" in out
+
+
+# Flags that name where data is read or written, in every command that has them.
+LOCATION_FLAGS = {
+    "--articles",
+    "--benchmark",
+    "--benchmark_path",
+    "--checkpoint",
+    "--compilation_cache",
+    "--data_dir",
+    "--duplicates",
+    "--external",
+    "--includes",
+    "--infer_output",
+    "--input",
+    "--metal_llm",
+    "--output",
+    "--output_dir",
+    "--scores",
+    "--seahorse_dir",
+    "--vocab",
+    "--xlsum_articles",
+    # deprecated spellings that name a benchmark's files
+    "--mface",
+    "--metal",
+    "--true_dir",
+    "--t5x_infer",
+}
+# Repeatable on purpose (one value per item, paired by position or read in order), or a
+# name the rows carry rather than data read (`score --benchmark` with `--metric`).
+_NOT_ONCE = {
+    ("prepare", "--articles"),
+    ("baselines", "--benchmark_path"),  # one per --benchmark (a LocationList)
+    ("report", "--benchmark_path"),
+    ("score", "--benchmark"),
+    ("explain", "--benchmark"),
+}
+
+
+def test_every_flag_naming_a_data_location_is_given_once(parsers):
+    """Each is declared with the shared action, so a second value is refused, never kept
+    in place of the first."""
+    declared = set()
+    for name, parser in parsers.items():
+        for option, action in _options(parser):
+            if option not in LOCATION_FLAGS or (name, option) in _NOT_ONCE:
+                continue
+            declared.add(option)
+            if isinstance(action, flags.DeprecatedAlias):
+                action = action.canonical
+            once = isinstance(action, flags.Location | flags.LocationList) or (
+                isinstance(action, flags.DeprecatedFlag) and action.location
+            )
+            assert once, f"{name} {option}: declare it with action=flags.Location"
+    assert declared == LOCATION_FLAGS
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["report", "--scores", "a/", "b.jsonl", "--scores", "c/", "--output_dir", "o"],
+            "argument --scores: given twice (--scores a/ b.jsonl, then --scores c/): give it "
+            "once (several values go after one flag)",
+        ),
+        (
+            [
+                "report",
+                "--scores",
+                "a/",
+                "--data_dir",
+                "d1",
+                "--dataset",
+                "d2",
+                "--output_dir",
+                "o",
+            ],
+            "argument --data_dir: given twice (--data_dir d1, then --data_dir d2)",
+        ),
+        (
+            [
+                "baselines",
+                "--benchmark",
+                "frank",
+                "--benchmark_path",
+                "A",
+                "--benchmark",
+                "frank",
+                "--benchmark_path",
+                "B",
+                "--output_dir",
+                "o",
+            ],
+            "argument --benchmark: frank given twice: name each once",
+        ),
+        (
+            ["baselines", "--true_dir", "A", "--true_dir", "B", "--output_dir", "o"],
+            "argument --true_dir: given twice (--true_dir A, then --true_dir B)",
+        ),
+        (
+            [
+                "score",
+                "--checkpoint",
+                "m",
+                "--input",
+                "a.jsonl",
+                "--output",
+                "o.jsonl",
+                "--output",
+                "p.jsonl",
+            ],
+            "argument --output: given twice (--output o.jsonl, then --output p.jsonl)",
+        ),
+        (
+            [
+                "evaluate",
+                "--checkpoint",
+                "m",
+                "--tasks",
+                "t",
+                "--output_dir",
+                "o",
+                "--benchmark",
+                "frank",
+                "--benchmark",
+                "true",
+            ],
+            "argument --benchmark: given twice (--benchmark frank, then --benchmark true)",
+        ),
+    ],
+)
+def test_a_location_given_twice_is_refused_at_parsing(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if "note:" not in line]
+    assert len(lines) == 1 and message in lines[0], lines
+
+
+def test_the_same_location_twice_with_the_same_value_is_one(parsers):
+    args = parsers["report"].parse_args(
+        [
+            "--scores",
+            "a/",
+            "--scores",
+            "a/",
+            "--data_dir",
+            "d",
+            "--data_dir",
+            "d",
+            "--output_dir",
+            "o",
+        ]
+    )
+    assert (args.scores, args.data_dir) == (["a/"], "d")
+
+
+def test_a_benchmark_named_by_two_flags_is_refused_before_anything_is_read(tmp_path, capsys):
+    first, second = tmp_path / "a", tmp_path / "b"
+    argv = ["baselines", "--true_dir", str(first), "--benchmark", "true", "--benchmark_path"]
+    argv += [str(second), "--output_dir", str(tmp_path / "out"), "--vocab", "demo"]
+    assert cli.main(argv) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if "note:" not in line]
+    assert lines == [
+        f"seahorse-t5x baselines: error: --benchmark true --benchmark_path {second}: benchmark "
+        f"true is named twice (also by --true_dir {first}): name each benchmark once, with one "
+        "path"
+    ]
+    assert not (tmp_path / "out").exists()

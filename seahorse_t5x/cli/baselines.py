@@ -28,6 +28,7 @@ _BENCHMARK_FLAGS: dict[str, str] = {"mface": "mface", "true_dir": "true", "metal
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data_dir",
+        action=flags.Location,
         help="folder of joined split files (`prepare` output): score SEAHORSE (needed "
         "unless --benchmark is given)",
     )
@@ -37,9 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="train",
         help="split whose Yes rates are the majority scores (default: train)",
     )
-    parser.add_argument("--output_dir", required=True, help="where the score files go")
+    parser.add_argument(
+        "--output_dir", action=flags.Location, required=True, help="where the score files go"
+    )
     parser.add_argument(
         "--vocab",
+        action=flags.Location,
         default=None,
         help=f"SentencePiece model for ROUGE-L tokens: a local .model path or `demo` "
         f"(default: ${constants.ENV_VOCAB})",
@@ -56,6 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             metavar="PATH",
             action=flags.DeprecatedFlag,
             instead=f"--benchmark {name} --benchmark_path PATH",
+            location=True,
             help=argparse.SUPPRESS,
         )
     parser.add_argument(
@@ -66,6 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--xlsum_articles",
+        action=flags.Location,
         default=None,
         help=f"XL-Sum test articles (JSON Lines) for METAL (default: ${benchmarks.ENV_XLSUM_ARTICLES})",
     )
@@ -139,14 +145,14 @@ def _benchmark_sets(
 ) -> list[tuple[str, benchmarks.ReadResult, str]]:
     """(benchmark name, read result, the flags that named it) for each benchmark given by
     `--benchmark NAME` (or a deprecated flag that stands for it)."""
-    requested = [
+    deprecated = [
         (name, getattr(args, flag), f"--{flag} {getattr(args, flag)}")
         for flag, name in _BENCHMARK_FLAGS.items()
         if getattr(args, flag, None)
     ]
-    requested += flags.requested_benchmarks(args)
     sets: list[tuple[str, benchmarks.ReadResult, str]] = []
-    for name, path, given in dict((r[0], r) for r in requested).values():
+    # (Each benchmark named once: `requested_benchmarks` refuses a second.)
+    for name, path, given in flags.requested_benchmarks(args, also=deprecated):
         benchmark = registry.get(name)
         options = flags.benchmark_options(args, benchmark)
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from seahorse_t5x.cli import flags
+
 HELP = "One command: demo data, train a small mT5-shaped metric on CPU, print the table."
 EXAMPLE = "seahorse-t5x demo --output_dir ./seahorse_demo"
 
@@ -17,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = demo.DemoSettings()
     parser.add_argument(
         "--output_dir",
+        action=flags.Location,
         default="seahorse_demo",
         help="folder for the data, the model run and the evaluation",
     )

@@ -35,6 +35,7 @@ _FLAG_NAMES = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
+        action=flags.Location,
         required=True,
         help="a MODEL_DIR of `train` (its best, else latest step), a step directory, "
         "an HF directory, a T5X checkpoint_N directory, or a Hub name ORG/NAME[@REVISION] "
@@ -49,13 +50,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_module(parser)
     parser.add_argument(
         "--data_dir",
+        action=flags.Location,
         default=None,
         metavar="DIR",
         help="the SEAHORSE data folder (the output of `prepare`) the SEAHORSE tasks read "
         "(default: $SEAHORSE_DATA_DIR)",
     )
     parser.add_argument("--split", default="test", help="dataset split")
-    parser.add_argument("--output_dir", required=True, help="where the results go")
+    parser.add_argument(
+        "--output_dir", action=flags.Location, required=True, help="where the results go"
+    )
     parser.add_argument(
         "--max_examples",
         type=int,

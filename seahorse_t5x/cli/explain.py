@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from seahorse_t5x.cli import inference_flags
+from seahorse_t5x.cli import flags, inference_flags
 from seahorse_t5x.inference import precision, settings
 
 HELP = "generate an error analysis (location, aspect, explanation, severity, reduction) per row"
@@ -22,12 +22,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--checkpoint",
+        action=flags.Location,
         required=True,
         help="an explanation model: HF directory, T5X checkpoint_N, orbax step or MODEL_DIR, "
         "or a Hub name ORG/NAME[@REVISION]",
     )
     parser.add_argument(
         "--input",
+        action=flags.Location,
         required=True,
         help="JSON Lines: pairs with `article` and `summary` (optional `instruction`), or "
         "MetricInstruct rows (`instruction`, `input_context`, `hypo_output`, optional "
@@ -35,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--output",
+        action=flags.Location,
         required=True,
         help="JSON Lines, input order: each row's ids, `score` (minus the reductions; null "
         "when the text does not parse), `explanation`, `errors`, `parse_error`",
@@ -50,7 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=explain.DEFAULT_BENCHMARK,
         help="only with --metric: the benchmark the rows carry (default: %(default)s)",
     )
-    parser.add_argument("--vocab", default=None, help="SentencePiece model, or `demo`")
+    parser.add_argument(
+        "--vocab", action=flags.Location, default=None, help="SentencePiece model, or `demo`"
+    )
     parser.add_argument(
         "--input_length",
         type=int,

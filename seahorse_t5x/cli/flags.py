@@ -13,6 +13,14 @@ naming the command (`DeprecatedFlag`):
 
 `HelpFormatter` ends every option's help with its default, so `--help` shows them all.
 Deprecated spellings (`DeprecatedAlias`, `DeprecatedFlag`) are hidden from `--help`.
+
+A flag that names where data is (a file or folder to read or write, a checkpoint, a
+benchmark) is declared with `action=Location` (or `LocationList` where it repeats, one
+value per item): given twice with different values it is refused in one line, where
+argparse would keep the last silently,
+
+    seahorse-t5x report: error: argument --scores: given twice (a/, then b/): give it once
+    (several values go after one --scores)
 """
 
 from __future__ import annotations
@@ -43,6 +51,63 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if default is None or default == []:
             return f"{text} (default: none)"
         return f"{text} (default: %(default)s)"
+
+
+# Where a parse keeps the location flags given so far: {dest: (flag, value)}.
+_LOCATIONS_GIVEN = "_location_flags_given"
+
+
+def _shown(value: object) -> str:
+    return " ".join(value) if isinstance(value, list | tuple) else str(value)
+
+
+def refuse_second_location(
+    action: argparse.Action, namespace: argparse.Namespace, value: object, option: str | None
+) -> None:
+    """Records `value` for `action`'s flag in this parse; a second, different one is refused.
+
+    Raises:
+      argparse.ArgumentError: the flag was given before with another value (argparse prints
+        it in one line, exit code 2).
+    """
+    given = getattr(namespace, _LOCATIONS_GIVEN, None)
+    if given is None:
+        given = {}
+        setattr(namespace, _LOCATIONS_GIVEN, given)
+    earlier = given.get(action.dest)
+    if earlier is not None and earlier[1] != value:
+        several = " (several values go after one flag)" if action.nargs in ("+", "*") else ""
+        raise argparse.ArgumentError(
+            action,
+            f"given twice ({earlier[0]} {_shown(earlier[1])}, then {option} {_shown(value)}): "
+            f"give it once{several}",
+        )
+    given[action.dest] = (option, value)
+
+
+class Location(argparse.Action):
+    """`store` for a flag that names where data is (module docstring): a second occurrence
+    with another value is refused rather than replacing the first."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        refuse_second_location(self, namespace, values, option_string)
+        setattr(namespace, self.dest, values)
+
+
+class LocationList(argparse.Action):
+    """`append` for a repeatable flag whose each value names one data location or
+    benchmark (`baselines --benchmark`): the same value twice is refused, since the
+    command would keep only one of them (and its `--benchmark_path`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        items = list(getattr(namespace, self.dest, None) or [])
+        if values in items:
+            raise argparse.ArgumentError(
+                self,
+                f"{values} given twice: name each once (a second one would replace the first, "
+                "with its path)",
+            )
+        setattr(namespace, self.dest, [*items, values])
 
 
 class DeprecatedAlias(argparse.Action):
@@ -87,21 +152,30 @@ def note_deprecated(prog: str, old: str, new: str) -> None:
 
 class DeprecatedFlag(argparse.Action):
     """A flag whose work another command now does: stores its value as given (like
-    `store`), after a one-line note on stderr naming that command (`instead`).
+    `store`), after a one-line note on stderr naming that command (`instead`); with
+    `location`, a second, different value is refused as `Location` refuses it.
 
     Hidden from `--help` like `DeprecatedAlias` (whatever `help` it is given): a user
     finds the command that does the work, not the old flag.
     """
 
     def __init__(
-        self, option_strings: Sequence[str], dest: str, instead: str, **kwargs: object
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        instead: str,
+        location: bool = False,
+        **kwargs: object,
     ) -> None:
         kwargs["help"] = argparse.SUPPRESS
         super().__init__(option_strings, dest, **kwargs)
         self.instead = instead
+        self.location = location
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         note_deprecated(parser.prog, option_string, self.instead)
+        if self.location:  # a data location: given once, as `Location`
+            refuse_second_location(self, namespace, values, option_string)
         setattr(namespace, self.dest, values)
 
 
@@ -177,11 +251,10 @@ def add_benchmark(
     from seahorse_t5x.data.benchmarks import registry
 
     choices = list(registry.names() if choices is None else choices)
-    action = "append" if repeatable else "store"
     several = " (repeatable)" if repeatable else ""
     parser.add_argument(
         "--benchmark_path",
-        action=action,
+        action="append" if repeatable else Location,
         metavar="PATH",
         help="the benchmark's file or folder as released, e.g. SummEval's "
         "model_annotations.aligned.paired.jsonl or FRANK's data/ folder (default: its "
@@ -190,25 +263,30 @@ def add_benchmark(
     if articles:
         parser.add_argument(
             "--articles",
+            action=Location,
             metavar="PATH",
             help="summeval: CNN/DM articles (JSON Lines of id and text) for the unpaired "
             "model_annotations.aligned.jsonl",
         )
     parser.add_argument(
         "--benchmark",
-        action=action,
+        action=LocationList if repeatable else Location,
         choices=choices,
         metavar="NAME",
         help=f"a registered benchmark: {', '.join(choices)}{several}",
     )
 
 
-def requested_benchmarks(args: argparse.Namespace) -> list[tuple[str, str | None, str]]:
+def requested_benchmarks(
+    args: argparse.Namespace, also: Sequence[tuple[str, str, str]] = ()
+) -> list[tuple[str, str | None, str]]:
     """(name, path or None, the flags as given) for each `--benchmark` of a repeatable
-    `add_benchmark`.
+    `add_benchmark`, after `also` (the same for the deprecated flags that name one).
 
     Raises:
-      UserError: `--benchmark_path` given, but not once per `--benchmark`.
+      UserError: `--benchmark_path` given, but not once per `--benchmark`; or one benchmark
+        named by two flags (`--true_dir DIR` and `--benchmark true`), whose second path
+        would replace the first.
     """
     from seahorse_t5x import errors
 
@@ -219,12 +297,20 @@ def requested_benchmarks(args: argparse.Namespace) -> list[tuple[str, str | None
             f"--benchmark_path given {len(paths)} times for {len(names)} --benchmark: give one "
             "path per benchmark, in the same order (or none, to use their environment variables)"
         )
-    out = []
+    out = list(also)
     for i, name in enumerate(names):
         path = paths[i] if paths else None
         out.append(
             (name, path, f"--benchmark {name}" + (f" --benchmark_path {path}" if path else ""))
         )
+    first: dict[str, str] = {}
+    for name, _, given in out:
+        if name in first:
+            raise errors.UserError(
+                f"{given}: benchmark {name} is named twice (also by {first[name]}): name each "
+                "benchmark once, with one path"
+            )
+        first[name] = given
     return out
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import pathlib
 
+from seahorse_t5x.cli import flags
+
 HELP = "Print the folder of the installed gin files, or where each include of one resolves."
 EXAMPLE = "seahorse-t5x gin-path --includes experiments/seahorse_q4_xxl.gin"
 
@@ -19,6 +21,7 @@ EXAMPLE = "seahorse-t5x gin-path --includes experiments/seahorse_q4_xxl.gin"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--includes",
+        action=flags.Location,
         metavar="FILE",
         default=None,
         help="print the include tree of FILE (e.g. experiments/seahorse_q4_xxl.gin, a path "

@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--external",
+        action=flags.Location,
         metavar="FILE",
         help="the external metric's output: .json (a list of objects, e.g. TIGERScore's "
         "results with their inputs, or an object keyed by gem_id), .jsonl, .csv or .tsv",
@@ -39,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_alias(source, "--scores", "--external")
     source.add_argument(
         "--metal_llm",
+        action=flags.Location,
         metavar="METAL_dataset.json",
         help="write METAL's LLM_Scores_Simple/Detailed (GPT-4, GPT-3.5-Turbo, PaLM2) as one "
         "score file per evaluator and prompt style into --output",
@@ -49,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         action=flags.DeprecatedFlag,
         instead=T5X_SCORES,
+        location=True,
         help=f"deprecated: use `{T5X_SCORES}`, which this runs: t5x/infer.py score-mode "
         "output (all its shard files), with --task, --data_dir and --split",
     )
@@ -61,12 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--output",
+        action=flags.Location,
         required=True,
         help="score file to write (JSON Lines); with --metal_llm a folder",
     )
     parser.add_argument("--metric", help="metric name the rows carry (with --external)")
     parser.add_argument(
         "--benchmark",
+        action=flags.Location,
         default=constants.SEAHORSE_BENCHMARK,
         choices=registry.choices(),
         metavar="NAME",
@@ -85,7 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lower_is_better", action="store_true", help="negate the scores (e.g. error counts)"
     )
-    parser.add_argument("--data_dir", help="seahorse: the `prepare` output folder")
+    parser.add_argument(
+        "--data_dir", action=flags.Location, help="seahorse: the `prepare` output folder"
+    )
     parser.add_argument("--split", default="test", help="seahorse: the split")
     parser.add_argument(
         "--questions",
@@ -97,18 +104,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--benchmark_path",
+        action=flags.Location,
         help="the benchmark's file or folder as released, e.g. metal: METAL_dataset.json; "
         "mface: the CSV; true: the folder of CSVs; frank: its data/ folder (default: its "
         "environment variable, e.g. $SEAHORSE_METAL_PATH; docs/benchmarks.md)",
     )
     parser.add_argument(
         "--articles",
+        action=flags.Location,
         metavar="PATH",
         help="summeval: CNN/DM articles (JSON Lines of id and text) for the unpaired "
         "model_annotations.aligned.jsonl",
     )
     parser.add_argument(
-        "--xlsum_articles", help="metal: XL-Sum test articles (JSON Lines), to join on article"
+        "--xlsum_articles",
+        action=flags.Location,
+        help="metal: XL-Sum test articles (JSON Lines), to join on article",
     )
 
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x.cli import flags
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.inference import precision, windows
 from seahorse_t5x.inference import settings as settings_lib
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--vocab",
+        action=flags.Location,
         default=None,
         metavar="FILE.model",
         help="SentencePiece .model of the checkpoint, or `demo` (default: "
@@ -132,6 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cache = parser.add_mutually_exclusive_group()
     cache.add_argument(
         "--compilation_cache",
+        action=flags.Location,
         default=None,
         metavar="DIR",
         help=f"keep compiled programs in DIR (default: ${ENV_COMPILATION_CACHE}, else "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from seahorse_t5x.cli import flags
+
 HELP = "join the SEAHORSE ratings with their GEM articles into train/validation/test JSONL"
 EXAMPLE = (
     "seahorse-t5x prepare --seahorse_dir ~/data/seahorse --articles ~/data/gem/xlsum "
@@ -14,6 +16,7 @@ EXAMPLE = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seahorse_dir",
+        action=flags.Location,
         required=True,
         help="folder with train.tsv, validation.tsv, test.tsv (or its parent with seahorse_data/)",
     )
@@ -25,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="article source, repeatable: a GEM .parquet or {gem_id, article} .jsonl file, a "
         "folder of them, or hf:DATASET:CONFIG[:SPLIT] (needs the optional `datasets` package)",
     )
-    parser.add_argument("--output_dir", required=True, help="where {split}.jsonl are written")
+    parser.add_argument(
+        "--output_dir", action=flags.Location, required=True, help="where {split}.jsonl are written"
+    )
     parser.add_argument(
         "--strict",
         action="store_true",

@@ -17,6 +17,7 @@ EXAMPLE = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scores",
+        action=flags.Location,
         nargs="+",
         default=[],
         metavar="FILE",
@@ -26,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--data_dir",
+        action=flags.Location,
         metavar="DIR",
         help="a `prepare` output folder: Tables 1, 3, 8 and the label-correlation heatmap "
         "(default: none, score files only)",
@@ -33,11 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_alias(parser, "--dataset", "--data_dir")
     parser.add_argument(
         "--duplicates",
+        action=flags.Location,
         metavar="PATH",
         help="with --data_dir: SEAHORSE duplicates TSV (or folder of them) for rater agreement "
         "(default: no agreement table)",
     )
-    parser.add_argument("--output_dir", required=True, metavar="DIR", help="where to write")
+    parser.add_argument(
+        "--output_dir", action=flags.Location, required=True, metavar="DIR", help="where to write"
+    )
     parser.add_argument(
         "--by",
         default="language,dataset,system",

@@ -21,6 +21,7 @@ EXAMPLE = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
+        action=flags.Location,
         required=True,
         help="HF directory, T5X checkpoint_N directory, orbax step directory or MODEL_DIR; "
         "a Hub name ORG/NAME[@REVISION] (fetched into the HF cache); or a family of "
@@ -51,11 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--input",
+        action=flags.Location,
         required=True,
         help="JSON Lines rows with `article` and `summary` (or .tsv/.csv with those columns)",
     )
     parser.add_argument(
         "--output",
+        action=flags.Location,
         required=True,
         help="JSON Lines: each input row with `score` added, same order",
     )

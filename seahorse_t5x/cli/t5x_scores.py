@@ -27,6 +27,7 @@ EXAMPLE = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--infer_output",
+        action=flags.Location,
         required=True,
         nargs="+",
         help="the JSON Lines file infer.py wrote, or all its -NNNNN-of-NNNNN shard files",
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--data_dir",
+        action=flags.Location,
         help="the data folder the inference read: the prepared split files (`prepare` "
         "output; needed for SEAHORSE and ICE tasks); for a rating task its split files "
         "(default: the set's own folder)",
@@ -50,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the split inferred, one the task has: train, validation or test; validation "
         "or test for an ICE task; a rating set's own splits",
     )
-    parser.add_argument("--output", required=True, help="score file to write (JSON Lines)")
+    parser.add_argument(
+        "--output", action=flags.Location, required=True, help="score file to write (JSON Lines)"
+    )
     parser.add_argument("--metric", required=True, help="metric name the rows carry")
     parser.add_argument(
         "--join_by_position",
