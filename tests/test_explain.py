@@ -129,6 +129,9 @@ def test_with_a_metric_truths_become_graded_score_file_rows(tmp_path, scripted):
     assert list(frame["label"]) == [0.0, -4.0, 0.0, -4.0]
     assert list(frame["score"].fillna(99.0)) == [0.0, -4.0, -4.0, 99.0]
     assert set(frame["benchmark"]) == {"explanations"} and set(frame["question"]) == {"overall"}
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [len(r["true_errors"]) for r in written] == [0, 1, 0, 1]
+    assert written[1]["true_errors"][0]["location"] == "on Monday"
 
 
 def test_resume_continues_whole_chunks_and_a_finished_output_of_another_input_is_refused(

@@ -47,6 +47,7 @@ DEFAULT_CHUNK_SIZE = 64
 TEXT_FIELD = "explanation"
 ERRORS_FIELD = "errors"
 PROBLEM_FIELD = "parse_error"
+TRUE_ERRORS_FIELD = "true_errors"
 SCORE_FIELD = "score"
 MAX_REPORTED = 10
 
@@ -202,14 +203,18 @@ def explain_texts(generator: Any, items: Sequence[ExplainInput]) -> tuple[list[E
 def output_row(
     item: ExplainInput, explanation: Explanation, metric: str | None, benchmark: str
 ) -> dict[str, Any]:
-    """The output row of one input: with a `metric` and a truth, a score-file row."""
+    """The output row of one input: with a `metric` and a truth, a score-file row.
+
+    A row with a truth also carries its errors (`true_errors`), for the report's location
+    match and aspect accuracy (`evaluation/explanation_quality.py`).
+    """
     details = {
         TEXT_FIELD: explanation.text,
-        ERRORS_FIELD: None
-        if explanation.analysis is None
-        else [dataclasses.asdict(e) for e in explanation.analysis.errors],
+        ERRORS_FIELD: None if explanation.analysis is None else _errors(explanation.analysis),
         PROBLEM_FIELD: explanation.problem,
     }
+    if item.truth is not None:
+        details[TRUE_ERRORS_FIELD] = _errors(item.truth)
     label = item.truth.score if item.truth is not None else item.label
     if metric is None or label is None:
         return {**item.ids, SCORE_FIELD: explanation.score, **details}
@@ -227,6 +232,10 @@ def output_row(
         slices=ids,
         extra={k: v for k, v in ids.items() if k not in constants.SLICE_FIELDS},
     )
+
+
+def _errors(analysis: error_analysis.ErrorAnalysis) -> list[dict[str, Any]]:
+    return [dataclasses.asdict(e) for e in analysis.errors]
 
 
 @dataclasses.dataclass
