@@ -6,7 +6,10 @@ import argparse
 
 from seahorse_t5x.cli import flags
 
-HELP = "write the synthetic demo dataset (SEAHORSE format) and prepare it into DIR/prepared"
+HELP = (
+    "write the synthetic demo dataset (SEAHORSE format, with MetricInstruct-format error "
+    "analyses in DIR/explanations) and prepare it into DIR/prepared"
+)
 EXAMPLE = "seahorse-t5x demo-data --output_dir /tmp/seahorse_demo"
 
 

@@ -25,6 +25,12 @@ mT5-shaped model can learn all six questions:
 Then 5% of the ratings are hasty: half of those say Yes whatever the summary (a defect is
 missed, none is invented), a few labels become Unsure, and a Q1 label of No blanks Q2..Q6,
 as in the real files. Same seed, same bytes.
+
+Beside the ratings, each summary's error analysis in MetricInstruct's row format
+(`explanations/{split}.jsonl`, see `demo_explanations`): the generator keeps, word by word,
+where each defect went, so every error's location is the defective words exactly as the
+summary writes them. Tracking them draws nothing from the random stream, so the ratings
+and articles do not depend on it.
 """
 
 from __future__ import annotations
@@ -33,10 +39,14 @@ import dataclasses
 import json
 import os
 import random
+import re
+import string
 from collections.abc import Callable
 from importlib import resources
 
 from seahorse_t5x import constants, fileio
+from seahorse_t5x.data import demo_explanations
+from seahorse_t5x.data.demo_explanations import Defect, SummaryDefects
 
 # Rows per split, like a small slice of SEAHORSE's 59/9/21 train/validation/test shares.
 SPLIT_SIZES: dict[str, int] = {"train": 3000, "validation": 400, "test": 600}
@@ -171,10 +181,13 @@ class DemoDataset:
     Attributes:
       rows: split -> TSV rows, each a dict keyed by `constants.TSV_COLUMNS`.
       articles: gem_id -> article text, in generation order.
+      defects: split -> per row (aligned with `rows`), the defects its summary was built
+        with and where its words show them (`demo_explanations.SummaryDefects`).
     """
 
     rows: dict[str, list[dict[str, str]]]
     articles: dict[str, str]
+    defects: dict[str, list[SummaryDefects]] = dataclasses.field(default_factory=dict)
 
 
 def _gem_id(language: str, dataset: str, source_split: str, number: int) -> str:
@@ -250,31 +263,170 @@ def _invented_entity(rng: random.Random, article: _Article, slot: str) -> str:
     return rng.choice([c for c in choices if c not in article.entities])
 
 
-def _garble(rng: random.Random, text: str, alphabet: str) -> str:
-    """Q1 defect: most words become random letter strings; no punctuation survives."""
+@dataclasses.dataclass
+class _Word:
+    """One word of a summary being built, and where it came from (for the explanations)."""
+
+    text: str
+    sentence: int  # 0: the main sentence; 1: the padding's side detail; 2: its empty remark
+    slot: str = ""  # an invented entity's word: the slot it fills ("person", "city")
+    core: tuple[int, int] = (0, 0)  # that word's part of `text` (the rest: attached marks)
+    looped: bool = False
+    garbled: bool = False
+
+    def recase(self, change: Callable[[str], str]) -> None:
+        """Applies a change of case that maps every prefix to a prefix (lower, capitalize)."""
+        a, b = self.core
+        self.core = (len(change(self.text[:a])), len(change(self.text[:b])))
+        self.text = change(self.text)
+
+
+def _words(
+    text: str, sentence: int, spans: dict[str, tuple[int, int]] | None = None
+) -> list[_Word]:
+    """The words of `text` (as `str.split` gives them), each marked with the entity slot
+    whose characters (`spans`: slot -> start, end in `text`) it holds."""
     words = []
-    for word in text.split():
+    for match in re.finditer(r"\S+", text):
+        word = _Word(match.group(), sentence)
+        for slot, (a, b) in (spans or {}).items():
+            if a < match.end() and match.start() < b:
+                word.slot = slot
+                word.core = (
+                    max(a, match.start()) - match.start(),
+                    min(b, match.end()) - match.start(),
+                )
+        words.append(word)
+    assert [w.text for w in words] == text.split(), text
+    return words
+
+
+def _rendered_words(sentence: _Sentence, overrides: dict[str, str]) -> list[_Word]:
+    """`sentence.render(**overrides)` as words, the overridden slots' words marked."""
+    values = {**sentence.slots, **overrides}
+    spans, position = {}, 0
+    for literal, field, spec, _conversion in string.Formatter().parse(sentence.template):
+        position += len(literal)
+        if field is not None:
+            value = format(values[field], spec or "")
+            if field in overrides:
+                spans[field] = (position, position + len(value))
+            position += len(value)
+    text = sentence.render(**overrides)
+    assert position == len(text), sentence.template  # the capital letter kept every offset
+    return _words(text, 0, spans)
+
+
+def _garble(rng: random.Random, words: list[_Word], alphabet: str) -> None:
+    """Q1 defect: most words become random letter strings; no punctuation survives."""
+    for word in words:
         if rng.random() < 0.8:
-            length = max(2, len(word) + rng.randint(-1, 2))
-            words.append("".join(rng.choice(alphabet) for _ in range(length)))
+            length = max(2, len(word.text) + rng.randint(-1, 2))
+            word.text = "".join(rng.choice(alphabet) for _ in range(length))
+            word.garbled = True
         else:
-            words.append(word.strip(".,"))
-    return " ".join(words)
+            word.text = word.text.strip(".,")
 
 
-def _break_off_in_a_loop(rng: random.Random, sentence: str) -> str:
+def _break_off_in_a_loop(rng: random.Random, words: list[_Word]) -> list[_Word]:
     """Q2 defect: from one of its words on, the sentence says that word over and over (eight
     to ten times in all) and stops there, without its closing mark, like a generation that
     loops until it reaches its length limit: `The council opened a park.` ->
     `The council council council council council council council council council council`.
     """
-    words = sentence.split()
-    start = rng.choice([i for i, word in enumerate(words) if word.strip(LOOP_STRIP)])
-    return " ".join(words[:start] + [words[start].strip(LOOP_STRIP)] * rng.randint(*LOOP_LENGTH))
+    start = rng.choice([i for i, word in enumerate(words) if word.text.strip(LOOP_STRIP)])
+    first = words[start]
+    lead = len(first.text) - len(first.text.lstrip(LOOP_STRIP))
+    text = first.text.strip(LOOP_STRIP)
+    a, b = first.core
+    # The first of the looped words keeps its place in an entity; the repeats hold none.
+    head = dataclasses.replace(
+        first, text=text, core=(max(a - lead, 0), min(b - lead, len(text))), looped=True
+    )
+    repeat = dataclasses.replace(head, slot="", core=(0, 0))
+    count = rng.randint(*LOOP_LENGTH)
+    return words[:start] + [head] + [dataclasses.replace(repeat) for _ in range(count - 1)]
 
 
-def _make_summary(rng: random.Random, article: _Article, defects: dict[int, bool]) -> str:
-    """Renders one summary of `article` with the given defects (True = the question's No)."""
+def _span(offsets: list[int], words: list[_Word], chosen: list[int]) -> tuple[int, int]:
+    """From the start of the first chosen word to the end of the last (word indices)."""
+    return offsets[chosen[0]], offsets[chosen[-1]] + len(words[chosen[-1]].text)
+
+
+def _shown_defects(
+    article: _Article,
+    base: _Sentence,
+    overrides: dict[str, str],
+    defects: dict[int, bool],
+    words: list[_Word],
+    before_loop: str,
+) -> SummaryDefects:
+    """Where the summary's words show each defect it was built with (`demo_explanations`)."""
+    lex = LEXICONS[article.language]
+    offsets, position = [], 0
+    for word in words:
+        offsets.append(position)
+        position += len(word.text) + 1
+    # The main sentence in order, with the article's person and place (never invented ones).
+    in_order = _Sentence(base.template, article.main_slots).render()
+    main_point = _Sentence(lex.summary_mains[0], article.main_slots).render()
+    drawn = tuple(q for q in constants.QUESTIONS if defects[q])
+    shown: list[Defect] = []
+    if defects[1]:
+        # A garbled summary shows no other defect; without a garbled word, not even its own.
+        garbled = [i for i, w in enumerate(words) if w.garbled]
+        if garbled:
+            shown.append(
+                Defect(
+                    1,
+                    *_span(offsets, words, garbled),
+                    correction=main_point if defects[5] else in_order,
+                    count=len(garbled),
+                    words=sum(1 for w in words if w.text),
+                )
+            )
+        return SummaryDefects(drawn, tuple(shown))
+    main = [i for i, w in enumerate(words) if w.sentence == 0]
+    padding = [i for i, w in enumerate(words) if w.sentence > 0]
+    if defects[2]:
+        looped = [i for i, w in enumerate(words) if w.looped]
+        shown.append(
+            Defect(
+                2,
+                *_span(offsets, words, looped),
+                correction=before_loop if defects[6] else in_order,
+                in_padding=defects[6],
+                count=len(looped),
+            )
+        )
+    if defects[3] and not words[main[0]].looped:  # a loop from its first word hides the order
+        shown.append(Defect(3, *_span(offsets, words, main), correction=in_order))
+    if defects[4]:
+        for slot, entity in overrides.items():
+            held = [i for i, w in enumerate(words) if w.slot == slot]
+            if not held:  # cut off by the loop
+                continue
+            start = offsets[held[0]] + words[held[0]].core[0]
+            end = offsets[held[-1]] + words[held[-1]].core[1]
+            kind = "person" if slot == "person" else "place"
+            correction = article.main_slots[slot]
+            shown.append(Defect(4, start, end, correction, entity=entity, kind=kind))
+    if defects[5]:
+        shown.append(Defect(5, *_span(offsets, words, main), correction=main_point))
+    if defects[6]:
+        shown.append(Defect(6, *_span(offsets, words, padding), in_padding=True))
+    shown.sort(key=lambda d: (d.start, d.question))
+    return SummaryDefects(drawn, tuple(shown))
+
+
+def _make_summary(
+    rng: random.Random, article: _Article, defects: dict[int, bool]
+) -> tuple[str, SummaryDefects]:
+    """Renders one summary of `article` with the given defects (True = the question's No).
+
+    Returns:
+      The summary, and where its words show each defect (for `demo_explanations`).
+    """
     lex = LEXICONS[article.language]
     if defects[5]:  # vague: names the place, not what happened
         base = _Sentence(rng.choice(lex.summary_vagues), article.main_slots)
@@ -285,26 +437,29 @@ def _make_summary(rng: random.Random, article: _Article, defects: dict[int, bool
         for slot in _ENTITY_SLOTS:
             if "{" + slot + "}" in base.template:
                 overrides[slot] = _invented_entity(rng, article, slot)
-    words = base.render(**overrides).split()
+    words = _rendered_words(base, overrides)
     if defects[3]:  # scrambled word order, all in lower case, stray punctuation marks
-        original = list(words)
-        while words == original:
+        original = [w.text for w in words]
+        while [w.text for w in words] == original:
             rng.shuffle(words)
-        words = [w.lower() for w in words]
+        for word in words:
+            word.recase(str.lower)
         for _ in range(rng.randint(2, 3)):
-            words.insert(rng.randrange(1, len(words) + 1), rng.choice(STRAY_PUNCTUATION))
-    text = " ".join(words)
+            words.insert(rng.randrange(1, len(words) + 1), _Word(rng.choice(STRAY_PUNCTUATION), 0))
     if not defects[3]:
-        text = text[0].upper() + text[1:]
-    sentences = [text]
+        words[0].recase(lambda text: text[:1].upper() + text[1:])
+    sentences = [words]
     if defects[6]:  # padded with a side detail and an empty remark: two to three times as long
-        sentences += [rng.choice(article.sides).render(), rng.choice(lex.summary_fillers)]
+        side = rng.choice(article.sides).render()
+        sentences += [_words(side, 1), _words(rng.choice(lex.summary_fillers), 2)]
+    before_loop = " ".join(w.text for w in sentences[-1])
     if defects[2]:  # a degenerate loop: the last sentence breaks off in one word said over and over
         sentences[-1] = _break_off_in_a_loop(rng, sentences[-1])
-    text = " ".join(sentences)
+    words = [word for sentence in sentences for word in sentence]
     if defects[1]:
-        text = _garble(rng, text, lex.alphabet)
-    return text
+        _garble(rng, words, lex.alphabet)
+    text = " ".join(w.text for w in words)
+    return text, _shown_defects(article, base, overrides, defects, words, before_loop)
 
 
 def _draw_labels(rng: random.Random, system: str) -> tuple[dict[int, bool], list[str]]:
@@ -347,9 +502,11 @@ def generate(seed: int = 0, split_sizes: dict[str, int] | None = None) -> DemoDa
     next_number: dict[tuple[str, str, str], int] = {}
     rows: dict[str, list[dict[str, str]]] = {}
     articles: dict[str, str] = {}
+    shown: dict[str, list[SummaryDefects]] = {}
     for split in constants.SPLITS:
         source_split = "test" if split == "test" else "validation"
         split_rows: list[dict[str, str]] = []
+        split_defects: list[SummaryDefects] = []
         while len(split_rows) < sizes.get(split, 0):
             language, dataset = rng.choices(pairs, weights)[0]
             key = (language, dataset, source_split)
@@ -365,7 +522,7 @@ def generate(seed: int = 0, split_sizes: dict[str, int] | None = None) -> DemoDa
                 # Two systems may render the same summary; SEAHORSE has no duplicate
                 # (gem_id, summary) pairs, so redraw the wording (rarely, give up).
                 for _ in range(20):
-                    summary = _make_summary(rng, article, defects)
+                    summary, where = _make_summary(rng, article, defects)
                     if summary not in seen:
                         break
                 else:
@@ -380,8 +537,10 @@ def generate(seed: int = 0, split_sizes: dict[str, int] | None = None) -> DemoDa
                         )
                     )
                 )
+                split_defects.append(where)
         rows[split] = split_rows
-    return DemoDataset(rows=rows, articles=articles)
+        shown[split] = split_defects
+    return DemoDataset(rows=rows, articles=articles, defects=shown)
 
 
 def write_demo_dataset(
@@ -390,7 +549,10 @@ def write_demo_dataset(
     """Writes the demo dataset in the real SEAHORSE layout.
 
     Writes `output_dir/seahorse_data/{train,validation,test}.tsv` (header row, tab
-    separated, no quoting) and `output_dir/articles.jsonl` (`{"gem_id", "article"}`).
+    separated, no quoting), `output_dir/articles.jsonl` (`{"gem_id", "article"}`) and
+    `output_dir/explanations/{train,validation,test}.jsonl`: each summary's error analysis
+    in MetricInstruct's row format, written from the defects it was built with
+    (`demo_explanations`), one row per TSV row and in the same order.
 
     Args:
       output_dir: directory to write into (created if missing; checked first).
@@ -398,7 +560,8 @@ def write_demo_dataset(
       split_sizes: rows per split (default `SPLIT_SIZES`; smaller for quick tests).
 
     Returns:
-      {"seahorse_dir": ..., "articles": ..., "rows": {split: count}, "num_articles": n}.
+      {"seahorse_dir": ..., "articles": ..., "explanations": {split: path},
+      "rows": {split: count}, "num_articles": n}.
     """
     fileio.check_output_path(output_dir, "directory", flag="--output_dir")
     data = generate(seed, split_sizes)
@@ -412,9 +575,13 @@ def write_demo_dataset(
     with fileio.atomic_writer(articles_path) as f:
         for gem_id, text in data.articles.items():
             f.write(json.dumps({"gem_id": gem_id, "article": text}, ensure_ascii=False) + "\n")
+    explanations = demo_explanations.write_explanations(
+        output_dir, data.rows, data.articles, data.defects
+    )
     return {
         "seahorse_dir": seahorse_dir,
         "articles": articles_path,
+        "explanations": explanations,
         "rows": {split: len(r) for split, r in data.rows.items()},
         "num_articles": len(data.articles),
     }
@@ -429,7 +596,8 @@ def prepare_demo(
     """Writes the demo dataset into `output_dir` and prepares it into `output_dir/prepared`.
 
     Args:
-      output_dir: folder for `seahorse_data/`, `articles.jsonl` and `prepared/`.
+      output_dir: folder for `seahorse_data/`, `articles.jsonl`, `explanations/` and
+        `prepared/`.
       seed: data seed.
       log: receives progress lines (None: silent).
       split_sizes: rows per split (default `SPLIT_SIZES`; smaller for quick tests).
@@ -446,6 +614,8 @@ def prepare_demo(
             f"wrote synthetic demo data ({rows} rows, {written['num_articles']} articles) "
             f"to {written['seahorse_dir']} and {written['articles']}"
         )
+        folder = os.path.join(output_dir, demo_explanations.EXPLANATIONS_DIR)
+        log(f"wrote their error analyses (MetricInstruct format, synthetic) to {folder}")
     prepared = os.path.join(output_dir, "prepared")
     prepare.prepare(written["seahorse_dir"], [written["articles"]], prepared, log=log)
     return prepared
