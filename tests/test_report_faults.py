@@ -160,6 +160,33 @@ def test_a_folder_holding_only_a_sub_folder_is_read_and_an_empty_tree_is_named(t
     ) in err
 
 
+def test_a_linked_sub_folder_is_read_and_a_link_loop_is_one_line(tmp_path, capsys):
+    scores = tmp_path / "scores"
+    top = _write(scores / "model.jsonl", _seahorse_rows("model", 6))
+    elsewhere = _write(tmp_path / "runs" / "baselines" / "rouge_l.jsonl", _seahorse_rows("r", 4))
+    (scores / "baselines").symlink_to(elsewhere.parent, target_is_directory=True)
+    code, stdout, err = _report([scores], tmp_path / "r1", capsys)
+    assert (code, err) == (0, "") and "10 scored rows from 2 score file(s)" in stdout
+    result = json.loads((tmp_path / "r1" / "report.json").read_text(encoding="utf-8"))
+    assert result["scores"]["score_files"] == [
+        str(scores / "baselines" / "rouge_l.jsonl"),
+        str(top),
+    ]
+    # A link back to a folder it is inside: one line naming the link, nothing written.
+    loop = scores / "baselines" / "again"
+    loop.symlink_to(tmp_path / "runs", target_is_directory=True)
+    code, stdout, err = _report([scores], tmp_path / "r2", capsys)
+    assert (code, stdout) == (2, "") and err.count("\n") == 1, err
+    assert (
+        f"the symbolic link {loop} leads to {tmp_path / 'runs'}, a folder it is inside (a loop)"
+    ) in err
+    assert not (tmp_path / "r2" / "report.json").exists()
+    loop.unlink()
+    (scores / "gone").symlink_to(tmp_path / "nowhere", target_is_directory=True)
+    code, _, err = _report([scores], tmp_path / "r3", capsys)
+    assert code == 2 and f"the symbolic link {scores / 'gone'} leads nowhere" in err
+
+
 def test_missing_scores_are_counted_and_the_first_is_located(tmp_path, capsys):
     good = _write(tmp_path / "a.jsonl", _seahorse_rows("a", 4))
     rows = _seahorse_rows("b", 6)

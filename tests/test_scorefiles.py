@@ -167,6 +167,22 @@ def test_a_folder_stands_for_its_score_files(tmp_path):
         scorefiles.read_score_files([empty])
 
 
+def test_a_linked_folder_is_followed_once_and_two_links_to_it_name_the_file(tmp_path):
+    scorefiles.write_score_file(tmp_path / "kept" / "a.jsonl", [_row(metric="a")])
+    folder = tmp_path / "scores"
+    folder.mkdir()
+    (folder / "one").symlink_to(tmp_path / "kept", target_is_directory=True)
+    assert scorefiles.score_files_in(folder) == [folder / "one" / "a.jsonl"]
+    assert scorefiles.read_score_files([folder])["metric"].tolist() == ["a"]
+    (folder / "two").symlink_to(tmp_path / "kept", target_is_directory=True)
+    with pytest.raises(errors.UserError, match="score file given twice: .*two/a.jsonl"):
+        scorefiles.read_score_files([folder])
+    (folder / "two").unlink()
+    (tmp_path / "kept" / "up").symlink_to(folder, target_is_directory=True)
+    with pytest.raises(errors.UserError, match=r"^score folder .*: the symbolic link .*up leads"):
+        scorefiles.score_files_in(folder)
+
+
 def test_an_item_is_gem_id_with_system_and_summary(tmp_path):
     path = tmp_path / "scores.jsonl"
     rows = [

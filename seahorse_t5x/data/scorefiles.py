@@ -448,16 +448,37 @@ def score_files_in(folder: str | pathlib.Path) -> list[pathlib.Path]:
 
     Only names ending in `.jsonl` count: a run's `OUTPUT.partial` and a writer's temporary
     `.NAME.<random>.tmp` are never read. Hidden files and folders (a leading `.`) are
-    skipped, and symbolic links to folders are not followed.
+    skipped. A symbolic link to a folder is followed like a folder (its files are listed
+    under the link's path); one that leads back to a folder it is inside, or nowhere, is
+    refused.
+
+    Raises:
+      errors.UserError: a link that makes a loop or leads nowhere, naming it.
     """
     found: list[pathlib.Path] = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found += [
-            pathlib.Path(root, name)
-            for name in files
-            if name.endswith(".jsonl") and not name.startswith(".")
-        ]
+
+    def visit(path: pathlib.Path, inside: tuple[pathlib.Path, ...]) -> None:
+        real = path.resolve()
+        # A folder that holds (or is) one this walk is inside would lead back into it.
+        if any(real == outer or real in outer.parents for outer in inside):
+            raise errors.UserError(
+                f"score folder {folder}: the symbolic link {path} leads to {real}, a folder "
+                "it is inside (a loop): remove the link, or give the folders to read"
+            )
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir():  # (a link to a folder too)
+                visit(pathlib.Path(path, entry.name), (*inside, real))
+            elif entry.is_symlink() and not os.path.exists(entry.path):
+                raise errors.UserError(
+                    f"score folder {folder}: the symbolic link {entry.path} leads nowhere (its "
+                    "target is missing, or links lead back to each other): remove or fix it"
+                )
+            elif entry.name.endswith(".jsonl"):
+                found.append(pathlib.Path(path, entry.name))
+
+    visit(pathlib.Path(folder), ())
     return sorted(found)
 
 
@@ -467,7 +488,8 @@ def expand_score_paths(paths: Sequence[str | pathlib.Path]) -> list[pathlib.Path
     in it), in the order given, each folder's files sorted.
 
     Raises:
-      errors.UserError: no paths, or a folder without `.jsonl` files.
+      errors.UserError: no paths, a folder without `.jsonl` files, or a symbolic link in
+        one that makes a loop.
     """
     if not paths:
         raise errors.UserError("no score files given")
