@@ -187,3 +187,47 @@ def test_a_module_file_with_a_syntax_error_is_named_with_its_line(folder, capsys
         "seahorse-t5x train: error: cannot import 'gin_faults_syntax': it was found but raised "
         f"SyntaxError: invalid syntax at {module}:3; fix the module\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason", "at"),
+    [
+        ("X = 1\nTRAIN_STEPS = (3,\n", 2, "'(' opened here is never closed", "TRAIN_STEPS = (3,"),
+        ("X = [1,\n  2,\n# a comment\n", 1, "'[' opened here is never closed", "X = [1,"),
+        ("X = 1\nY = '''open\n", 2, "a string opened here is never closed", "Y = '''open"),
+        (
+            "X = 1\nY = \\\n",
+            2,
+            "the last line ends in a backslash: the statement never ends",
+            "Y = \\",
+        ),
+    ],
+)
+def test_a_gin_file_that_ends_inside_a_statement_is_named_at_its_line(
+    folder, capsys, text, line, reason, at
+):
+    (folder / "open.gin").write_text(text)
+    (folder / "top.gin").write_text("X0 = 0\ninclude 'open.gin'\n")
+    expected = (
+        f"gin: {folder / 'open.gin'}:{line}: {reason} at {at!r} (included by "
+        f"{folder / 'top.gin'}:2)"
+    )
+    with pytest.raises(errors.UserError) as error:
+        gin_config.parse(["top.gin"], finalize=False, check_macros=False)
+    assert str(error.value) == expected
+    for argv in (["gin-path", "--includes", "top.gin"], ["train", "--gin_file", "top.gin"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.endswith(f": error: {expected}\n") and "Traceback" not in err, err
+
+
+def test_a_binding_that_does_not_parse_is_named(folder, capsys):
+    (folder / "top.gin").write_text("X0 = 0\n")
+    assert cli.main(["train", "--gin_file", "top.gin", "--gin.TRAIN_STEPS=(3,"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "seahorse-t5x train: error: gin binding 'TRAIN_STEPS = (3,': '(' opened here is never "
+        "closed at 'TRAIN_STEPS = (3,'\n"
+    )
+    with pytest.raises(errors.UserError, match=r"^gin binding 'X = = 1': Unable to parse value"):
+        gin_config.parse(["top.gin"], ["X = = 1"], finalize=False, check_macros=False)
+

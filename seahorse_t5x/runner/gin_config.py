@@ -23,6 +23,7 @@ import contextlib
 import difflib
 import logging
 import re
+import tokenize
 from collections.abc import Iterator, Sequence
 
 import gin
@@ -230,9 +231,9 @@ def parse(
     Raises:
       UserError: for a missing file, an include cycle, a file that is not gin or not UTF-8
         (`gin_includes`), a module that a gin file imports that is missing or raises, a
-        syntax error, an unknown configurable, a macro that nothing reads (naming the
-        closest one that is read), or a required macro left unset (naming the flag that
-        sets it).
+        syntax error (at its file and line, or naming the binding), an unknown
+        configurable, a macro that nothing reads (naming the closest one that is read), or
+        a required macro left unset (naming the flag that sets it).
     """
     if not gin_files:
         raise errors.UserError("give at least one --gin_file (e.g. local/train.gin)")
@@ -256,6 +257,8 @@ def parse(
     # line naming the gin file and line (gin would pass a module's own error on as is).
     for module, at in imports:
         user_modules.import_module(module, at=at)
+    # Each binding parsed as the files were: a syntax error names the binding.
+    gin_includes.check_bindings(bindings)
     try:
         with _quiet_lookups():
             gin.parse_config_files_and_bindings(
@@ -272,6 +275,8 @@ def parse(
         raise _gin_import_error(e) from None
     except OSError as e:
         raise errors.UserError(f"gin: {e}") from None
+    except tokenize.TokenError as e:  # (the files and bindings were tokenized above)
+        raise errors.UserError(f"gin: {e.args[0]} (at line {e.args[1][0]})") from None
     except ValueError as e:
         macro = _required_macro(str(e))
         if macro:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import io
 import pathlib
+import tokenize
 from collections.abc import Sequence
 
 from seahorse_t5x import errors
@@ -118,12 +120,76 @@ def _resolve(
     return None
 
 
+def _unfinished(text: str, error: tokenize.TokenError) -> tuple[int, str]:
+    """(line, what is wrong) for gin text that ends inside a statement: Python's tokenizer
+    (which gin's parser reads with) names only the end of the file; the line that opens
+    what is never closed is where to look."""
+    message, (end_line, _) = error.args
+    if "string" in message:  # (the tokenizer names the line the string opens on)
+        return end_line, "a string opened here is never closed"
+    opened: list[tuple[int, str]] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                opened.append((token.start[0], token.string))
+            elif token.type == tokenize.OP and token.string in ")]}" and opened:
+                opened.pop()
+    except tokenize.TokenError:
+        pass
+    if opened:
+        line, bracket = opened[0]
+        return line, f"{bracket!r} opened here is never closed"
+    lines = text.rstrip().splitlines() or [""]
+    return len(lines), "the last line ends in a backslash: the statement never ends"
+
+
+def gin_statements(text: str) -> list[object]:
+    """The statements of gin `text` (`config_parser`'s), references and macros unresolved.
+
+    Raises:
+      SyntaxError: with the line and what is wrong, for every parse error: gin's own, and
+        the tokenizer's (an unclosed bracket or string), located at the line that opens it.
+    """
+    from gin import config_parser
+
+    try:
+        return list(config_parser.ConfigParser(text, _Literal()))
+    except tokenize.TokenError as e:
+        line, reason = _unfinished(text, e)
+        lines = text.splitlines()
+        shown = lines[line - 1] if 0 < line <= len(lines) else None
+        raise SyntaxError(reason, (None, line, None, shown)) from None
+
+
+def syntax_message(error: SyntaxError) -> str:
+    """gin's message of a parse error on one line: `Unable to parse value. at 'X = = 3'`
+    (of a value Python cannot read, the token gin could not parse, not `ast`'s words)."""
+    message = error.msg
+    if "Failed to parse token" in message:
+        message = "Failed to parse token" + message.split("Failed to parse token", 1)[1]
+    content = " ".join((error.text or "").split())
+    return " ".join(message.split()) + (f" at {content!r}" if content else "")
+
+
+def check_bindings(bindings: Sequence[str]) -> None:
+    """Parses each binding (`--gin.NAME=value`, `--gin_bindings`) as gin will.
+
+    Raises:
+      UserError: naming the binding and what is wrong with it, in one line.
+    """
+    for binding in bindings:
+        try:
+            gin_statements(binding)
+        except SyntaxError as e:
+            raise errors.UserError(f"gin binding {binding!r}: {syntax_message(e)}") from None
+
+
 def _statements(path: pathlib.Path, by: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """The (include, line) and (imported module, line) statements of the gin file at `path`.
 
     Raises:
       UserError: if the file is not UTF-8 text or not gin syntax (a `.gin` file: a syntax
-        error; any other: not a gin file), naming it and the line.
+        error, the tokenizer's included; any other: not a gin file), naming it and the line.
     """
     from gin import config_parser
 
@@ -138,18 +204,16 @@ def _statements(path: pathlib.Path, by: str) -> tuple[list[tuple[str, int]], lis
         ) from None
     includes, imports = [], []
     try:
-        for statement in config_parser.ConfigParser(text, _Literal()):
+        for statement in gin_statements(text):
             if isinstance(statement, config_parser.IncludeStatement):
                 includes.append((statement.filename, statement.location.line_num))
             elif isinstance(statement, config_parser.ImportStatement):
                 imports.append((statement.module, statement.location.line_num))
     except SyntaxError as e:
-        content = " ".join((e.text or "").split())
-        what = f" at {content!r}" if content else ""
         if path.suffix == ".gin":  # a gin file with a mistake in it
-            raise errors.UserError(f"gin: {path}:{e.lineno}: {e.msg}{what}{by}") from None
+            raise errors.UserError(f"gin: {path}:{e.lineno}: {syntax_message(e)}{by}") from None
         raise errors.UserError(
-            f"{path}:{e.lineno}: not a gin file ({e.msg}{what}){by}; a gin file holds "
+            f"{path}:{e.lineno}: not a gin file ({syntax_message(e)}){by}; a gin file holds "
             "bindings (`name.param = value`), includes and imports"
         ) from None
     return includes, imports
