@@ -231,3 +231,68 @@ def test_a_binding_that_does_not_parse_is_named(folder, capsys):
     with pytest.raises(errors.UserError, match=r"^gin binding 'X = = 1': Unable to parse value"):
         gin_config.parse(["top.gin"], ["X = = 1"], finalize=False, check_macros=False)
 
+
+def _macro(name):
+    return gin.config._CONFIG[(name, "gin.macro")]["value"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("DISTILL_ALPHA", '"0.5"', 0.5),
+        ("DISTILL_TEMPERATURE", ".5", 0.5),
+        ("DISTILL_TEMPERATURE", "2", 2.0),
+        ("TRAIN_STEPS", "1000.0", 1000),
+        ("TRAIN_STEPS", "'12'", 12),
+        ("PACK", "false", False),
+        ("MODEL_DIR", "2024", "2024"),
+        ("INITIAL_CHECKPOINT_PATH", "None", None),
+        ("CLIP_GRADIENT_NORM", "'1'", 1.0),
+    ],
+)
+def test_a_macro_is_converted_to_its_declared_type_where_that_is_exact(
+    folder, flag, value, expected
+):
+    binding = gin_config.macro_binding(flag, value)
+    gin_config.parse(["local/train.gin"], [binding], finalize=False, check_macros=False)
+    assert _macro(flag) == expected and type(_macro(flag)) is type(expected)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        (
+            "DISTILL_ALPHA",
+            '"abc"',
+            "gin macro DISTILL_ALPHA is 'abc' (str); it takes a number: e.g. "
+            "--gin.DISTILL_ALPHA=1.0",
+        ),
+        (
+            "DISTILL_TEMPERATURE",
+            "True",
+            "gin macro DISTILL_TEMPERATURE is True (bool); it takes a number: e.g. "
+            "--gin.DISTILL_TEMPERATURE=1.0",
+        ),
+        (
+            "TRAIN_STEPS",
+            "2.5",
+            "gin macro TRAIN_STEPS is 2.5 (float); it takes an integer: e.g. --gin.TRAIN_STEPS=1",
+        ),
+        (
+            "CLIP_GRADIENT_NORM",
+            "'big'",
+            "gin macro CLIP_GRADIENT_NORM is 'big' (str); it takes a number or None: e.g. "
+            "--gin.CLIP_GRADIENT_NORM=0.5",
+        ),
+        ("PACK", "'maybe'", "gin macro PACK is 'maybe' (str); it takes True or False"),
+    ],
+)
+def test_a_macro_of_another_type_is_one_line_naming_it(folder, capsys, flag, value, message):
+    binding = gin_config.macro_binding(flag, value)
+    with pytest.raises(errors.UserError) as error:
+        gin_config.parse(["local/train.gin"], [binding], finalize=False, check_macros=False)
+    assert str(error.value).startswith(message), str(error.value)
+    gin.clear_config(clear_constants=True)
+    assert cli.main(["train", "--gin_file", "local/train.gin", f"--gin.{flag}={value}"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"seahorse-t5x train: error: {error.value}\n") and "Traceback" not in err

@@ -15,6 +15,9 @@ otherwise be ignored silently.
 The runner's macros have one set of defaults: `trainer.TrainConfig`'s. A macro that the
 configuration reads (`gin/local/train.gin` reads them all) but that no file or flag sets
 takes the field's default (`bind_default_macros`); the gin files set only what differs.
+Each also has that field's type: a value of another type is converted where the
+conversion is exact (`"0.5"` or `.5` for a float, `1000.0` for an int) and otherwise
+refused in one line naming the macro (`check_macro_types`), before any configurable runs.
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ from __future__ import annotations
 import contextlib
 import difflib
 import logging
+import math
 import re
 import tokenize
+import types
+import typing
 from collections.abc import Iterator, Sequence
 
 import gin
@@ -62,7 +68,7 @@ MACROS: tuple[str, ...] = (
     "DISTILL_TEMPERATURE",
 )
 
-_GIN_LITERAL_START = re.compile(r"""^\s*(['"{\[(@%]|-?\d|True$|False$|None$)""")
+_GIN_LITERAL_START = re.compile(r"""^\s*(['"{\[(@%]|-?\.?\d|True$|False$|None$)""")
 
 
 def macro_binding(name: str, value: str) -> str:
@@ -193,6 +199,102 @@ def bind_default_macros() -> list[str]:
     return bound
 
 
+# What each plain type a macro declares accepts, for the message.
+_EXPECTED = {bool: "True or False", int: "an integer", float: "a number", str: "text"}
+
+
+def _as_declared(value: object, kind: type) -> object:
+    """`value` as `kind` (bool, int, float or str) where that is exact; raises ValueError
+    otherwise."""
+    if isinstance(value, bool) and kind is not bool:
+        raise ValueError(value)
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+    elif kind is int:
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
+            return int(value)
+    elif kind is float:
+        number = float(value) if isinstance(value, int | float | str) else math.nan
+        if math.isfinite(number):
+            return number
+    elif kind is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int | float):  # e.g. `--gin.MODEL_DIR=2024`
+            return str(value)
+    raise ValueError(value)
+
+
+def declared_macro_types() -> dict[str, tuple[type, ...]]:
+    """The types each runner macro takes (`TrainConfig`'s field of its lower-case name),
+    for the macros whose field has a plain type (bool, int, float, str, with or without
+    None); mappings and sequences are left to the configurable."""
+    from seahorse_t5x.runner import train_config
+
+    hints = typing.get_type_hints(train_config.TrainConfig)
+    declared = {}
+    for name in MACROS:
+        hint = hints.get(name.lower())
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        kinds = typing.get_args(hint) if union else (hint,)
+        if kinds and all(kind in (*_EXPECTED, type(None)) for kind in kinds):
+            declared[name] = kinds
+    return declared
+
+
+def check_macro_types() -> list[str]:
+    """Converts each runner macro bound to a value of another type than its field's where
+    the conversion is exact (`_as_declared`); returns the macros converted.
+
+    Raises:
+      UserError: naming the macro, its value and the type it takes.
+    """
+    config = gin.config._CONFIG  # noqa: SLF001 - see unread_macros
+    converted = []
+    for name, kinds in declared_macro_types().items():
+        binding = config.get((name, "gin.macro")) or config.get((name, "macro"))
+        if binding is None or "value" not in binding:
+            continue
+        value = binding["value"]
+        if isinstance(value, gin.config.ConfigurableReference):
+            continue  # `@configurable()` or `%MACRO`: its call's value is the configurable's
+        if value is None and type(None) in kinds:
+            continue
+        kind = next(k for k in kinds if k is not type(None))
+        try:
+            wanted = _as_declared(value, kind)
+        except ValueError:
+            nullable = " or None" if type(None) in kinds else ""
+            raise errors.UserError(
+                f"gin macro {name} is {value!r} ({type(value).__name__}); it takes "
+                f"{_EXPECTED[kind]}{nullable}: e.g. --gin.{name}={_example(name, kind)}"
+            ) from None
+        if type(wanted) is not type(value) or wanted != value:
+            gin.bind_parameter(f"{name}/gin.macro.value", wanted)
+            converted.append(name)
+    return converted
+
+
+def _example(name: str, kind: type) -> str:
+    """The macro's default as a flag's value, else a value of its type."""
+    import dataclasses
+
+    from seahorse_t5x.runner import train_config
+
+    field = {f.name: f for f in dataclasses.fields(train_config.TrainConfig)}.get(name.lower())
+    default = None if field is None else field.default
+    if type(default) is kind:
+        return repr(default) if kind is str else str(default)
+    return {bool: "True", int: "1", float: "0.5", str: "'...'"}[kind]
+
+
 def _gin_import_error(error: ImportError) -> errors.UserError:
     """One line for a gin `import` line that failed, naming the module, file and line
     (`user_modules.import_error`: only a module that was not found is told to pass
@@ -232,8 +334,9 @@ def parse(
       UserError: for a missing file, an include cycle, a file that is not gin or not UTF-8
         (`gin_includes`), a module that a gin file imports that is missing or raises, a
         syntax error (at its file and line, or naming the binding), an unknown
-        configurable, a macro that nothing reads (naming the closest one that is read), or
-        a required macro left unset (naming the flag that sets it).
+        configurable, a runner macro of a type its field does not take
+        (`check_macro_types`), a macro that nothing reads (naming the closest one that is
+        read), or a required macro left unset (naming the flag that sets it).
     """
     if not gin_files:
         raise errors.UserError("give at least one --gin_file (e.g. local/train.gin)")
@@ -265,6 +368,7 @@ def parse(
                 [str(path) for path in found], list(bindings), finalize_config=False
             )
         bind_default_macros()
+        check_macro_types()
         if check_macros:
             check_macros_read()
         if finalize:
