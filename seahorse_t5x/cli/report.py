@@ -68,6 +68,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and Spearman with its scores, both against the labels, paired tests "
         "(teacher_agreement.md/.tex; default: none)",
     )
+    parser.add_argument(
+        "--disagreements",
+        type=int,
+        default=5,
+        metavar="K",
+        help="for an explainable metric's rows (`explain --metric`): the K items per metric "
+        "and question where its score and the label disagree most by rank, with their "
+        "explanations, in disagreements.md (0: none)",
+    )
     parser.add_argument("--no_plots", action="store_true", help="write tables only")
     from seahorse_t5x.data.benchmarks import registry
 
@@ -86,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 0:
         raise errors.UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+    if args.disagreements < 0:
+        raise errors.UserError(f"--disagreements must be >= 0, got {args.disagreements}")
     if args.duplicates and not args.data_dir:
         raise errors.UserError(
             "--duplicates needs --data_dir (rater agreement is a table of the dataset's)"
@@ -98,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         baseline=args.baseline,
         teacher=args.teacher,
+        disagreements=args.disagreements,
         plots=not args.no_plots,
         drop_duplicates=args.drop_duplicates,
         benchmarks=tuple(name for name, _, _ in chosen),

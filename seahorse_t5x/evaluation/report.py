@@ -26,7 +26,14 @@ import pandas as pd
 from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import scorefiles, splits
 from seahorse_t5x.data.benchmarks import registry
-from seahorse_t5x.evaluation import plots, protocol_tables, protocols, stats, tables
+from seahorse_t5x.evaluation import (
+    explanation_report,
+    plots,
+    protocol_tables,
+    protocols,
+    stats,
+    tables,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +63,9 @@ class ReportSettings:
     benchmark_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)
     # A metric whose scores the others (its students) are compared with, row by row.
     teacher: str | None = None
+    # Items listed per metric and question where an explainable metric's score and the
+    # label disagree most (explanation_report.disagreements; 0: none).
+    disagreements: int = explanation_report.DEFAULT_DISAGREEMENTS
 
 
 # ------------------------------------------------------------------------ statistics
@@ -571,7 +581,7 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         agreement["left_out"] = {
             name: "its protocol's own section; rows paired by its protocol" for name in own
         }
-    return {
+    numbers = {
         "n_rows": n_rows,
         "n_scored": n_scored,
         "missing_scores": dropped,
@@ -586,6 +596,12 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         "protocols": sections,
         "teacher_agreement": agreement,
     }
+    explanations = explanation_report.evaluate_explanations(
+        own_rows, settings.n_resamples, settings.seed, settings.disagreements
+    )
+    if explanations:  # only with rows of an explainable metric
+        numbers["explanations"] = explanations
+    return numbers
 
 
 def items_with_all_labels(frame: pd.DataFrame) -> pd.DataFrame | None:
@@ -753,20 +769,25 @@ def _benchmark_tables(scores: Mapping, benchmark: str) -> list[tables.Table]:
     """One benchmark's tables: its protocol's section, SEAHORSE's Table 5, its own paper
     table (a language subset's too), or the generic per-question table."""
     results = scores["results"]
+    # An explainable metric's tables (none without its rows) follow the benchmark's own.
+    explained = explanation_report.section_tables(scores, benchmark)
     if benchmark in scores.get("protocols", {}):
-        return protocol_tables.section_tables(benchmark, scores["protocols"][benchmark])
+        own = protocol_tables.section_tables(benchmark, scores["protocols"][benchmark])
+        return own + explained
     if benchmark == constants.SEAHORSE_BENCHMARK:
         out = [tables.table5(results, benchmark)]
         if any("ci" in r for r in results):  # none with --bootstrap 0
             out.append(tables.table5_intervals(results, benchmark))
-        return out
+        return out + explained
     declared, parent = registry.find(benchmark), registry.subset_parent(benchmark)
     if parent is not None and parent.table is not None:
-        return [tables.paper_table(results, parent, benchmark, parent.subset.title)]
+        return [tables.paper_table(results, parent, benchmark, parent.subset.title), *explained]
     if declared is not None and declared.table is not None:
         with_subset = declared.subset_name in scores["benchmarks"]
         subset = declared.subset.whole_title if with_subset else ""
-        return [tables.paper_table(results, declared, benchmark, subset)]
+        return [tables.paper_table(results, declared, benchmark, subset), *explained]
+    if explained:  # the generic table's numbers, with n and the rows without a score
+        return explained
     out = [tables.benchmark_table(results, benchmark)]
     if any("ci" in r for r in results if r["benchmark"] == benchmark):
         out.append(tables.benchmark_intervals(results, benchmark))
@@ -825,6 +846,8 @@ class _Section:
     summary: str
     own_files: dict[str, list[tables.Table]] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
+    # Markdown documents of their own (`{name: text}`, written as NAME.md).
+    documents: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def write_report(
@@ -898,6 +921,11 @@ def _score_section(
     if agreement is not None:
         section.own_files[TEACHER_AGREEMENT] = teacher_tables(agreement)
         section.notes.append(agreement["summary"])
+    explanations = scores.get("explanations")
+    if explanations:
+        name = explanation_report.DISAGREEMENTS
+        section.documents[name] = explanation_report.disagreements_markdown(explanations)
+        section.notes.append(explanation_report.summary(explanations))
     return section
 
 
@@ -998,6 +1026,10 @@ def _write_outputs(report: dict, sections: Sequence[_Section], output_dir: pathl
         report["outputs"][name] = _write_tables(
             output_dir, name, f"seahorse-t5x report: {name.replace('_', ' ')}", table_list
         )
+    for section in sections:
+        for name, text in section.documents.items():
+            fileio.atomic_write_text(output_dir / f"{name}.md", text)
+            report["outputs"][name] = {"markdown": str(output_dir / f"{name}.md")}
     summary = "; ".join(section.summary for section in sections)
     notes = [note for section in sections for note in section.notes]
     report["summary"] = "\n".join([f"report: {summary} -> {output_dir}", *notes])
