@@ -28,6 +28,7 @@ from seahorse_t5x.data import scorefiles, splits
 from seahorse_t5x.data.benchmarks import registry
 from seahorse_t5x.evaluation import (
     explanation_report,
+    explanation_tables,
     plots,
     protocol_tables,
     protocols,
@@ -770,7 +771,7 @@ def _benchmark_tables(scores: Mapping, benchmark: str) -> list[tables.Table]:
     table (a language subset's too), or the generic per-question table."""
     results = scores["results"]
     # An explainable metric's tables (none without its rows) follow the benchmark's own.
-    explained = explanation_report.section_tables(scores, benchmark)
+    explained = explanation_tables.section_tables(scores, benchmark)
     if benchmark in scores.get("protocols", {}):
         own = protocol_tables.section_tables(benchmark, scores["protocols"][benchmark])
         return own + explained
@@ -924,7 +925,7 @@ def _score_section(
     explanations = scores.get("explanations")
     if explanations:
         name = explanation_report.DISAGREEMENTS
-        section.documents[name] = explanation_report.disagreements_markdown(explanations)
+        section.documents[name] = explanation_tables.disagreements_markdown(explanations)
         section.notes.append(explanation_report.summary(explanations))
     return section
 
