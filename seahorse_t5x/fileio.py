@@ -41,6 +41,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_writer",
+    "check_input_file",
     "check_output_path",
     "empty_file_error",
     "iter_json_lines",
@@ -80,8 +81,7 @@ class TextInput:
         self.line_number = 0
         self.invalid_lines: list[int] = []
         self._invalid = invalid
-        if os.path.isdir(self.path):
-            raise errors.UserError(f"cannot read {self.path}: it is a folder; expected a file")
+        check_input_file(self.path)
         try:
             self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()/__exit__
         except OSError as e:
@@ -132,6 +132,19 @@ class TextInput:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def check_input_file(path: str | os.PathLike) -> None:
+    """Refuses an input that is not a file, in the words every reader uses.
+
+    Raises:
+      UserError: `cannot read PATH: it is a folder; expected a file`, or `cannot read PATH:
+        No such file or directory`.
+    """
+    if os.path.isdir(path):
+        raise errors.UserError(f"cannot read {os.fspath(path)}: it is a folder; expected a file")
+    if not os.path.exists(path):
+        raise errors.UserError(f"cannot read {os.fspath(path)}: No such file or directory")
 
 
 def open_text_input(

@@ -296,14 +296,17 @@ _GOOD_PAIR = b'{"article": "A cat sat on the mat.", "summary": "A cat sat."}\n'
 
 
 def _score_case(content, names, name="pairs.jsonl", output=None, extra=(), damage=None):
-    """`score` over `content` (None: no input file) with the tiny HF model, the output
-    path prepared as `output` says: a folder, an old file, a partial run, a partial run of
-    other settings to resume, or a finished output of another input to resume."""
+    """`score` over `content` (None: no input file, or a folder for a `name` ending in `/`)
+    with the tiny HF model, the output path prepared as `output` says: a folder, an old
+    file, a partial run, a partial run of other settings to resume, or a finished output of
+    another input to resume."""
 
     def case(ctx, tmp):
         pairs = tmp / name
         if content is not None:
             pairs.write_bytes(content)
+        elif name.endswith("/"):  # a folder given as the input
+            pairs.mkdir()
         model = ctx["hf"]
         if damage is not None:
             model = tmp / "hf"
@@ -655,6 +658,16 @@ CASES = {
         f"--checkpoint {tmp / 'none'} does not exist",
         _evaluate(ctx, tmp, tmp)[1],
     ),
+    "evaluate/max_examples_zero": lambda ctx, tmp: (
+        [*_evaluate(ctx, tmp, ctx["hf"])[0], "--max_examples", "0"],
+        "argument --max_examples: expected an integer of at least 1, got 0",
+        _evaluate(ctx, tmp, ctx["hf"])[1],
+    ),
+    "evaluate/max_examples_negative": lambda ctx, tmp: (
+        [*_evaluate(ctx, tmp, ctx["hf"])[0], "--max_examples", "-3"],
+        "argument --max_examples: expected an integer of at least 1, got -3",
+        _evaluate(ctx, tmp, ctx["hf"])[1],
+    ),
     "evaluate/truncated_safetensors": _hf_case(
         _truncate, "{folder}/model.safetensors is not a valid safetensors file"
     ),
@@ -693,7 +706,10 @@ CASES = {
         "the vocabulary has 3000 ids but the model only 64",
         _evaluate(ctx, tmp, ctx["hf"])[1],
     ),
-    "score/missing_input": _score_case(None, "input file not found: {input}"),
+    "score/missing_input": _score_case(None, "cannot read {input}: No such file or directory"),
+    "score/input_is_a_folder": _score_case(
+        None, "cannot read {input}: it is a folder; expected a file", name="pairs/"
+    ),
     "score/resume_over_another_input": _score_case(
         _GOOD_PAIR,
         "{output} was written from another input (/elsewhere/pairs.jsonl), not {input}; pass "
@@ -796,7 +812,12 @@ def test_bad_input_is_one_line_and_publishes_nothing(name, ctx, tmp_path, capsys
 
 
 def _is_usage_error(name: str) -> bool:
-    return name in {"demo-data/bad_seed", "train/mistyped_macro_flag"}
+    return name in {
+        "demo-data/bad_seed",
+        "train/mistyped_macro_flag",
+        "evaluate/max_examples_zero",
+        "evaluate/max_examples_negative",
+    }
 
 
 class _no_exit:

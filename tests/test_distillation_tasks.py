@@ -194,6 +194,28 @@ def test_a_pairs_key_twice_with_another_text_is_refused(tmp_path, registered):
         teacher_scores.read_teacher_scores(carried, [1, 4])
 
 
+def test_a_teacher_metric_no_row_has_is_named_with_the_ones_found(tmp_path, registered):
+    pairs = _write(
+        tmp_path / "pairs.jsonl",
+        [{k: r[k] for k in ("gem_id", "article", "summary", "system")} for r in _scored_pairs(2)],
+    )
+    rows = [
+        {"metric": name, "question": 4, "score": 0.5, "label": None}
+        | {k: r[k] for k in ("gem_id", "system", "summary")}
+        for name, r in zip(("judge", "bleurt"), _scored_pairs(2), strict=True)
+    ]
+    scores = _write(tmp_path / "scores.jsonl", rows)
+    with pytest.raises(errors.UserError) as caught:
+        registered("nosuch_set", scores, [4], pairs=pairs, metric="nosuch")
+    assert str(caught.value) == (
+        f"no score row of {scores} has metric 'nosuch' (the rows have bleurt, judge): name one "
+        "of them with metric="
+    )
+    scored = _write(tmp_path / "scored.jsonl", _scored_pairs(2))
+    with pytest.raises(errors.UserError, match=r"^metric='judge' picks a teacher among score"):
+        teacher_scores.read_teacher_scores(scored, [4], metric="judge")
+
+
 def test_bad_arguments_are_one_line_errors(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

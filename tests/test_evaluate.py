@@ -151,3 +151,18 @@ def test_unknown_task_is_a_one_line_error(checkpoint, tmp_path, capsys):
     )
     assert code == 2
     assert "no SeqIO task or mixture named 'no_such_task'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("max_examples", [0, -2, 1.5, True])
+def test_max_examples_below_one_is_refused_before_anything_is_read(tmp_path, max_examples):
+    from seahorse_t5x import errors
+
+    with pytest.raises(errors.UserError, match="^max_examples must be at least 1"):
+        evaluate.evaluate_checkpoint(
+            tmp_path / "no_model",
+            ["seahorse_q4_score"],
+            "test",
+            tmp_path / "out",
+            max_examples=max_examples,
+        )
+    assert not (tmp_path / "out").exists()

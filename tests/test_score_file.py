@@ -187,6 +187,26 @@ def test_columns_of_a_finished_output_are_compared_with_the_run(models, pairs, t
     assert out.read_bytes() == first
 
 
+def test_score_says_what_dtype_auto_chose_once_the_model_is_loaded(models, pairs, tmp_path, capsys):
+    model = models[0] / "seahorse_q4"
+    capsys.readouterr()
+    assert _cli_score(model, pairs, tmp_path / "auto.jsonl") == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("dtype ")]
+    assert len(said) == 1 and said[0].startswith("dtype float32 (auto: cpu"), said
+    assert _cli_score(model, pairs, tmp_path / "f32.jsonl", "--dtype", "float32") == 0
+    assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("dtype")]
+    # Not before the model loads: a run that fails earlier ends in its one error line.
+    assert _cli_score(model, tmp_path, tmp_path / "bad.jsonl") == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"seahorse-t5x score: error: cannot read {tmp_path}: it is a folder; expected a file"
+    ]
+
+
+def test_a_folder_as_input_is_named_a_folder(models, tmp_path):
+    with pytest.raises(errors.UserError, match=f"^cannot read {tmp_path}: it is a folder"):
+        seahorse_t5x.score_file(models[0] / "seahorse_q4", tmp_path, tmp_path / "o.jsonl")
+
+
 def test_the_cli_writes_the_bytes_score_file_writes(models, pairs, tmp_path, capsys):
     model = models[0] / "seahorse_all"
     by_api = tmp_path / "api.jsonl"

@@ -62,9 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max_examples",
-        type=int,
+        type=flags.positive_int,
         default=None,
-        help="score only the first N per task (default: all)",
+        help="score only the first N per task, N >= 1 (default: all)",
     )
     parser.add_argument(
         "--metric",

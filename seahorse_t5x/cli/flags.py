@@ -194,6 +194,20 @@ def add_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
     parser.add_argument(old, dest=canonical.dest, action=DeprecatedAlias, canonical=canonical)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (a count that 0 or less would empty),
+    refused at parsing, before any data or model is read."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer of at least 1, got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least 1, got {value}")
+    return value
+
+
 def add_module(parser: argparse.ArgumentParser) -> None:
     """`--module`: the user's own modules (task registrations), imported before any task
     name is resolved (`seahorse_t5x.tasks.user_modules.import_modules`)."""

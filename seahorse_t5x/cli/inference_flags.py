@@ -158,7 +158,8 @@ SETTING_FLAGS = (
     "resume",
     "skip_bad_rows",
 )
-# Words that begin library messages as plain words (`input file not found`), not as settings.
+# Words that begin library messages as plain words (`checkpoint DIR is damaged`), not as
+# settings.
 _NOT_LEADING = frozenset({"checkpoint", "input"})
 
 

@@ -333,14 +333,17 @@ def _read_score_rows(
     joined: dict[tuple[str, ...], TeacherExample],
     first_rows: dict[tuple[tuple[str, ...], int], str],
     conflicts: _Conflicts,
+    metrics_found: set[str],
 ) -> None:
     """Score-file rows joined to their texts into `joined` (by key); `first_rows`: where
-    each key (question 0) and each key's question was first read."""
+    each key (question 0) and each key's question was first read; `metrics_found`: the
+    metrics the rows carry, `metric` or not."""
     metrics_seen: set[str] = set()
     for line, row in rows:
         if isinstance(row, errors.DataError):
             result._drop(row)
             continue
+        metrics_found.add(str(row.get("metric")))
         if metric is not None and row.get("metric") != metric:
             continue
         metrics_seen.add(str(row.get("metric")))
@@ -407,6 +410,27 @@ def _read_score_rows(
             example.labels[question] = kept_label
 
 
+def _check_metric(metric: str | None, found: set[str], paths: Sequence[str]) -> None:
+    """Refuses a `metric` that no score-file row carries, naming the ones found.
+
+    Raises:
+      UserError: `metric` is given but no row has it (or the files hold scored pairs,
+        which come from one teacher and carry no metric).
+    """
+    if metric is None or metric in found:
+        return
+    files = ", ".join(paths)
+    if not found:
+        raise errors.UserError(
+            f"metric={metric!r} picks a teacher among score-file rows, but {files} hold scored "
+            "pairs (score_qN), one teacher's: leave metric out"
+        )
+    raise errors.UserError(
+        f"no score row of {files} has metric {metric!r} (the rows have "
+        f"{', '.join(sorted(found))}): name one of them with metric="
+    )
+
+
 def read_teacher_scores(
     scores: str | os.PathLike | Sequence[str | os.PathLike],
     questions: Iterable[int | str] | int | str,
@@ -431,7 +455,8 @@ def read_teacher_scores(
 
     Raises:
       UserError: a file cannot be read or is empty, `key` is a bare string
-        (`arguments.string_list`), rows of several metrics without `metric`, a pair or a
+        (`arguments.string_list`), rows of several metrics without `metric`, a `metric`
+        no row has (naming the metrics found), a pair or a
         pairs-file key given twice with different contents (module docstring), or no pair
         is left for a question.
     """
@@ -450,6 +475,7 @@ def read_teacher_scores(
     first_rows: dict[tuple[tuple[str, ...], int], str] = {}
     seen: dict[tuple[str, str], tuple[TeacherExample, str]] = {}
     conflicts = _Conflicts("pairs")
+    metrics_found: set[str] = set()
     for path in paths:
         rows = list(fileio.iter_json_lines(path, opener))
         objects = [row for _, row in rows if isinstance(row, dict)]
@@ -469,10 +495,12 @@ def read_teacher_scores(
                 joined,
                 first_rows,
                 conflicts,
+                metrics_found,
             )
         else:
             _read_scored_pairs(path, rows, result, human_labels, key, seen, conflicts)
     conflicts.check()
+    _check_metric(metric, metrics_found, paths)
     for question in result.questions:
         if not result.count(question):
             raise errors.UserError(

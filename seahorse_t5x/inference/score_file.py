@@ -116,7 +116,8 @@ def score_file(
       chunk_size: rows read, scored and written at a time (memory is bounded by it).
       settings: the `ScoringSettings` (default: theirs); `**setting_values` replace fields
         of it (`input_length=512`, `batch_size=16`, ...).
-      progress: show a progress bar on stderr.
+      progress: show a progress bar on stderr, and, with `dtype` `auto`, a line saying
+        what it chose once the model is loaded (`dtype float32 (auto: cpu)`).
       on_chunk: called with the rows written so far after each chunk is on disk.
       coordinator_address, num_processes, process_id: join a multi-host run
         (`jax.distributed`); process 0 writes the output.
@@ -177,6 +178,9 @@ def score_file(
         dtype=choice.dtype,
         batch_size=settings_lib.choose_batch_size(settings.batch_size, choice.platform),
     )
+    if progress and settings.dtype == precision.AUTO and _is_writer():
+        # Said as the scoring starts (a one-column run's summary line says it again).
+        job.announce = f"dtype {choice.describe()}"
     result = ScoreFileResult(
         job.output,
         settings,
@@ -191,6 +195,13 @@ def score_file(
     if result.columns:
         return _score_columns(job, columns, result)
     return _score_one(job, columns[0], result)
+
+
+def _is_writer() -> bool:
+    """Whether this process writes the output (process 0; every process of one host)."""
+    import jax
+
+    return jax.process_index() == 0
 
 
 def _resolved_columns(

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.inference import input_rows, resume
 from seahorse_t5x.inference import questions as questions_lib
 from seahorse_t5x.inference import settings as settings_lib
@@ -35,6 +35,8 @@ class Job:
     chunk_size: int = 4096
     progress: bool = True
     on_chunk: Callable[[int], None] | None = None
+    # Printed on stderr once the first model is loaded (what `dtype auto` chose).
+    announce: str | None = None
     _scorer: Any = None
     _loaded: str | None = None
 
@@ -44,8 +46,7 @@ class Job:
         Raises:
           UserError: naming the setting.
         """
-        if not self.input_path.is_file():
-            raise errors.UserError(f"input file not found: {self.input_path}")
+        fileio.check_input_file(self.input_path)
         if (
             isinstance(self.chunk_size, bool)
             or not isinstance(self.chunk_size, int)
@@ -76,6 +77,9 @@ class Job:
 
             self._scorer = loading.load_scorer(checkpoint, self.settings)
             self._loaded = checkpoint
+            if self.announce:
+                print(self.announce, file=sys.stderr)
+                self.announce = None
         return self._scorer
 
     def release_scorer(self) -> None:

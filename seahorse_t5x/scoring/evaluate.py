@@ -428,6 +428,16 @@ def seahorse_data(data_dir: str | os.PathLike | None, split: str, tasks: Sequenc
             os.environ[constants.ENV_DATA_DIR] = before
 
 
+def check_max_examples(max_examples: object) -> None:
+    """Raises UserError unless `max_examples` is None (all) or an integer of at least 1."""
+    if max_examples is None:
+        return
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
+        raise errors.UserError(
+            f"max_examples must be at least 1 (or None: every example), got {max_examples!r}"
+        )
+
+
 def evaluate_checkpoint(
     checkpoint: str | os.PathLike,
     tasks: Sequence[str],
@@ -471,6 +481,7 @@ def evaluate_checkpoint(
     from seahorse_t5x.model import hub
 
     settings = (settings or settings_lib.ScoringSettings()).checked()
+    check_max_examples(max_examples)
     hub_name = hub.is_name(checkpoint)  # a Hub name, fetched into the HF cache below
     if not hub_name and not pathlib.Path(checkpoint).exists():
         raise errors.UserError(f"`checkpoint` {checkpoint} does not exist")
