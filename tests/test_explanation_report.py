@@ -109,11 +109,24 @@ def _lines() -> dict[str, int]:
     return {item_id: number for number, item_id in enumerate(ITEMS, start=1)}
 
 
-def test_field_names_are_those_explain_writes():
-    assert explanation_report.TEXT_FIELD == explain.TEXT_FIELD
-    assert explanation_report.ERRORS_FIELD == explain.ERRORS_FIELD
-    assert explanation_report.PROBLEM_FIELD == explain.PROBLEM_FIELD
-    assert explanation_report.TRUE_ERRORS_FIELD == explain.TRUE_ERRORS_FIELD
+def test_the_fields_read_are_those_explain_writes():
+    from seahorse_t5x.formats import error_analysis
+
+    truth = error_analysis.ErrorAnalysis.of(
+        [error_analysis.ExplainedError("x", "Fluency", "Fix x.", "Minor", 1.0)]
+    )
+    item = explain.ExplainInput("Summarize.", "A.", "B.", None, 1, {"id": "a"}, truth=truth)
+    row = explain.output_row(
+        item, explain.Explanation.of(error_analysis.render_analysis(truth)), "m", "explanations"
+    )
+    read = (
+        explanation_report.TEXT_FIELD,
+        explanation_report.ERRORS_FIELD,
+        explanation_report.PROBLEM_FIELD,
+        explanation_report.TRUE_ERRORS_FIELD,
+    )
+    assert all(field in row for field in read)
+    assert row[explanation_report.ERRORS_FIELD] == row[explanation_report.TRUE_ERRORS_FIELD]
 
 
 def test_correlations_leave_unparsed_rows_out_and_count_them(explained):

@@ -36,14 +36,14 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from seahorse_t5x import errors
-from seahorse_t5x.data import scorefiles
+from seahorse_t5x.data import explanation_rows, scorefiles
 from seahorse_t5x.evaluation import explanation_quality, stats, tables
 
-# The fields `explain` adds to a score-file row (inference/explain.py writes them).
-TEXT_FIELD = "explanation"
-ERRORS_FIELD = "errors"
-PROBLEM_FIELD = "parse_error"
-TRUE_ERRORS_FIELD = "true_errors"
+# The fields `explain` adds to a score-file row (their home: data/explanation_rows.py).
+TEXT_FIELD = explanation_rows.TEXT_FIELD
+ERRORS_FIELD = explanation_rows.ERRORS_FIELD
+PROBLEM_FIELD = explanation_rows.PROBLEM_FIELD
+TRUE_ERRORS_FIELD = explanation_rows.TRUE_ERRORS_FIELD
 # The fields that name an item in the disagreements, in the order shown.
 ID_FIELDS: tuple[str, ...] = ("id", "item_id", "gem_id", "system", "source", "language", "dataset")
 DEFAULT_DISAGREEMENTS = 5

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from seahorse_t5x import constants, errors, fileio
-from seahorse_t5x.data import metric_instruct, scorefiles
+from seahorse_t5x.data import explanation_rows, metric_instruct, scorefiles
 from seahorse_t5x.formats import error_analysis, input_format
 from seahorse_t5x.inference import resume as resume_lib
 
@@ -43,11 +43,6 @@ SUMMARY_INSTRUCTION = "Write a summary of the following article."
 DEFAULT_BENCHMARK = "explanations"
 DEFAULT_QUESTION = "overall"
 DEFAULT_CHUNK_SIZE = 64
-# The fields an output row adds (beside the input's own ids).
-TEXT_FIELD = "explanation"
-ERRORS_FIELD = "errors"
-PROBLEM_FIELD = "parse_error"
-TRUE_ERRORS_FIELD = "true_errors"
 SCORE_FIELD = "score"
 MAX_REPORTED = 10
 
@@ -208,13 +203,9 @@ def output_row(
     A row with a truth also carries its errors (`true_errors`), for the report's location
     match and aspect accuracy (`evaluation/explanation_quality.py`).
     """
-    details = {
-        TEXT_FIELD: explanation.text,
-        ERRORS_FIELD: None if explanation.analysis is None else _errors(explanation.analysis),
-        PROBLEM_FIELD: explanation.problem,
-    }
-    if item.truth is not None:
-        details[TRUE_ERRORS_FIELD] = _errors(item.truth)
+    details = explanation_rows.details(
+        explanation.text, explanation.analysis, explanation.problem, item.truth
+    )
     label = item.truth.score if item.truth is not None else item.label
     if metric is None or label is None:
         return {**item.ids, SCORE_FIELD: explanation.score, **details}
@@ -232,10 +223,6 @@ def output_row(
         slices=ids,
         extra={k: v for k, v in ids.items() if k not in constants.SLICE_FIELDS},
     )
-
-
-def _errors(analysis: error_analysis.ErrorAnalysis) -> list[dict[str, Any]]:
-    return [dataclasses.asdict(e) for e in analysis.errors]
 
 
 @dataclasses.dataclass
