@@ -167,7 +167,7 @@ def _copy_prepared(ctx, tmp, damage):
     return folder
 
 
-def _baselines(ctx, tmp, data_dir=None, extra=()):
+def _baselines(ctx, tmp, data_dir=None, extra=(), vocab="demo"):
     out = tmp / "baselines"
     argv = [
         "baselines",
@@ -176,7 +176,7 @@ def _baselines(ctx, tmp, data_dir=None, extra=()):
         "--output_dir",
         str(out),
         "--vocab",
-        "demo",
+        vocab,
         *extra,
     ]
     return argv, [out / "majority.seahorse.test.jsonl", out / "rouge_l.seahorse.test.jsonl"]
@@ -534,14 +534,12 @@ CASES = {
         _baselines(ctx, tmp)[1],
     ),
     "baselines/vocab_not_sentencepiece": lambda ctx, tmp: (
-        _baselines(ctx, tmp, extra=("--vocab", str(_articles(tmp, b"\x00" * 99, name="v.model"))))[
-            0
-        ],
+        _baselines(ctx, tmp, vocab=str(_articles(tmp, b"\x00" * 99, name="v.model")))[0],
         f"{tmp / 'v.model'} is not a SentencePiece model",
         _baselines(ctx, tmp)[1],
     ),
     "baselines/vocab_missing": lambda ctx, tmp: (
-        _baselines(ctx, tmp, extra=("--vocab", str(tmp / "none.model")))[0],
+        _baselines(ctx, tmp, vocab=str(tmp / "none.model"))[0],
         f"SentencePiece model not found: {tmp / 'none.model'}",
         _baselines(ctx, tmp)[1],
     ),
