@@ -41,3 +41,12 @@ def test_the_item_is_named_in_the_message():
         errors.UserError, match=r"^`key` is one string, not a sequence of field names"
     ):
         arguments.string_list("gem_id", "key", "field name")
+
+
+def test_paths_come_back_as_a_list_and_one_bare_path_is_refused(tmp_path):
+    assert arguments.path_list([tmp_path, "a.jsonl"], "paths") == [tmp_path, "a.jsonl"]
+    for bare in ("a.jsonl", tmp_path):
+        with pytest.raises(errors.UserError, match=r"^`paths` is one path, not a sequence"):
+            arguments.path_list(bare, "paths")
+    with pytest.raises(errors.UserError, match=r"^`paths`\[1\] is int \(3\), not a path"):
+        arguments.path_list(["a.jsonl", 3], "paths")

@@ -183,6 +183,14 @@ def test_a_linked_folder_is_followed_once_and_two_links_to_it_name_the_file(tmp_
         scorefiles.score_files_in(folder)
 
 
+def test_one_score_file_given_bare_is_refused_not_read_as_its_characters(tmp_path):
+    path = tmp_path / "a.jsonl"
+    scorefiles.write_score_file(path, [_row()])
+    with pytest.raises(errors.UserError, match=r"^`paths` is one path, not a sequence of paths"):
+        scorefiles.read_score_files(str(path))
+    assert len(scorefiles.read_score_files([str(path)])) == 1
+
+
 def test_an_item_is_gem_id_with_system_and_summary(tmp_path):
     path = tmp_path / "scores.jsonl"
     rows = [

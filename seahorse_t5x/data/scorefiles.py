@@ -36,7 +36,7 @@ import pathlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING
 
-from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x import arguments, constants, errors, fileio
 from seahorse_t5x.data import ratings
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built: `--help` stays light
@@ -488,9 +488,10 @@ def expand_score_paths(paths: Sequence[str | pathlib.Path]) -> list[pathlib.Path
     in it), in the order given, each folder's files sorted.
 
     Raises:
-      errors.UserError: no paths, a folder without `.jsonl` files, or a symbolic link in
-        one that makes a loop.
+      errors.UserError: one path given bare (`arguments.path_list`), no paths, a folder
+        without `.jsonl` files, or a symbolic link in one that makes a loop.
     """
+    paths = arguments.path_list(paths, "paths")
     if not paths:
         raise errors.UserError("no score files given")
     out: list[pathlib.Path] = []
@@ -526,12 +527,14 @@ def read_score_files(
       read.
 
     Raises:
-      errors.UserError: no paths, a path given twice, or a file is missing.
+      errors.UserError: one path given bare, no paths, a path given twice, or a file is
+        missing.
       errors.DataError: a line is not JSON or a field is missing or wrong, or (unless
         `drop_duplicates`) the same item is scored twice for one metric and question.
     """
     import pandas as pd
 
+    paths = arguments.path_list(paths, "paths")
     folders = any(pathlib.Path(p).is_dir() for p in paths)
     paths = expand_score_paths(paths)
     seen: set[pathlib.Path] = set()
