@@ -1,4 +1,5 @@
-"""Builds the demo SentencePiece vocabulary shipped as seahorse_t5x/assets/demo_spm.model.
+"""Builds the demo SentencePiece vocabularies shipped in seahorse_t5x/assets/: demo_spm.model
+(the metrics' inputs) and, with --explanations, demo_explanations_spm.model.
 
 A small unigram model trained on the synthetic demo dataset (all languages, articles and
 summaries) plus the words of the metric's input format, with T5's id conventions
@@ -7,7 +8,13 @@ summaries) plus the words of the metric's input format, with T5's id conventions
 thread, every sentence, fixed data seed), so rerunning this script reproduces the
 shipped file byte for byte.
 
-usage: python scripts/build_demo_vocab.py [--output seahorse_t5x/assets/demo_spm.model]
+The explanations' vocabulary (`--vocab demo_explanations`) is trained on the same texts plus
+the demo's error analyses (`data/demo_explanations.py`, the train split) and TIGERScore's
+prompt, so the analyses' English labels (`Error location 1:`) are a few pieces each rather
+than one piece a letter: a demo explainer's targets average about a third of their length
+in the metrics' vocabulary. `:` is a piece of its own (the metrics' vocabulary has none).
+
+usage: python scripts/build_demo_vocab.py [--explanations] [--output PATH]
 """
 
 from __future__ import annotations
@@ -24,7 +31,10 @@ from seahorse_t5x.data import demo_data
 
 VOCAB_SIZE = 3000
 DATA_SEED = 0
-DEFAULT_OUTPUT = pathlib.Path(__file__).resolve().parents[1] / "seahorse_t5x/assets/demo_spm.model"
+ASSETS = pathlib.Path(__file__).resolve().parents[1] / "seahorse_t5x/assets"
+DEFAULT_OUTPUT = ASSETS / "demo_spm.model"
+EXPLANATIONS_OUTPUT = ASSETS / "demo_explanations_spm.model"
+EXPLANATIONS_VOCAB_SIZE = 4000
 # How often the input-format words and targets appear in the training text: enough that
 # the unigram model keeps them as whole pieces.
 FORMAT_REPEATS = 1000
@@ -60,11 +70,50 @@ def training_sentences(seed: int = DATA_SEED) -> list[str]:
     return sentences
 
 
-def build_model(seed: int = DATA_SEED, vocab_size: int = VOCAB_SIZE) -> bytes:
-    """Trains the demo SentencePiece model and returns its serialized bytes."""
+def explanation_sentences(seed: int = DATA_SEED) -> list[str]:
+    """`training_sentences` plus the train split's error analyses (one line each, as
+    SentencePiece sees them) and TIGERScore's prompt around them, in a fixed order."""
+    from seahorse_t5x.data import demo_explanations
+    from seahorse_t5x.formats import error_analysis
+
+    data = demo_data.generate(seed)
+    sentences = training_sentences(seed)
+    for row, defects in zip(data.rows["train"], data.defects["train"], strict=True):
+        analysis = demo_explanations.analysis(row["summary"], defects)
+        sentences.append(" ".join(error_analysis.render_analysis(analysis).split("\n")))
+    head, _, tail = error_analysis.prompt_parts(demo_explanations.INSTRUCTION, "", "", None)
+    prompt = " ".join((error_analysis.INST + " " + head + " " + tail).split())
+    sentences.extend([prompt] * FORMAT_REPEATS)
+    return sentences
+
+
+def explanation_pieces() -> tuple[str, ...]:
+    """The metrics' whole pieces, `:`, and the analyses' fixed words (labels, severities,
+    the summarization aspects, the first line's words) kept whole."""
+    from seahorse_t5x.formats import error_analysis
+
+    fixed = " ".join(
+        (
+            *error_analysis.LABELS,
+            *error_analysis.SEVERITIES,
+            *error_analysis.aspects_for(error_analysis.SUMMARIZATION),
+            error_analysis.HEADER.format(count="", total=""),
+        )
+    )
+    words = sorted({f"▁{w.strip('.,')}" for w in fixed.split() if len(w.strip(".,")) >= 4})
+    return (*USER_DEFINED_PIECES, ":", *(w for w in words if w not in USER_DEFINED_PIECES))
+
+
+def build_model(
+    seed: int = DATA_SEED,
+    vocab_size: int = VOCAB_SIZE,
+    sentences: list[str] | None = None,
+    user_defined: tuple[str, ...] = USER_DEFINED_PIECES,
+) -> bytes:
+    """Trains a demo SentencePiece model (default: the metrics') and returns its bytes."""
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(training_sentences(seed)),
+        sentence_iterator=iter(training_sentences(seed) if sentences is None else sentences),
         model_writer=model,
         model_type="unigram",
         vocab_size=vocab_size,
@@ -76,7 +125,7 @@ def build_model(seed: int = DATA_SEED, vocab_size: int = VOCAB_SIZE) -> bytes:
         num_threads=1,
         input_sentence_size=0,
         shuffle_input_sentence=False,
-        user_defined_symbols=list(USER_DEFINED_PIECES),
+        user_defined_symbols=list(user_defined),
         minloglevel=2,
     )
     return model.getvalue()
@@ -84,11 +133,19 @@ def build_model(seed: int = DATA_SEED, vocab_size: int = VOCAB_SIZE) -> bytes:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", default=str(DEFAULT_OUTPUT))
+    parser.add_argument("--explanations", action="store_true")
+    parser.add_argument("--output", default=None)
     args = parser.parse_args()
-    model = build_model()
-    pathlib.Path(args.output).write_bytes(model)
-    print(f"wrote {args.output} ({len(model)} bytes, {VOCAB_SIZE} pieces)")
+    if args.explanations:
+        size, output = EXPLANATIONS_VOCAB_SIZE, args.output or EXPLANATIONS_OUTPUT
+        model = build_model(
+            vocab_size=size, sentences=explanation_sentences(), user_defined=explanation_pieces()
+        )
+    else:
+        size, output = VOCAB_SIZE, args.output or DEFAULT_OUTPUT
+        model = build_model()
+    pathlib.Path(output).write_bytes(model)
+    print(f"wrote {output} ({len(model)} bytes, {size} pieces)")
 
 
 if __name__ == "__main__":

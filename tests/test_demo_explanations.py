@@ -3,6 +3,7 @@
 import collections
 import csv
 import json
+import pathlib
 
 import pytest
 
@@ -240,3 +241,24 @@ def test_rendered_analysis_parses_back_to_the_same_errors():
         analysis = demo_explanations.analysis(row["summary"], defects)
         text = error_analysis.render_analysis(analysis)
         assert error_analysis.parse_analysis(text) == analysis
+
+
+def test_the_explainer_vocabulary_is_what_the_script_builds_and_keeps_the_labels_whole():
+    import importlib.util
+
+    from seahorse_t5x.formats import vocab
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "build_demo_vocab.py"
+    spec = importlib.util.spec_from_file_location("build_demo_vocab", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    shipped = pathlib.Path(vocab.demo_explanations_vocab_path()).read_bytes()
+    built = script.build_model(
+        vocab_size=script.EXPLANATIONS_VOCAB_SIZE,
+        sentences=script.explanation_sentences(),
+        user_defined=script.explanation_pieces(),
+    )
+    assert built == shipped
+    spm = vocab.get_vocabulary(vocab.DEMO_EXPLANATIONS)
+    pieces = [spm.decode([i]) for i in spm.encode("Error location 1: Severity 2: Major")]
+    assert pieces == ["Error", "location", "1", ":", "Severity", "2", ":", "Major"]

@@ -38,6 +38,20 @@ def demo_vocab_path() -> str:
     return str(_ASSETS / "demo_spm.model")
 
 
+# The demo explainer's vocabulary: the demo texts and their error analyses, whose English
+# labels are whole pieces (scripts/build_demo_vocab.py --explanations).
+DEMO_EXPLANATIONS = "demo_explanations"
+
+
+def demo_explanations_vocab_path() -> str:
+    """Path of the demo explainer's SentencePiece model (4,000 pieces)."""
+    return str(_ASSETS / "demo_explanations_spm.model")
+
+
+# Names that stand for a shipped vocabulary wherever a path is taken.
+_SHIPPED = {"demo": demo_vocab_path, DEMO_EXPLANATIONS: demo_explanations_vocab_path}
+
+
 # The one order in which every command, task and the trainer picks its vocabulary
 # (`resolve_vocabulary_path`); docs/scoring.md writes it down for users.
 RESOLUTION_ORDER = (
@@ -56,7 +70,7 @@ _chosen: list[str] = []
 @gin.configurable(module="seahorse_t5x.formats.vocab")
 def vocabulary_path(path: str | None = None) -> str:
     """The vocabulary's SentencePiece model path (`resolve_vocabulary_path` without a
-    checkpoint). The value `demo` names the shipped demo vocabulary.
+    checkpoint). The values `demo` and `demo_explanations` name the shipped demo vocabularies.
     """
     return resolve_vocabulary_path(path)
 
@@ -110,7 +124,8 @@ def resolve_vocabulary_path(
     """The vocabulary path, first found in `RESOLUTION_ORDER`.
 
     Args:
-      explicit: the caller's choice (a flag or argument); `demo` names the demo vocabulary.
+      explicit: the caller's choice (a flag or argument); `demo` names the demo vocabulary,
+        `demo_explanations` the demo explainer's.
       trained_with: the vocabulary a runner checkpoint's meta records.
       checkpoint: a checkpoint path, for the `spiece.model` HF checkpoints ship.
     """
@@ -123,7 +138,7 @@ def resolve_vocabulary_path(
         or checkpoint_sentencepiece(checkpoint)
         or MT5_VOCAB_PATH
     )
-    return demo_vocab_path() if chosen == "demo" else chosen
+    return _SHIPPED[chosen]() if chosen in _SHIPPED else chosen
 
 
 @contextlib.contextmanager
