@@ -247,7 +247,7 @@ def test_metal_llm_scores_become_score_files_and_reach_the_report(tmp_path, caps
         and {c["metric_a"], c["metric_b"]} == {"metal_gpt_4_simple", "metal_palm2_simple"}
     ]
     assert len(pairs) == 1 and pairs[0]["n_items"] == 12
-    assert pairs[0]["paired_by"] == ["gem_id", "system"]
+    assert pairs[0]["paired_by"] == ["gem_id", "system", "dataset"]
     assert any(t["name"] == "metal_table" for t in result["tables"])
 
 

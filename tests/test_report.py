@@ -179,7 +179,7 @@ def test_significance_pairs_the_same_items(score_report):
     assert [c["question"] for c in comparisons] == ["1", "2", "3", "4", "5", "6"]
     q4 = next(c for c in comparisons if c["question"] == "4")
     assert (q4["metric_a"], q4["metric_b"]) == ("mt5_seahorse", "rougeL")
-    assert q4["paired_by"] == ["gem_id", "system"]
+    assert q4["paired_by"] == ["gem_id", "system", "dataset"]
     assert q4["n_items"] == len(_rows("rougeL", "seahorse").query("question == '4'"))
     assert q4["unpaired_a"] == 1 and q4["unpaired_b"] == 0  # rougeL's null score
     # The fixture's model metric tracks the labels far better than its ROUGE-like one.

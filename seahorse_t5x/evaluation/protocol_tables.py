@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 import pandas as pd
 
 from seahorse_t5x.data.benchmarks import registry
-from seahorse_t5x.evaluation import plots, tables
+from seahorse_t5x.evaluation import pairing, plots, tables
 
 ALL = "all"
 
@@ -31,6 +31,13 @@ def _with_interval(value: float | None, ci: Mapping | None) -> str:
 
 def _p(p_value: float | None) -> str:
     return "-" if p_value is None else tables.format_p(p_value)
+
+
+def _pairing_caption(caption: str, comparisons: list[Mapping]) -> str:
+    """`caption` with `pairing.pairing_note`'s sentence when some pairs were not made item
+    by item (rows without ids) or rows were left out of them."""
+    note = pairing.pairing_note(comparisons, tables.comparison_name)
+    return f"{caption} {note}".strip() if note else caption
 
 
 def section_caption(section: Mapping) -> str:
@@ -108,7 +115,10 @@ def partial_tables(name: str, section: Mapping, caption: str) -> list[tables.Tab
                 header=["metric A", "metric B", "split", "dataset"]
                 + ["t (partial)", "p (partial)", "p (plain)"],
                 rows=sig,
-                caption="one-sided p of the larger correlation exceeding the smaller (n - 3 df)",
+                caption=_pairing_caption(
+                    "one-sided p of the larger correlation exceeding the smaller (n - 3 df)",
+                    section["significance"],
+                ),
                 label_columns=4,
             )
         )
@@ -217,6 +227,7 @@ def significance_table(
             header=["metric A", "metric B", "dimension", "statistic", "difference"]
             + ["95% CI", "p"],
             rows=sig,
+            caption=_pairing_caption("", section["significance"]),
             label_columns=4,
         )
     ]

@@ -7,7 +7,8 @@ unweighted mean (and, apart, a threshold tuned per dataset on dev). AggreFact: b
 accuracy on test at the threshold tuned on val, per dataset, count-weighted per origin,
 and the SOTA benchmarks with one threshold per origin. Every number comes with a bootstrap
 interval over the protocol's unit (documents, systems or items) and metrics are compared on
-the same resamples (docs/benchmarks.md states each protocol).
+the same resamples (docs/benchmarks.md states each protocol), their rows paired as
+everywhere in the report (`pairing.pair_rows`).
 
 `evaluate_protocol` looks the benchmark's protocol kind up in `EVALUATORS` (its numbers per
 metric) and `COMPARISONS` (metric against metric); what a kind needs of its benchmark
@@ -24,11 +25,9 @@ import numpy as np
 import pandas as pd
 
 from seahorse_t5x.data.benchmarks import registry
-from seahorse_t5x.evaluation import stats, tables
+from seahorse_t5x.evaluation import pairing, stats, tables
 
 ALL = "all"
-# Row fields that identify an item when two metrics' rows are paired.
-_PAIR_FIELDS = ("gem_id", "system", "dataset", "split", "origin")
 
 
 def protocol_of(benchmark: str) -> registry.Benchmark | None:
@@ -51,29 +50,8 @@ def _pairs(metrics: Sequence[str], baseline: str | None) -> list[tuple[str, str]
     return list(itertools.combinations(metrics, 2))
 
 
-def paired_rows(rows: pd.DataFrame, metric_a: str, metric_b: str) -> tuple[pd.DataFrame, dict]:
-    """Two metrics' rows joined item by item on the item fields both carry (`gem_id`,
-    `system`, `dataset`, `split`, `origin`); rows whose labels differ are left out."""
-    a, b = rows[rows["metric"] == metric_a], rows[rows["metric"] == metric_b]
-    on = [
-        f for f in _PAIR_FIELDS if f in rows.columns and a[f].notna().all() and b[f].notna().all()
-    ]
-    if "gem_id" not in on:
-        # No item ids: pair by position, as the report pairs other benchmarks' rows.
-        a = a.assign(_position=np.arange(len(a)))
-        b = b.assign(_position=np.arange(len(b)))
-        on = [*on, "_position"]
-    joined = a.merge(b[[*on, "label", "score"]], on=on, suffixes=("", "_b"), how="inner")
-    same = joined["label"] == joined["label_b"]
-    info = {
-        "paired_by": on,
-        "n_items": int(same.sum()),
-        "unpaired_a": int(len(a) - len(joined)),
-        "unpaired_b": int(len(b) - len(joined)),
-        "label_mismatches": int((~same).sum()),
-    }
-    joined = joined[same].rename(columns={"score": "score_a"})
-    return joined, info
+def _metric_rows(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    return rows[rows["metric"] == metric]
 
 
 # ------------------------------------------------------------------------ SummEval
@@ -97,7 +75,8 @@ def _summary_system(rows: pd.DataFrame, kinds: Sequence[str], settings) -> dict:
 def _summary_system_significance(rows, question, metrics, kinds, settings) -> list[dict]:
     out = []
     for metric_a, metric_b in _pairs(metrics, settings.baseline):
-        joined, info = paired_rows(rows, metric_a, metric_b)
+        paired = pairing.pair_rows(_metric_rows(rows, metric_a), _metric_rows(rows, metric_b))
+        joined, info = paired.rows, paired.info()
         y = joined["label"].to_numpy(np.float64)
         for level, field in (("summary", "gem_id"), ("system", "system")):
             for kind in kinds:
@@ -177,15 +156,16 @@ def _partial(rows: pd.DataFrame, settings) -> list[dict]:
 def _williams(rows, question, metrics, settings) -> list[dict]:
     out = []
     for metric_a, metric_b in _pairs(metrics, settings.baseline):
-        joined, info = paired_rows(rows, metric_a, metric_b)
-        for cell, part in _cells(joined, ("split", "dataset")):
+        paired = pairing.pair_rows(_metric_rows(rows, metric_a), _metric_rows(rows, metric_b))
+        for cell, part in _cells(paired.rows, ("split", "dataset")):
             y = part["label"].to_numpy(np.float64)
             a = part["score_a"].to_numpy(np.float64)
             b = part["score_b"].to_numpy(np.float64)
             systems = _column(part, "system")
             entry = {"question": question, "metric_a": metric_a, "metric_b": metric_b, **cell}
             entry["n_items"] = int(len(part))
-            entry["paired_by"] = info["paired_by"]
+            entry["paired_by"] = list(paired.paired_by)
+            entry.update(paired.left_out())
             entry["plain"] = stats.williams_compare(y, a, b)
             entry["partial"] = stats.williams_compare(y, a, b, groups=systems)
             out.append(entry)
@@ -339,8 +319,10 @@ def _fixed_significance(rows, question, metrics, sections, settings, benchmark) 
     del sections  # one threshold for every metric
     out = []
     for metric_a, metric_b in _pairs(metrics, settings.baseline):
-        joined, info = paired_rows(rows, metric_a, metric_b)
-        base = {"question": question, "metric_a": metric_a, "metric_b": metric_b, **info}
+        paired = pairing.pair_rows(_metric_rows(rows, metric_a), _metric_rows(rows, metric_b))
+        joined = paired.rows
+        base = {"question": question, "metric_a": metric_a, "metric_b": metric_b}
+        base.update(paired.info())
         test = joined[[v != "validation" for v in _column(joined, "split")]]
         deltas, per_dataset = [], []
         known = tuple(benchmark.datasets.values())
@@ -374,8 +356,10 @@ def _tuned_significance(rows, question, metrics, sections, settings, benchmark) 
     threshold, per system group (AggreFact's SOTA benchmarks)."""
     out = []
     for metric_a, metric_b in _pairs(metrics, settings.baseline):
-        joined, info = paired_rows(rows, metric_a, metric_b)
-        base = {"question": question, "metric_a": metric_a, "metric_b": metric_b, **info}
+        paired = pairing.pair_rows(_metric_rows(rows, metric_a), _metric_rows(rows, metric_b))
+        joined = paired.rows
+        base = {"question": question, "metric_a": metric_a, "metric_b": metric_b}
+        base.update(paired.info())
         thresholds = {
             name: {s["benchmark"]: s["threshold"] for s in sections[name]["sota"]}
             for name in (metric_a, metric_b)
@@ -436,7 +420,8 @@ EVALUATORS: dict[str, Callable[..., dict]] = {
     registry.TUNED_THRESHOLD: _tuned_threshold,
 }
 # Protocol kind -> its comparisons of two or more metrics on one question:
-# `f(rows, question, metrics, entries by metric, settings, benchmark)`.
+# `f(rows, question, metrics, entries by metric, settings, benchmark)`; `rows` holds the
+# question's rows without a score too, for `pairing.pair_rows` to pair before leaving out.
 COMPARISONS: dict[str, Callable[..., list[dict]]] = {
     registry.SUMMARY_SYSTEM: _summary_system_comparisons,
     registry.PARTIAL: _williams_comparisons,
@@ -476,12 +461,20 @@ def _section_head(benchmark: registry.Benchmark, rows_all: pd.DataFrame) -> dict
 
 def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settings) -> dict:
     """All numbers of one benchmark's section (what report.json holds under
-    `scores.protocols[benchmark]`)."""
-    rows_all = frame[frame["benchmark"] == benchmark.name]
-    section = _section_head(benchmark, rows_all)
-    rows_all = rows_all.assign(
-        **{f: _column(rows_all, f) for f in ("split", "origin") if f not in rows_all.columns}
+    `scores.protocols[benchmark]`).
+
+    Args:
+      frame: score rows; those without a score are left out of every number, and paired
+        with the others' rows before they are (`pairing.pair_rows`).
+      benchmark: the registered benchmark whose protocol runs.
+      settings: the report's settings (`n_resamples`, `seed`, `baseline`).
+    """
+    everything = frame[frame["benchmark"] == benchmark.name]
+    section = _section_head(benchmark, everything[everything["score"].notna()])
+    everything = everything.assign(
+        **{f: _column(everything, f) for f in ("split", "origin") if f not in everything.columns}
     )
+    rows_all = everything[everything["score"].notna()]
     evaluate, compare = EVALUATORS[benchmark.protocol.kind], COMPARISONS[benchmark.protocol.kind]
     for question in sorted(set(rows_all["question"]), key=tables.question_sort_key):
         rows = rows_all[rows_all["question"] == question]
@@ -495,7 +488,12 @@ def evaluate_protocol(frame: pd.DataFrame, benchmark: registry.Benchmark, settin
             section["results"].append(entry)
         if settings.n_resamples > 0 and len(metrics) >= 2:
             section["significance"] += compare(
-                rows, question, metrics, by_metric, settings, benchmark
+                everything[everything["question"] == question],
+                question,
+                metrics,
+                by_metric,
+                settings,
+                benchmark,
             )
     return section
 

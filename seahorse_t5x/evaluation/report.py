@@ -29,6 +29,7 @@ from seahorse_t5x.data.benchmarks import registry
 from seahorse_t5x.evaluation import (
     explanation_report,
     explanation_tables,
+    pairing,
     plots,
     protocol_tables,
     protocols,
@@ -39,8 +40,9 @@ from seahorse_t5x.evaluation import (
 log = logging.getLogger(__name__)
 
 DEFAULT_BY: tuple[str, ...] = ("language", "dataset", "system")
-# The item a score belongs to, for pairing two metrics' rows and pivoting questions: one
-# article (gem_id) has summaries from several systems; the summary, where files carry it.
+# The item a label belongs to when the questions are pivoted (Figure 3): one article
+# (gem_id) has summaries from several systems; the summary, where files carry it. (Two
+# metrics' rows are paired on `pairing.ITEM_KEY`.)
 ITEM_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
 # A duplicated SEAHORSE item: the same summary of the same article, rated again.
 DUPLICATE_KEY: tuple[str, ...] = ("gem_id", "summary")
@@ -250,33 +252,27 @@ def _groups(frame: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFram
     return out
 
 
-def _paired(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    """Rows of two metrics joined item by item; how they were paired and what was left out."""
-    key = [k for k in ITEM_KEY if a[k].notna().all() and b[k].notna().all()]
-    if "gem_id" not in key:
-        key = []  # no item ids: pair by position within the group
-    a = a.assign(_occurrence=a.groupby(key).cumcount() if key else np.arange(len(a)))
-    b = b.assign(_occurrence=b.groupby(key).cumcount() if key else np.arange(len(b)))
-    on = [*key, "_occurrence"]
-    joined = a[[*on, "label", "score"]].merge(
-        b[[*on, "label", "score"]], on=on, suffixes=("_a", "_b"), how="inner"
-    )
-    same_label = joined["label_a"] == joined["label_b"]
-    info = {
-        "paired_by": key or ["row order"],
-        "n_items": int(same_label.sum()),
-        "unpaired_a": int(len(a) - len(joined)),
-        "unpaired_b": int(len(b) - len(joined)),
-        "label_mismatches": int((~same_label).sum()),
-    }
-    return joined[same_label], info
+def _scored_groups(
+    frame: pd.DataFrame, by: list[str]
+) -> list[tuple[tuple, pd.DataFrame, pd.DataFrame]]:
+    """(key, rows with a score, all rows) per group of `by` that has a scored row, in the
+    order the scored rows first show them: the pairs are made on all rows
+    (`pairing.pair_rows` leaves out the unscored after pairing)."""
+    everything = dict(iter(frame.groupby(by, sort=False)))
+    scored = frame[frame["score"].notna()]
+    return [(key, rows, everything[key]) for key, rows in scored.groupby(by, sort=False)]
 
 
 def compare_metrics(frame: pd.DataFrame, settings: ReportSettings) -> list[dict]:
     """Paired bootstrap between metrics on each (benchmark, question): every pair, or every
-    metric against `settings.baseline`."""
+    metric against `settings.baseline`.
+
+    Args:
+      frame: score rows as the report groups them (`normalized_scores`), rows without a
+        score included or not: the metrics of a question are those with a score there.
+    """
     comparisons = []
-    for (benchmark, question), rows in frame.groupby(["benchmark", "question"], sort=False):
+    for (benchmark, question), rows, all_rows in _scored_groups(frame, ["benchmark", "question"]):
         metrics = list(dict.fromkeys(rows["metric"]))
         if settings.baseline is not None:
             if settings.baseline not in metrics:
@@ -285,18 +281,19 @@ def compare_metrics(frame: pd.DataFrame, settings: ReportSettings) -> list[dict]
         else:
             pairs = list(itertools.combinations(metrics, 2))
         for metric_a, metric_b in pairs:
-            joined, info = _paired(
-                rows[rows["metric"] == metric_a], rows[rows["metric"] == metric_b]
+            paired = pairing.pair_rows(
+                all_rows[all_rows["metric"] == metric_a], all_rows[all_rows["metric"] == metric_b]
             )
+            joined = paired.rows
             entry = {
                 "benchmark": benchmark,
                 "question": question,
                 "metric_a": metric_a,
                 "metric_b": metric_b,
-                **info,
+                **paired.info(),
             }
-            labels = joined["label_a"].to_numpy(dtype=np.float64)
-            for statistic in _resampled_statistics(joined.rename(columns={"label_a": "label"})):
+            labels = joined["label"].to_numpy(dtype=np.float64)
+            for statistic in _resampled_statistics(joined):
                 entry[statistic] = stats.paired_bootstrap(
                     labels,
                     joined["score_a"].to_numpy(dtype=np.float64),
@@ -375,7 +372,7 @@ def _agreement_with_teacher(
 def _teacher_entry(joined: pd.DataFrame, settings: ReportSettings) -> dict:
     """One student's numbers on one (benchmark, question): agreement with the teacher, and
     both metrics' agreement with the labels compared on the same rows."""
-    labels = joined["label_a"].to_numpy(dtype=np.float64)
+    labels = joined["label"].to_numpy(dtype=np.float64)
     student = joined["score_a"].to_numpy(dtype=np.float64)
     teacher = joined["score_b"].to_numpy(dtype=np.float64)
     rows = pd.DataFrame({"label": labels})
@@ -402,21 +399,24 @@ def _teacher_entry(joined: pd.DataFrame, settings: ReportSettings) -> dict:
 def teacher_agreement(frame: pd.DataFrame, teacher: str, settings: ReportSettings) -> dict:
     """Every other metric (a student) against `teacher`, per (benchmark, question) both score.
 
-    Rows are joined as `compare_metrics` joins two metrics (`_paired`: the item fields both
-    carry, else row order); a student row without a teacher row on its item is counted,
-    never dropped unsaid. On the joined rows: the student's Pearson and Spearman with the
+    Rows are joined as `compare_metrics` joins two metrics (`pairing.pair_rows`, the teacher
+    as metric B); a student row without a teacher row on its item is counted, never dropped
+    unsaid. On the joined rows: the student's Pearson and Spearman with the
     teacher's scores (bootstrap intervals with `settings.n_resamples` and `settings.seed`),
     both metrics' agreement with the labels (`group_metrics`), the paired bootstrap of
     student - teacher on each resampled statistic and Williams' test on Pearson.
 
     Args:
-      frame: score rows as the report groups them (`normalized_scores`, scores present).
+      frame: score rows as the report groups them (`normalized_scores`); rows without a
+        score may be included (paired, then left out; not counted in `rows`).
       teacher: a metric of `frame` (or a merged member's own name, see `check_teacher`).
 
     Returns:
       `{"teacher", "results": [entry per benchmark, question and student], "students":
-      {student: {"rows", "no_teacher_score", "label_mismatches", "questions_without_teacher"}},
-      "summary"}`; the counts leave out a language subset's copies of its benchmark's rows.
+      {student: {"rows", "no_teacher_score", "label_mismatches", "questions_without_teacher"}
+      and `left_out` where rows lacked an item id or repeated a key}, "summary"}`; the
+      counts are of scored rows and leave out a language subset's copies of its
+      benchmark's rows.
 
     Raises:
       errors.UserError: `teacher` is not a metric of `frame`.
@@ -427,7 +427,10 @@ def teacher_agreement(frame: pd.DataFrame, teacher: str, settings: ReportSetting
     subsets = _subset_names()
     results: list[dict] = []
     students: dict[str, dict] = {}
-    for (benchmark, student, question), rows in _groups(others):
+    # Pairs are made on all rows, scored or not (`pairing.pair_rows`); rows are counted,
+    # and groups listed, by their scores.
+    student_rows = dict(iter(others.groupby(["benchmark", "metric", "question"], sort=False)))
+    for (benchmark, student, question), rows in _groups(others[others["score"].notna()]):
         counts = students.setdefault(
             student,
             {
@@ -439,30 +442,36 @@ def teacher_agreement(frame: pd.DataFrame, teacher: str, settings: ReportSetting
         )
         counted = benchmark not in subsets
         theirs = teachers[(teachers["benchmark"] == benchmark) & (teachers["question"] == question)]
-        if theirs.empty:
+        n_theirs = int(theirs["score"].notna().sum())
+        if n_theirs == 0:
             if counted:
                 counts["rows"] += len(rows)
                 counts["no_teacher_score"] += len(rows)
                 counts["questions_without_teacher"].append(f"{benchmark}/{question}")
             continue
-        joined, info = _paired(rows, theirs)
+        paired = pairing.pair_rows(student_rows[(benchmark, student, question)], theirs)
+        left_out = paired.left_out()
         if counted:
             counts["rows"] += len(rows)
-            counts["no_teacher_score"] += info["unpaired_a"]
-            counts["label_mismatches"] += info["label_mismatches"]
+            counts["no_teacher_score"] += paired.unpaired_a
+            counts["label_mismatches"] += paired.label_mismatches
+            unpaired = paired.missing_ids_a + paired.duplicates_a
+            if unpaired:  # rows of the student's without an id, or with a repeated key
+                counts["left_out"] = counts.get("left_out", 0) + unpaired
         entry = {
             "benchmark": benchmark,
             "question": question,
             "student": student,
             "teacher": teacher,
             "n_student_rows": int(len(rows)),
-            "n_teacher_rows": int(len(theirs)),
-            "n_joined": info["n_items"],
-            "no_teacher_score": info["unpaired_a"],
-            "label_mismatches": info["label_mismatches"],
-            "paired_by": info["paired_by"],
+            "n_teacher_rows": n_theirs,
+            "n_joined": paired.n_items,
+            "no_teacher_score": paired.unpaired_a,
+            "label_mismatches": paired.label_mismatches,
+            "paired_by": list(paired.paired_by),
+            **left_out,
         }
-        entry.update(_teacher_entry(joined, settings))
+        entry.update(_teacher_entry(paired.rows, settings))
         results.append(entry)
     return {
         "teacher": teacher,
@@ -484,6 +493,10 @@ def _teacher_summary(teacher: str, results: Sequence[Mapping], students: Mapping
         )
         if counts["label_mismatches"]:
             part += f", {counts['label_mismatches']} whose teacher row has another label"
+        if counts.get("left_out"):
+            part += (
+                f", {counts['left_out']} left out for want of an item id or for a repeated item key"
+            )
         parts.append(part)
     return "; ".join(parts)
 
@@ -493,7 +506,7 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
 
     Args:
       frame: rows from `scorefiles.read_score_files` (missing scores are dropped here and
-        counted).
+        counted; the paired tests pair the rows first: `pairing.pair_rows`).
 
     Raises:
       errors.UserError: a `--by` field no score row has, or a baseline that is not a metric.
@@ -507,7 +520,8 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
             )
         frame = frame[frame["benchmark"].isin(settings.benchmarks)]
     n_rows, n_scored = int(len(frame)), int(frame["score"].notna().sum())
-    frame, merged = normalized_scores(frame)
+    # Each row's place as read, before any is dropped: rows without ids are paired by it.
+    frame, merged = normalized_scores(pairing.number_rows(frame))
     metrics = list(dict.fromkeys(frame["metric"]))
     if settings.baseline is not None and settings.baseline not in metrics:
         raise errors.UserError(
@@ -523,7 +537,7 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
     # Benchmarks with their own protocol (SummEval, FRANK, ...) get their own sections.
     own = [b for b in ordered_benchmarks(all_kept) if protocols.protocol_of(b) is not None]
     sections = {
-        name: protocols.evaluate_protocol(all_kept, protocols.protocol_of(name), settings)
+        name: protocols.evaluate_protocol(frame, protocols.protocol_of(name), settings)
         for name in own
     }
     for name, path in settings.benchmark_paths.items():
@@ -575,10 +589,12 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
                     }
                 )
         breakdowns[field] = records
-    comparisons = compare_metrics(kept, settings) if settings.n_resamples > 0 else []
+    # Paired on every row, scored or not, so that a missing score moves no other pair.
+    to_pair = frame[~frame["benchmark"].isin(own)]
+    comparisons = compare_metrics(to_pair, settings) if settings.n_resamples > 0 else []
     agreement = None
     if settings.teacher is not None:
-        agreement = teacher_agreement(kept, settings.teacher, settings)
+        agreement = teacher_agreement(to_pair, settings.teacher, settings)
         agreement["left_out"] = {
             name: "its protocol's own section; rows paired by its protocol" for name in own
         }

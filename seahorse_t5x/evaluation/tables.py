@@ -28,6 +28,7 @@ import pandas as pd
 
 from seahorse_t5x import constants
 from seahorse_t5x.data.benchmarks import registry
+from seahorse_t5x.evaluation import pairing
 
 QUESTION_HEADERS: tuple[str, ...] = tuple(f"Q{q}" for q in constants.QUESTIONS)
 RHO = "ρ"
@@ -450,13 +451,21 @@ def significance_table(comparisons: Sequence[Mapping], benchmark: str, statistic
         "spearman": "ΔSpearman",
         "kendall": "ΔKendall τ",
     }.get(statistic, statistic)
+    note = pairing.pairing_note(comparisons, comparison_name)
     return Table(
         name=f"{benchmark}_significance_{statistic}",
         title=f"{benchmark}: paired bootstrap, {label} (two-sided p)",
         header=["Metrics (A - B)", *[question_header(q) for q in questions]],
         rows=rows,
-        caption="Same items for both metrics; p from the paired bootstrap.",
+        caption="Same items for both metrics; p from the paired bootstrap."
+        + (f" {note}" if note else ""),
     )
+
+
+def comparison_name(comparison: Mapping) -> str:
+    """`A - B (Q4)`: a comparison of two metrics as a pairing note names it."""
+    question = question_header(comparison["question"])
+    return f"{comparison['metric_a']} - {comparison['metric_b']} ({question})"
 
 
 def _with_interval(entry: Mapping) -> str:
@@ -485,6 +494,14 @@ def teacher_agreement_table(results: Sequence[Mapping], benchmark: str, teacher:
     """
     results = [r for r in results if r["benchmark"] == benchmark]
     graded = has_graded_labels(r["student_vs_labels"] for r in results)
+    note = pairing.pairing_note(
+        results, lambda r: f"{r['student']} ({question_header(r['question'])})"
+    )
+    # Rows without item ids are joined by row order: the caption says so, and for which.
+    by_position = any(pairing.ROW_ORDER in r["paired_by"] for r in results)
+    joined = "item by item"
+    if by_position:
+        joined = "item by item, or by row order where noted,"
     second = "spearman" if graded else "roc_auc"
     second_title = "Spearman" if graded else "roc"
     rows = []
@@ -524,11 +541,11 @@ def teacher_agreement_table(results: Sequence[Mapping], benchmark: str, teacher:
         ],
         rows=rows,
         caption=(
-            "Rows joined item by item as for the paired tests; No teacher: student rows "
+            f"Rows joined {joined} as for the paired tests; No teacher: student rows "
             "without a teacher row. Agreement with the teacher: 95% percentile bootstrap "
             f"interval over rows. Against the labels: {RHO}/{second_title} of each metric on "
             "the joined rows; Δ = student - teacher, p from the paired bootstrap; Williams p: "
-            f"one-sided test of the larger Pearson {RHO}."
+            f"one-sided test of the larger Pearson {RHO}." + (f" {note}" if note else "")
         ),
         label_columns=2,
     )
