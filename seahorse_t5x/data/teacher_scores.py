@@ -18,7 +18,7 @@ the result.
 
 Duplicates, across all the files given: a pair is its article and summary in scored
 pairs, and its `key` in score-file rows and pairs files. A pair given again with the same
-teacher scores and labels (a pairs row again with the same article and summary) is
+teacher scores (within `SAME_SCORE_TOLERANCE`) and labels (a pairs row again with the same article and summary) is
 collapsed into the first and counted (`TeacherScores.duplicates`); given again with
 anything else (another score for a question, another label, another article for a key) it
 is refused: every such conflict is counted, and the error names the first at its
@@ -44,6 +44,9 @@ Opener = Callable[[str], contextlib.AbstractContextManager[Iterable[str]]]
 # Examples of drops kept for the summary.
 _DROP_EXAMPLES = 5
 _METADATA = ("gem_id", "language", "dataset", "system")
+# Teacher scores of one pair that differ by no more than this are the same score: the same
+# model scoring the same text in other batches differs in the last float32 bits.
+SAME_SCORE_TOLERANCE = 1e-6
 
 
 @dataclasses.dataclass
@@ -254,12 +257,28 @@ def _read_scored_pairs(
         if earlier is None:
             seen[(article, summary)] = (example, f"{path}:{line}")
             result.examples.append(example)
-        elif (earlier[0].p_yes, earlier[0].labels) == (example.p_yes, example.labels):
+        elif _same(earlier[0], example):
             result._duplicate(f"{path}:{line}", earlier[1])
         else:
             conflicts.add(
                 path, line, _key_of(row, key), _difference(earlier[0], example, earlier[1])
             )
+
+
+def _same_score(first: float | None, again: float | None) -> bool:
+    if first is None or again is None:
+        return first is again
+    return abs(first - again) <= SAME_SCORE_TOLERANCE
+
+
+def _same(first: TeacherExample, again: TeacherExample) -> bool:
+    """Whether a repeated pair has the first one's scores (within `SAME_SCORE_TOLERANCE`)
+    and labels, for the same questions."""
+    return (
+        first.labels == again.labels
+        and first.p_yes.keys() == again.p_yes.keys()
+        and all(_same_score(first.p_yes[q], again.p_yes[q]) for q in first.p_yes)
+    )
 
 
 def _difference(first: TeacherExample, again: TeacherExample, where: str) -> str:
@@ -270,7 +289,12 @@ def _difference(first: TeacherExample, again: TeacherExample, where: str) -> str
         ("label q", first.labels, again.labels),
     ):
         for question in sorted(set(before) | set(now)):
-            if before.get(question) != now.get(question):
+            same = (
+                _same_score(before.get(question), now.get(question))
+                if kind == "score_q"
+                else before.get(question) == now.get(question)
+            )
+            if not same:
                 return (
                     f"has {kind}{question} {now.get(question)} here and "
                     f"{before.get(question)} at {where}"
@@ -399,7 +423,7 @@ def _read_score_rows(
             first = first_rows[(identity, question)]
             before = _one_score(question, example.p_yes[question], example.labels.get(question))
             again = _one_score(question, p, kept_label)
-            if (before.p_yes, before.labels) == (again.p_yes, again.labels):
+            if _same(before, again):
                 result._duplicate(f"{path}:{line}", first)
             else:
                 conflicts.add(path, line, identity, _difference(before, again, first))
