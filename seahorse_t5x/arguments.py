@@ -1,6 +1,8 @@
 """The one check of a public function's sequence-of-strings argument (`Scorer.score`'s
-`articles` and `summaries`, `score_questions`'s, `read_teacher_scores`'s `key`, ...) and
-of its sequence-of-paths argument (`read_score_files`'s `paths`).
+`articles` and `summaries`, `score_questions`'s, `read_teacher_scores`'s `key`, ...), of
+its sequence-of-paths argument (`read_score_files`'s `paths`), and the one parser of a
+`questions` argument (`score_file`, `Scorer.from_pretrained`, `score_questions`,
+`read_teacher_scores`, `import-scores --questions`).
 
 A bare string is itself a sequence (of its characters): passed where a list of texts is
 expected it would be scored character by character, or joined on one-letter field names,
@@ -11,9 +13,10 @@ string by its position.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 
-from seahorse_t5x import errors
+from seahorse_t5x import constants, errors
 
 
 def string_list(values: object, name: str, item: str = "text") -> list[str]:
@@ -81,3 +84,62 @@ def path_list(values: object, name: str) -> list[str | os.PathLike]:
                 f"`{name}`[{position}] is {type(value).__name__} ({value!r:.40}), not a path"
             )
     return found
+
+
+def _question_number(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        text = text[1:] if text[:1] in "qQ" else text
+        return int(text) if text.isdigit() else None
+    return None
+
+
+def parse_questions(value: str | int | Iterable[int | str] | None) -> tuple[int, ...] | None:
+    """The SEAHORSE questions asked for, in the order given; None when not given.
+
+    A question is its number 1..6 as an int or a string, or `q4`/`Q4`; several are a
+    comma-separated string (`"1,4"`, `"q1, q4"`) or a list of them (`[1, 4]`,
+    `["q1", "q4"]`). Anything else is refused in one line: an empty list, a repeat, a bool,
+    a number outside 1..6.
+
+    >>> parse_questions("q1, 4"), parse_questions([6, 2]), parse_questions(3)
+    ((1, 4), (6, 2), (3,))
+
+    Raises:
+      UserError: not distinct questions 1..6.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        items: list[object] = [q for q in value.split(",") if q.strip()]
+    elif isinstance(value, int) and not isinstance(value, bool):
+        items = [value]
+    elif isinstance(value, Iterable) and not isinstance(value, bytes):
+        items = list(value)
+    else:
+        items = []
+    numbers = [_question_number(q) for q in items]
+    if (
+        not numbers
+        or any(q not in constants.QUESTIONS for q in numbers)
+        or len(set(numbers)) != len(numbers)
+    ):
+        raise errors.UserError(
+            f"questions must list distinct numbers 1..6 (4, 'q4', '1,4' or [1, 4]), got {value!r}"
+        )
+    return tuple(int(q) for q in numbers)
+
+
+def questions_with_deprecated(questions: object, question: int | None, where: str) -> object:
+    """`questions` as given, or the deprecated `question=N` standing in for it (with a
+    FutureWarning naming `where`, the function called); parse it with `parse_questions`."""
+    if question is None:
+        return questions
+    warnings.warn(
+        f"{where}(question=N) is deprecated; use questions=[N]", FutureWarning, stacklevel=3
+    )
+    return (question,) if questions is None else questions

@@ -218,7 +218,7 @@ def register_distillation_tasks(
         tuple(
             os.fspath(p) for p in ([scores] if isinstance(scores, (str, os.PathLike)) else scores)
         ),
-        teacher_scores.parse_questions(questions),
+        arguments.parse_questions(questions),
         None
         if pairs is None
         else tuple(
@@ -320,5 +320,5 @@ def distillation_task(
     registered = register_distillation_tasks(
         name, scores, questions, pairs=pairs, key=key, metric=metric, human_labels=human_labels
     )
-    parsed = teacher_scores.parse_questions(questions)
+    parsed = arguments.parse_questions(questions)
     return registered[0] if len(parsed) == 1 else registered[-1]

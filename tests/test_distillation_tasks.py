@@ -223,9 +223,9 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
     empty.write_text("")
     with pytest.raises(errors.UserError, match="empty file"):
         teacher_scores.read_teacher_scores(empty, [4])
-    for questions in ([], [7], "q4,q4", ["x"]):
-        with pytest.raises(errors.UserError):
-            teacher_scores.parse_questions(questions)
+    for questions in ([], [7], "q4,q4", ["x"], None):
+        with pytest.raises(errors.UserError, match="questions"):
+            teacher_scores.read_teacher_scores(empty, questions)
     path = _write(tmp_path / "t.jsonl", _scored_pairs())
     with pytest.raises(errors.UserError, match="no pair has a teacher score for q2"):
         teacher_scores.read_teacher_scores(path, [2])

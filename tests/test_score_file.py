@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import seahorse_t5x
-from seahorse_t5x import cli, errors
+from seahorse_t5x import arguments, cli, errors
 from seahorse_t5x.formats import vocab
 from seahorse_t5x.inference import inputs, loading, questions
 from seahorse_t5x.inference import scorer as scorer_lib
@@ -307,7 +307,9 @@ def test_the_deprecated_question_flag_warns_and_still_prompts(models, pairs, tmp
     assert "--question " not in cli.build_parser("score")._subparsers._group_actions[0].choices[
         "score"
     ].format_help().replace("--questions", "")
-    with pytest.warns(FutureWarning, match="use questions=N"):
+    with pytest.warns(
+        FutureWarning, match=r"^score_file\(question=N\) is deprecated; use questions=\[N\]$"
+    ):
         seahorse_t5x.score_file(model, pairs, tmp_path / "py.jsonl", question=4, chunk_size=2)
     assert (tmp_path / "py.jsonl").read_bytes() == (tmp_path / "new.jsonl").read_bytes()
 
@@ -326,13 +328,17 @@ def test_rating_sets_trained_on_their_all_task_warn_like_seahorse(caplog):
 
 
 def test_one_parser_for_question_lists():
-    assert questions.parse_questions("1, 4") == (1, 4)
-    assert questions.parse_questions([6, 2]) == (6, 2)
-    assert questions.parse_questions(3) == (3,)
-    assert questions.parse_questions(None) is None
-    for bad in ("1,1", "0", "x", [], True):
-        with pytest.raises(errors.UserError, match="questions must list distinct numbers"):
-            questions.parse_questions(bad)
+    assert arguments.parse_questions("1, 4") == (1, 4)
+    assert arguments.parse_questions([6, 2]) == (6, 2)
+    assert arguments.parse_questions(3) == (3,)
+    assert arguments.parse_questions("q4") == (4,)
+    assert arguments.parse_questions(["Q1", "q4"]) == (1, 4)
+    assert arguments.parse_questions("q1, 4") == (1, 4)
+    assert arguments.parse_questions(None) is None
+    for bad in ("1,1", "q4,4", "0", "x", "q", "q7", [], True, [True], 4.0, b"4"):
+        with pytest.raises(errors.UserError, match="questions must list distinct numbers") as e:
+            arguments.parse_questions(bad)
+        assert "\n" not in str(e.value)
 
 
 def test_evaluate_data_dir_is_checked_before_the_model_and_then_read(

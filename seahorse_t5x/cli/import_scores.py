@@ -135,11 +135,11 @@ def _questions(text: str | None, benchmark: str, external: str) -> tuple[int, ..
             "to all six"
         )
 
+    from seahorse_t5x import arguments
     from seahorse_t5x.cli import inference_flags
-    from seahorse_t5x.inference import questions
 
     with inference_flags.flag_names(["questions"]):
-        return questions.parse_questions(text)
+        return arguments.parse_questions(text)
 
 
 def _metal_llm(args: argparse.Namespace) -> int:

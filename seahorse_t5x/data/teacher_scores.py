@@ -36,7 +36,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from seahorse_t5x import arguments, constants, errors, fileio
+from seahorse_t5x import arguments, errors, fileio
 from seahorse_t5x.data import scorefiles
 
 DEFAULT_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
@@ -148,32 +148,6 @@ class _Conflicts:
                 f"{self.first}; a pair has one article, summary and teacher score per "
                 "question: remove or correct one of each (identical repeats are collapsed)"
             )
-
-
-def parse_questions(questions: Iterable[int | str] | int | str) -> tuple[int, ...]:
-    """SEAHORSE questions as ints 1..6 from 4, "q4", "1,4" or a list of them, in order.
-
-    Raises:
-      UserError: an empty list, a repeat, or a question outside 1..6.
-    """
-    if isinstance(questions, (int, str)):
-        questions = [q for q in str(questions).split(",") if q.strip()]
-    result = []
-    for question in questions:
-        try:
-            number = int(scorefiles.normalize_question(question))
-        except ValueError:
-            number = None
-        if number not in constants.QUESTIONS:
-            raise errors.UserError(
-                f"distillation questions are SEAHORSE's 1..6 (e.g. 4 or 'q4'), got {question!r}"
-            )
-        if number in result:
-            raise errors.UserError(f"question {number} is given twice")
-        result.append(number)
-    if not result:
-        raise errors.UserError("no questions given: name the teacher's questions, e.g. [4]")
-    return tuple(result)
 
 
 def _probability(value: Any, path: str, line: int, field: str) -> float:
@@ -469,7 +443,8 @@ def read_teacher_scores(
 
     Args:
       scores: JSON Lines files of scored pairs or of score-file rows.
-      questions: the SEAHORSE questions to read (`parse_questions`).
+      questions: the SEAHORSE questions to read (`arguments.parse_questions`: 4, "q4",
+        "1,4", [1, 4]).
       pairs: for score-file rows without `article`: files with the texts, joined on `key`.
       key: the fields that identify a pair in score rows and pairs files.
       metric: with score-file rows of several metrics, the teacher's.
@@ -493,7 +468,10 @@ def read_teacher_scores(
         else [os.fspath(p) for p in ([pairs] if isinstance(pairs, (str, os.PathLike)) else pairs)]
     )
     key = tuple(arguments.string_list(key, "key", "field name"))
-    result = TeacherScores(examples=[], questions=parse_questions(questions), paths=paths)
+    wanted = arguments.parse_questions(questions)
+    if wanted is None:
+        raise errors.UserError("no questions given: name the teacher's questions, e.g. [4]")
+    result = TeacherScores(examples=[], questions=wanted, paths=paths)
     pair_index = None if pair_paths is None else _read_pairs(pair_paths, key, opener, result)
     joined: dict[tuple[str, ...], TeacherExample] = {}
     first_rows: dict[tuple[tuple[str, ...], int], str] = {}

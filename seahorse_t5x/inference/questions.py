@@ -22,10 +22,10 @@ import logging
 import os
 import pathlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import errors
 from seahorse_t5x.data import ratings
 from seahorse_t5x.formats import task_names
 
@@ -54,35 +54,6 @@ class Column:
     question: int | None
     checkpoint: str
     prompt: int | None = None
-
-
-def parse_questions(value: str | int | Iterable[int] | None) -> tuple[int, ...] | None:
-    """The questions asked for: `"1,4"`, `4` or `[1, 4]` -> (1, 4); None when not given.
-
-    Raises:
-      UserError: not distinct numbers 1..6.
-    """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            questions = tuple(int(q) for q in value.split(",") if q.strip())
-        except ValueError:
-            questions = ()
-    elif isinstance(value, int) and not isinstance(value, bool):
-        questions = (value,)
-    else:
-        try:
-            questions = tuple(value)
-        except TypeError:
-            questions = ()
-    if (
-        not questions
-        or any(isinstance(q, bool) or q not in constants.QUESTIONS for q in questions)
-        or len(set(questions)) != len(questions)
-    ):
-        raise errors.UserError(f"questions must list distinct numbers 1..6, got {value!r}")
-    return tuple(int(q) for q in questions)
 
 
 def trained_task(meta: Mapping[str, Any]) -> str | None:

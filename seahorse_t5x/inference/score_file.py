@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.inference import columns as columns_lib
 from seahorse_t5x.inference import input_rows
 from seahorse_t5x.inference import questions as questions_lib
@@ -129,13 +129,7 @@ def score_file(
     Raises:
       UserError: for a bad setting, input row, output path or checkpoint, naming it.
     """
-    if question is not None:
-        import warnings
-
-        warnings.warn(
-            "score_file(question=N) is deprecated; use questions=N", FutureWarning, stacklevel=2
-        )
-        questions = question if questions is None else questions
+    questions = arguments.questions_with_deprecated(questions, question, "score_file")
     settings = settings_lib.settings_from(settings, setting_values)
     job = Job(
         input_path=pathlib.Path(input),
@@ -151,7 +145,7 @@ def score_file(
         on_chunk=on_chunk,
     )
     job.check()
-    wanted = questions_lib.parse_questions(questions)
+    wanted = arguments.parse_questions(questions)
     family = questions_lib.family_columns(checkpoint, wanted)  # (reads no checkpoint)
     total, bad = input_rows.check_input(job.input_path, skip_bad_rows)
     # Output-path mistakes first: a Hub model may take long to fetch.

@@ -311,7 +311,9 @@ class Scorer:
             model without a question, several questions, a question that is not a
             one-question model's own), or anything `Scorer` refuses.
         """
-        wanted = _questions_argument(questions, question, "Scorer.from_pretrained")
+        wanted = arguments.parse_questions(
+            arguments.questions_with_deprecated(questions, question, "Scorer.from_pretrained")
+        )
         if wanted is not None and len(wanted) > 1:
             raise errors.UserError(
                 f"a Scorer scores one question, got questions {list(wanted)}: use "
@@ -324,19 +326,6 @@ class Scorer:
             )
         (column,), _ = questions_lib.plan_columns(name_or_path, wanted)
         return cls(column.checkpoint, question=column.prompt, **kwargs)
-
-
-def _questions_argument(
-    wanted: int | Sequence[int] | str | None, question: int | None, where: str
-) -> tuple[int, ...] | None:
-    """`questions` parsed, with the deprecated `question=` standing in for it (a warning)."""
-    if question is not None:
-        warnings.warn(
-            f"{where}(question=N) is deprecated; use questions=[N]", FutureWarning, stacklevel=3
-        )
-        if wanted is None:
-            wanted = (question,)
-    return questions_lib.parse_questions(wanted)
 
 
 def score_questions(
@@ -378,7 +367,7 @@ def _score_columns(name_or_path, articles, summaries, wanted, kwargs) -> np.ndar
     # Checked before any model loads.
     articles = arguments.string_list(articles, "articles")
     summaries = arguments.string_list(summaries, "summaries")
-    wanted = questions_lib.parse_questions(wanted) or constants.QUESTIONS
+    wanted = arguments.parse_questions(wanted) or constants.QUESTIONS
     columns, family = questions_lib.plan_columns(name_or_path, wanted)
     if not family and columns[0].prompt is None:
         raise errors.UserError(
