@@ -10,7 +10,15 @@ import pytest
 
 from seahorse_t5x.data import scorefiles
 from seahorse_t5x.data.benchmarks import registry
-from seahorse_t5x.evaluation import pairing, protocol_tables, protocols, report, stats, tables
+from seahorse_t5x.evaluation import (
+    pairing,
+    protocol_tables,
+    protocols,
+    report,
+    score_statistics,
+    stats,
+    tables,
+)
 
 
 def _rows(metric: str, labels, scores, **fields) -> pd.DataFrame:
@@ -297,7 +305,7 @@ def test_the_protocols_pair_as_the_report_does():
     frame = pairing.number_rows(pd.concat(frames, ignore_index=True))
     settings = report.ReportSettings(by=(), n_resamples=20, plots=False)
     section = protocols.evaluate_protocol(frame, registry.get("summeval"), settings)
-    (compared,) = report.compare_metrics(frame, settings)
+    (compared,) = score_statistics.compare_metrics(frame, settings)
     expected = {k: compared[k] for k in ("paired_by", "n_items", "unpaired_a", "unpaired_b")}
     assert expected == {
         "paired_by": ["gem_id", "system"],

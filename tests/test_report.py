@@ -10,7 +10,7 @@ from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
-from seahorse_t5x.data import scorefiles
+from seahorse_t5x.data import duplicate_ratings, scorefiles
 from seahorse_t5x.evaluation import report, stats, tables
 
 SCORES = pathlib.Path(__file__).parent / "testdata" / "scores"
@@ -279,7 +279,7 @@ def test_dataset_report_tables_and_heatmap(prepared, tmp_path):
     assert by_name["table8"]["header"] == ["Language", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
     assert [r[0] for r in by_name["table8"]["rows"]] == ["de", "en", "es", "ru", "tr", "vi"]
     # Agreement: Q1 pairs disagree on rows 0, 4, 8, 12, 16 (unless a Q1 was Unsure).
-    dup = report.read_duplicate_ratings(duplicates)
+    dup = duplicate_ratings.read_duplicate_ratings(duplicates)
     q1_pairs = dup.groupby(["gem_id", "summary"])["q1"].apply(lambda s: s.dropna().tolist())
     q1_pairs = [p for p in q1_pairs if len(p) == 2]
     expected_q1 = sum(p[0] == p[1] for p in q1_pairs) / len(q1_pairs)
@@ -299,12 +299,12 @@ def test_duplicates_tsv_keeps_quotes_and_names_a_long_row(tmp_path):
     row = 'xsum-test-1\ten-US\t"Yes," he said.\tt5_base\tYes\tNo\tYes\tYes\tYes\tYes'
     path = tmp_path / "d.tsv"
     path.write_text(f"{header}\n{row}\n", encoding="utf-8")
-    frame = report.read_duplicate_ratings(path)
+    frame = duplicate_ratings.read_duplicate_ratings(path)
     assert frame["summary"].tolist() == ['"Yes," he said.']
     assert frame[["q1", "q2"]].values.tolist() == [[1, 0]]
     path.write_text(f"{header}\n{row}\n{row}\textra\n", encoding="utf-8")
     with pytest.raises(errors.DataError) as info:
-        report.read_duplicate_ratings(path)
+        duplicate_ratings.read_duplicate_ratings(path)
     assert str(info.value) == f"{path}:3: expected 10 tab-separated fields, found 11"
 
 

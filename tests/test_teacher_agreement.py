@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli, errors
 from seahorse_t5x.data import scorefiles
-from seahorse_t5x.evaluation import report, stats, tables
+from seahorse_t5x.evaluation import normalizing, report, stats, tables, teacher_agreement
 
 N_ITEMS = 90
 # Student B also scores items the teacher never saw; student A a question it never scored.
@@ -78,7 +78,7 @@ def _settings(**overrides) -> report.ReportSettings:
 
 def _rows(paths) -> pd.DataFrame:
     frame = scorefiles.read_score_files(paths)
-    return report.normalized_scores(frame)[0]
+    return normalizing.normalized_scores(frame)[0]
 
 
 def _joined(paths, student: str, question: int) -> pd.DataFrame:
@@ -93,7 +93,7 @@ def _joined(paths, student: str, question: int) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def agreement(score_files):
-    return report.teacher_agreement(_rows(score_files), "teacher", _settings())
+    return teacher_agreement.teacher_agreement(_rows(score_files), "teacher", _settings())
 
 
 def _entry(agreement: dict, student: str, question: int) -> dict:
@@ -174,16 +174,18 @@ def test_rows_without_a_teacher_row_are_counted(agreement):
 
 
 def test_intervals_follow_the_seed(score_files, agreement):
-    again = report.teacher_agreement(_rows(score_files), "teacher", _settings())
+    again = teacher_agreement.teacher_agreement(_rows(score_files), "teacher", _settings())
     assert again["results"] == agreement["results"]
-    other = report.teacher_agreement(_rows(score_files), "teacher", _settings(seed=4))
+    other = teacher_agreement.teacher_agreement(_rows(score_files), "teacher", _settings(seed=4))
     first, second = (_entry(a, "student_b", 1)["agreement"]["pearson"] for a in (agreement, other))
     assert first["estimate"] == second["estimate"]
     assert (first["low"], first["high"]) != (second["low"], second["high"])
 
 
 def test_without_bootstrap_there_are_no_intervals_but_williams_stays(score_files):
-    result = report.teacher_agreement(_rows(score_files), "teacher", _settings(n_resamples=0))
+    result = teacher_agreement.teacher_agreement(
+        _rows(score_files), "teacher", _settings(n_resamples=0)
+    )
     entry = _entry(result, "student_a", 1)
     assert entry["agreement"]["pearson"]["low"] is None
     assert entry["agreement"]["pearson"]["estimate"] is not None
@@ -200,14 +202,16 @@ def test_the_command_writes_the_table_json_and_summary(score_files, tmp_path, ca
     printed = capsys.readouterr().out.splitlines()
     assert (
         printed[-1]
-        == report.teacher_agreement(_rows(score_files), "teacher", _settings())["summary"]
+        == teacher_agreement.teacher_agreement(_rows(score_files), "teacher", _settings())[
+            "summary"
+        ]
     )
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert data["settings"]["teacher"] == "teacher"
     numbers = data["scores"]["teacher_agreement"]
     entry = _entry(numbers, "student_a", 4)
     # The command's numbers are the library's.
-    library = report.teacher_agreement(_rows(score_files), "teacher", _settings())
+    library = teacher_agreement.teacher_agreement(_rows(score_files), "teacher", _settings())
     assert entry == _entry(library, "student_a", 4)
     markdown = (out / "teacher_agreement.md").read_text(encoding="utf-8")
     lines = markdown.splitlines()
@@ -247,7 +251,7 @@ def test_an_unknown_teacher_is_one_line_naming_the_metrics_read(score_files, tmp
         "(metrics read: teacher, student_a, student_b)\n"
     )
     with pytest.raises(errors.UserError, match="metrics read: teacher, student_a, student_b"):
-        report.teacher_agreement(_rows(score_files), "nobody", _settings())
+        teacher_agreement.teacher_agreement(_rows(score_files), "nobody", _settings())
 
 
 def test_one_question_model_of_a_family_can_be_the_teacher(score_files, tmp_path):
@@ -255,13 +259,13 @@ def test_one_question_model_of_a_family_can_be_the_teacher(score_files, tmp_path
     frame = scorefiles.read_score_files(score_files)
     teacher = frame["metric"] == "teacher"
     frame.loc[teacher, "metric"] = "big_q" + frame.loc[teacher, "question"]
-    rows = report.normalized_scores(frame)[0]
-    by_member = report.teacher_agreement(rows, "big_q4", _settings(n_resamples=0))
+    rows = normalizing.normalized_scores(frame)[0]
+    by_member = teacher_agreement.teacher_agreement(rows, "big_q4", _settings(n_resamples=0))
     assert {(r["student"], r["question"]) for r in by_member["results"]} == {
         ("student_a", "4"),
         ("student_b", "4"),
     }
-    by_family = report.teacher_agreement(rows, "big", _settings(n_resamples=0))
+    by_family = teacher_agreement.teacher_agreement(rows, "big", _settings(n_resamples=0))
     assert len(by_family["results"]) == 4
     assert (
         _entry(by_family, "student_a", 4)["agreement"]
@@ -276,8 +280,8 @@ def test_a_student_on_other_items_is_counted_and_its_numbers_say_why(score_files
     # And one label of student A's that the teacher's row contradicts.
     first_a = frame.index[frame["metric"] == "student_a"][0]
     frame.loc[first_a, "label"] = 1 - frame.loc[first_a, "label"]
-    result = report.teacher_agreement(
-        report.normalized_scores(frame)[0], "teacher", _settings(n_resamples=50)
+    result = teacher_agreement.teacher_agreement(
+        normalizing.normalized_scores(frame)[0], "teacher", _settings(n_resamples=50)
     )
     entry = _entry(result, "student_b", 1)
     assert (entry["n_joined"], entry["no_teacher_score"]) == (0, N_ITEMS)
@@ -303,6 +307,8 @@ def test_a_student_on_other_items_is_counted_and_its_numbers_say_why(score_files
 
 def test_a_teacher_alone_has_no_students(score_files):
     rows = _rows(score_files)
-    result = report.teacher_agreement(rows[rows["metric"] == "teacher"], "teacher", _settings())
+    result = teacher_agreement.teacher_agreement(
+        rows[rows["metric"] == "teacher"], "teacher", _settings()
+    )
     assert result["results"] == []
     assert result["summary"] == "teacher teacher: no other metric to compare with it"

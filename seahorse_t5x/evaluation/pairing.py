@@ -1,10 +1,10 @@
 """Two metrics' score rows paired item by item: the one pairing behind every paired test.
 
 `pair_rows(a, b)` pairs metric A's rows with metric B's on one benchmark and question.
-`report`'s paired bootstrap (`report.compare_metrics`), the benchmark protocols'
+`report`'s paired bootstrap (`score_statistics.compare_metrics`), the benchmark protocols'
 comparisons (`protocols.py`) and the agreement of students with their teacher
-(`report.teacher_agreement`, B being the teacher) all call it, so a pair of metrics is
-paired the same way in every table.
+(`teacher_agreement.teacher_agreement`, B being the teacher) all call it, so a pair of
+metrics is paired the same way in every table.
 
 The item key (`ITEM_KEY`): `id`, `gem_id`, `system`, `summary`, `dataset`, `split`,
 `origin`: of these, the fields that every row of both sides carries (not null). Values are
