@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from seahorse_t5x.evaluation import rank_correlation, stats
+from seahorse_t5x.evaluation import protocol_stats, rank_correlation, stats, unit_bootstrap
 
 VARIANTS = {"kendall": "b", "kendall_c": "c"}
 
@@ -27,8 +27,8 @@ def test_tied_example_tau_b_and_tau_c_differ_by_their_known_values():
     x, y = [1, 1, 2, 2], [1, 2, 3, 4]
     assert rank_correlation.kendall_tau(x, y, "b") == pytest.approx(math.sqrt(2 / 3), abs=1e-15)
     assert rank_correlation.kendall_tau(x, y, "c") == pytest.approx(1.0, abs=1e-15)
-    assert stats.correlation("kendall", y, x) == pytest.approx(math.sqrt(2 / 3), abs=1e-15)
-    assert stats.correlation("kendall_c", y, x) == pytest.approx(1.0, abs=1e-15)
+    assert protocol_stats.correlation("kendall", y, x) == pytest.approx(math.sqrt(2 / 3), abs=1e-15)
+    assert protocol_stats.correlation("kendall_c", y, x) == pytest.approx(1.0, abs=1e-15)
     # Of 10 pairs: C = 7, D = 1 (items 1 and 3), one pair tied on x only (1, 2), one on y
     # only (2, 3): tau-b = 6 / sqrt(9 * 9) = 2/3; 4 distinct values each, so
     # tau-c = 2 * 6 / (5^2 * (4 - 1) / 4) = 16/25.
@@ -56,7 +56,7 @@ def test_undefined_and_bad_arguments():
     with pytest.raises(ValueError, match="differ in length"):
         rank_correlation.kendall_tau([1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="unknown correlation 'tau'"):
-        stats.correlation("tau", [1, 2], [1, 2])
+        protocol_stats.correlation("tau", [1, 2], [1, 2])
     result = stats.bootstrap_ci([2, 2, 2], [0.1, 0.5, 0.3], ["kendall_c"], n_resamples=10)
     assert result["kendall_c"]["estimate"] is None
     assert result["kendall_c"]["reason"] == "labels are constant: correlation undefined"
@@ -127,7 +127,7 @@ def test_summary_and_system_level_take_tau_c_too():
     labels = rng.integers(1, 4, size=20).astype(float)
     scores = labels + rng.normal(size=20)
     kinds = ("kendall", "kendall_c")
-    result = stats.summary_level(documents, labels, scores, kinds)
+    result = protocol_stats.summary_level(documents, labels, scores, kinds)
     for kind in kinds:
         per_document = []
         for d in range(5):
@@ -135,10 +135,10 @@ def test_summary_and_system_level_take_tau_c_too():
             if np.ptp(y) > 0:
                 per_document.append(scipy_stats.kendalltau(s, y, variant=VARIANTS[kind]).statistic)
         assert result[kind] == pytest.approx(np.mean(per_document), abs=1e-12)
-    ci = stats.level_bootstrap_ci("summary", documents, labels, scores, kinds, 100, seed=0)
+    ci = unit_bootstrap.level_bootstrap_ci("summary", documents, labels, scores, kinds, 100, seed=0)
     for kind in kinds:
         assert ci[kind]["low"] <= ci[kind]["estimate"] <= ci[kind]["high"]
-    system = stats.system_level(systems, labels, scores, ("kendall_c",))
+    system = protocol_stats.system_level(systems, labels, scores, ("kendall_c",))
     means = [(labels[i::4].mean(), scores[i::4].mean()) for i in range(4)]
     human, metric = zip(*means, strict=True)
     expected = scipy_stats.kendalltau(metric, human, variant="c").statistic

@@ -89,9 +89,9 @@ def test_weighted_kernels_equal_statistics_of_materialized_resamples():
     # statistic of the resample written out item by item.
     labels, scores = _binary_data(7, n=60, ties=True)
     rng = np.random.default_rng(0)
-    counts = stats._resample_counts(rng, 5, labels.size)
+    counts = stats.resample_counts(rng, 5, labels.size)
     assert counts.sum(axis=1).tolist() == [60.0] * 5
-    pearson = stats._weighted_pearson(counts, labels, scores)
+    pearson = stats.weighted_pearson(counts, labels, scores)
     auc = stats._weighted_roc_auc(counts, labels, scores)
     spearman = stats._weighted_spearman(counts, labels, scores)
     for row in range(5):

@@ -16,7 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from sklearn.metrics import roc_curve
 
-from seahorse_t5x.evaluation import stats, tables
+from seahorse_t5x.evaluation import protocol_stats, stats, tables
 
 _DPI = 100
 
@@ -217,13 +217,13 @@ def system_level_scatter(frame: pd.DataFrame, path: str | pathlib.Path, title: s
     panels = list(frame.groupby(["question", "metric"], sort=False))
     fig, axes = _figure(len(panels))
     for ax, ((question, metric), rows) in zip(axes, panels, strict=False):
-        systems, human, score = stats.system_means(
+        systems, human, score = protocol_stats.system_means(
             rows["system"].tolist(), rows["label"].to_numpy(), rows["score"].to_numpy()
         )
         ax.scatter(human, score, s=18)
         for name, x, y in zip(systems, human, score, strict=True):
             ax.annotate(name, (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
-        tau = stats.correlation("kendall", score, human)
+        tau = protocol_stats.correlation("kendall", score, human)
         ax.set_title(f"{question} / {metric}: tau {tables.format_value(tau, 2)}", fontsize=8)
         ax.set_xlabel("mean human score")
         ax.set_ylabel("mean metric score")

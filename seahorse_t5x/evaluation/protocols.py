@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from seahorse_t5x.data.benchmarks import registry
-from seahorse_t5x.evaluation import pairing, stats, tables
+from seahorse_t5x.evaluation import pairing, protocol_stats, stats, tables, unit_bootstrap
 
 ALL = "all"
 
@@ -61,12 +61,12 @@ def _summary_system(rows: pd.DataFrame, kinds: Sequence[str], settings) -> dict:
     y, s = _arrays(rows)
     documents, systems = _column(rows, "gem_id"), _column(rows, "system")
     entry = {
-        "summary_level": stats.summary_level(documents, y, s, kinds),
-        "system_level": stats.system_level(systems, y, s, kinds),
+        "summary_level": protocol_stats.summary_level(documents, y, s, kinds),
+        "system_level": protocol_stats.system_level(systems, y, s, kinds),
     }
     if settings.n_resamples > 0:
         for level, units in (("summary", documents), ("system", systems)):
-            entry[f"{level}_level"]["ci"] = stats.level_bootstrap_ci(
+            entry[f"{level}_level"]["ci"] = unit_bootstrap.level_bootstrap_ci(
                 level, units, y, s, kinds, settings.n_resamples, settings.seed
             )
     return entry
@@ -80,7 +80,7 @@ def _summary_system_significance(rows, question, metrics, kinds, settings) -> li
         y = joined["label"].to_numpy(np.float64)
         for level, field in (("summary", "gem_id"), ("system", "system")):
             for kind in kinds:
-                result = stats.level_paired_bootstrap(
+                result = unit_bootstrap.level_paired_bootstrap(
                     level,
                     joined[field].tolist(),
                     y,
@@ -124,7 +124,7 @@ def _partial(rows: pd.DataFrame, settings) -> list[dict]:
         y, s = _arrays(part)
         systems = _column(part, "system")
         plain = stats.graded_metrics(y, s)
-        partial = stats.partial_correlation(y, s, systems)
+        partial = protocol_stats.partial_correlation(y, s, systems)
         entry = {
             **cell,
             "n": plain["n"],
@@ -142,7 +142,7 @@ def _partial(rows: pd.DataFrame, settings) -> list[dict]:
             plain_ci = stats.bootstrap_ci(
                 y, s, ("pearson", "spearman"), settings.n_resamples, settings.seed
             )
-            partial_ci = stats.partial_bootstrap_ci(
+            partial_ci = unit_bootstrap.partial_bootstrap_ci(
                 y, s, systems, settings.n_resamples, settings.seed
             )
             entry["ci"] = {
@@ -166,8 +166,8 @@ def _williams(rows, question, metrics, settings) -> list[dict]:
             entry["n_items"] = int(len(part))
             entry["paired_by"] = list(paired.paired_by)
             entry.update(paired.left_out())
-            entry["plain"] = stats.williams_compare(y, a, b)
-            entry["partial"] = stats.williams_compare(y, a, b, groups=systems)
+            entry["plain"] = protocol_stats.williams_compare(y, a, b)
+            entry["partial"] = protocol_stats.williams_compare(y, a, b, groups=systems)
             out.append(entry)
     return out
 
@@ -181,10 +181,10 @@ def _ordered_datasets(values: Sequence[str], known: Sequence[str]) -> list[str]:
 
 
 def _accuracy_entry(y, s, threshold, settings, seed_offset: int) -> tuple[dict, np.ndarray | None]:
-    entry = stats.threshold_metrics(y, s, threshold)
+    entry = protocol_stats.threshold_metrics(y, s, threshold)
     draws = None
     if settings.n_resamples > 0 and entry["balanced_accuracy"] is not None:
-        draws = stats.balanced_accuracy_draws(
+        draws = unit_bootstrap.balanced_accuracy_draws(
             y, s, threshold, settings.n_resamples, settings.seed + seed_offset
         )
         entry["ci"] = {
@@ -229,11 +229,11 @@ def _fixed_threshold(rows: pd.DataFrame, settings, benchmark: registry.Benchmark
     for i, dataset in enumerate(datasets):
         part = test[test["dataset"] == dataset]
         y, s = _arrays(part)
-        entry, draw = _accuracy_entry(y, s, stats.FIXED_THRESHOLD, settings, i)
+        entry, draw = _accuracy_entry(y, s, protocol_stats.FIXED_THRESHOLD, settings, i)
         per_dataset.append({"dataset": dataset, **entry})
         draws.append(draw)
     section = {
-        "threshold": stats.FIXED_THRESHOLD,
+        "threshold": protocol_stats.FIXED_THRESHOLD,
         "datasets": per_dataset,
         "mean": _mean_entry(per_dataset, draws, [1.0] * len(per_dataset), settings),
     }
@@ -242,7 +242,7 @@ def _fixed_threshold(rows: pd.DataFrame, settings, benchmark: registry.Benchmark
         dev_part, test_part = dev[dev["dataset"] == dataset], test[test["dataset"] == dataset]
         if dev_part.empty:
             continue
-        result = stats.tuned_threshold_metrics(*_arrays(dev_part), *_arrays(test_part))
+        result = protocol_stats.tuned_threshold_metrics(*_arrays(dev_part), *_arrays(test_part))
         tuned.append({"dataset": dataset, **result})
     if tuned:
         values = [t["balanced_accuracy"] for t in tuned]
@@ -258,7 +258,7 @@ def _tuned_cell(val: pd.DataFrame, test: pd.DataFrame, settings, offset: int):
         entry = {"n": int(len(test)), "n_val": 0, "threshold": None, "balanced_accuracy": None}
         entry["reasons"] = {"balanced_accuracy": "no val rows to tune the threshold on"}
         return entry, None
-    result = stats.tuned_threshold_metrics(*_arrays(val), *_arrays(test))
+    result = protocol_stats.tuned_threshold_metrics(*_arrays(val), *_arrays(test))
     if result["threshold"] is None:
         return {"n_val": result.pop("n_dev"), **result}, None
     y, s = _arrays(test)
@@ -305,8 +305,8 @@ def _fixed_draw_deltas(part: pd.DataFrame, settings) -> np.ndarray:
     """Resampled balanced accuracy of metric A minus B at score > 0.5 (same resamples)."""
     y = part["label"].to_numpy(np.float64)
     draws = [
-        stats.balanced_accuracy_draws(
-            y, part[score], stats.FIXED_THRESHOLD, settings.n_resamples, settings.seed
+        unit_bootstrap.balanced_accuracy_draws(
+            y, part[score], protocol_stats.FIXED_THRESHOLD, settings.n_resamples, settings.seed
         )
         for score in ("score_a", "score_b")
     ]
@@ -328,12 +328,12 @@ def _fixed_significance(rows, question, metrics, sections, settings, benchmark) 
         known = tuple(benchmark.datasets.values())
         for dataset in _ordered_datasets(_column(test, "dataset"), known):
             part = test[test["dataset"] == dataset]
-            result = stats.paired_balanced_accuracy_bootstrap(
+            result = unit_bootstrap.paired_balanced_accuracy_bootstrap(
                 part["label"],
                 part["score_a"],
                 part["score_b"],
-                stats.FIXED_THRESHOLD,
-                stats.FIXED_THRESHOLD,
+                protocol_stats.FIXED_THRESHOLD,
+                protocol_stats.FIXED_THRESHOLD,
                 settings.n_resamples,
                 settings.seed,
             )
@@ -370,7 +370,7 @@ def _tuned_significance(rows, question, metrics, sections, settings, benchmark) 
             t_a, t_b = thresholds[metric_a].get(group.name), thresholds[metric_b].get(group.name)
             if part.empty or t_a is None or t_b is None:
                 continue
-            result = stats.paired_balanced_accuracy_bootstrap(
+            result = unit_bootstrap.paired_balanced_accuracy_bootstrap(
                 part["label"],
                 part["score_a"],
                 part["score_b"],

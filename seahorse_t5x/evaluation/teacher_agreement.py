@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from seahorse_t5x import errors
-from seahorse_t5x.evaluation import normalizing, pairing, score_statistics, stats
+from seahorse_t5x.evaluation import normalizing, pairing, protocol_stats, score_statistics, stats
 from seahorse_t5x.evaluation.report_settings import ReportSettings
 
 
@@ -70,7 +70,7 @@ def _agreement_with_teacher(
     for name in _AGREEMENT_STATISTICS:
         entry = {"estimate": None, "low": None, "high": None, "reason": reason}
         if reason is None:
-            entry["estimate"] = stats.correlation(name, student, teacher)
+            entry["estimate"] = protocol_stats.correlation(name, student, teacher)
         if name in intervals:
             ci = intervals[name]
             entry.update(low=ci["low"], high=ci["high"], reason=ci["reason"])
@@ -102,7 +102,7 @@ def _teacher_entry(joined: pd.DataFrame, settings: ReportSettings) -> dict:
                 n_resamples=settings.n_resamples,
                 seed=settings.seed,
             )
-    entry["williams"] = stats.williams_compare(labels, student, teacher)
+    entry["williams"] = protocol_stats.williams_compare(labels, student, teacher)
     return entry
 
 
