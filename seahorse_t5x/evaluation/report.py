@@ -27,6 +27,7 @@ from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import duplicate_ratings, scorefiles, splits
 from seahorse_t5x.data.benchmarks import registry
 from seahorse_t5x.evaluation import (
+    dataset_tables,
     explanation_report,
     explanation_tables,
     normalizing,
@@ -44,8 +45,6 @@ from seahorse_t5x.evaluation.report_settings import ReportSettings
 
 log = logging.getLogger(__name__)
 
-# A duplicated SEAHORSE item: the same summary of the same article, rated again.
-DUPLICATE_KEY: tuple[str, ...] = ("gem_id", "summary")
 # The name of the teacher-agreement tables' files (`teacher_agreement.md`, `.tex`).
 TEACHER_AGREEMENT = "teacher_agreement"
 
@@ -201,16 +200,6 @@ def read_prepared_dir(directory: str | pathlib.Path) -> pd.DataFrame:
     return items
 
 
-def dataset_tables(
-    items: pd.DataFrame, duplicates: pd.DataFrame | None = None
-) -> list[tables.Table]:
-    """Tables 1, 3 and 8 (and Table 4 when duplicate ratings are given)."""
-    out = [tables.table1(items), tables.table3(items), tables.table8(items)]
-    if duplicates is not None and len(duplicates):
-        out.append(tables.pairwise_agreement(duplicates, key=DUPLICATE_KEY))
-    return out
-
-
 # ------------------------------------------------------------------------ output
 
 
@@ -345,7 +334,7 @@ def _score_section(
     score_table_list = score_tables(scores)
     kept, _ = scorefiles.drop_missing_scores(normalizing.normalized_scores(frame)[0])
     items = normalizing.items_with_all_labels(kept)
-    matrix, n_items = tables.label_correlations(items) if items is not None else (None, 0)
+    matrix, n_items = dataset_tables.label_correlations(items) if items is not None else (None, 0)
     scores["label_correlations"] = {
         "n_items": n_items,
         "matrix": _matrix_json(matrix) if n_items > 1 else None,
@@ -404,7 +393,7 @@ def _dataset_section(
     duplicates = (
         duplicate_ratings.read_duplicate_ratings(duplicates_path) if duplicates_path else None
     )
-    matrix, n_items = tables.label_correlations(items)
+    matrix, n_items = dataset_tables.label_correlations(items)
     numbers = {
         "n_items": int(len(items)),
         "n_per_split": {k: int(v) for k, v in items["split"].value_counts().items()},
@@ -412,7 +401,10 @@ def _dataset_section(
     }
     written_plots = _dataset_plots(items, matrix, n_items, plot_dir) if settings.plots else []
     return _Section(
-        numbers, dataset_tables(items, duplicates), written_plots, f"dataset of {len(items)} items"
+        numbers,
+        dataset_tables.paper_tables(items, duplicates),
+        written_plots,
+        f"dataset of {len(items)} items",
     )
 
 
@@ -426,14 +418,14 @@ def _dataset_plots(
         )
     written.append(
         plots.yes_rate_bars(
-            tables.yes_rates(items, "system"),
+            dataset_tables.yes_rates(items, "system"),
             plot_dir / "yes_rate_by_system.png",
             "Share of Yes per system",
         )
     )
     written.append(
         plots.yes_rate_bars(
-            tables.yes_rates(items, "language"),
+            dataset_tables.yes_rates(items, "language"),
             plot_dir / "yes_rate_by_language.png",
             "Share of Yes per language",
         )
