@@ -28,11 +28,13 @@ class Document:
 
 @dataclasses.dataclass(frozen=True)
 class Writer:
-    """One format: its name in report.json's `outputs`, the file suffix, and the text."""
+    """One format: its name in report.json's `outputs`, the file suffix, the text, and
+    whether the report's table files (`tables`, `teacher_agreement`) are written in it."""
 
     output_key: str
     suffix: str
     render: Callable[[Document], str]
+    table_files: bool = True
 
 
 def _markdown(document: Document) -> str:
@@ -61,11 +63,11 @@ def _json(document: Document) -> str:
 WRITERS: dict[str, Writer] = {
     "md": Writer("markdown", ".md", _markdown),
     "tex": Writer("latex", ".tex", _latex),
-    "json": Writer("json", ".json", _json),
+    # report.json: every number, the tables as data among them.
+    "json": Writer("json", ".json", _json, table_files=False),
 }
-# The formats of the report's table files (`tables`, `teacher_agreement`); report.json
-# holds the tables as data.
-TABLE_FORMATS: tuple[str, ...] = ("md", "tex")
+# The formats of the report's table files, in the order report.json lists them.
+TABLE_FORMATS: tuple[str, ...] = tuple(name for name, w in WRITERS.items() if w.table_files)
 
 
 def output_path(output_dir: pathlib.Path, name: str, output_format: str) -> pathlib.Path:
