@@ -45,6 +45,7 @@ from bench_common import (  # scripts/ is on sys.path when run
 )
 
 from seahorse_t5x.inference import engine as engine_lib
+from seahorse_t5x.inference import loading
 from seahorse_t5x.model import configs, mt5, partitioning
 from seahorse_t5x.runner import optimizers, train_step
 
@@ -117,13 +118,13 @@ def score(args: argparse.Namespace) -> dict:
     tokens = draw_inputs(args.num_examples, args.max_input_length, config.vocab_size, args.seed)
     real_tokens = sum(len(t) for t in tokens)
     engines = {
-        name: engine_lib.Engine(
+        name: loading.build_engine(
             config.replace(dtype=dtype),
             (YES_ID, NO_ID),
             None,
             args.max_input_length,
             args.batch_size,
-            args.ladder,
+            ladder=args.ladder,
         )
         for name, dtype in (("float32", "float32"), ("bfloat16", "bfloat16"))
     }

@@ -1,5 +1,5 @@
 """The next batch in flight: the engine's P(yes) with each batch dispatched before the
-previous result is read back (`Engine(dispatch_ahead=True)`, the default) against one batch
+previous result is read back (the engine's `dispatch_ahead=True`, the default) against one batch
 at a time (`dispatch_ahead=False`), alternated round by round in one process.
 
 Random flax-initialised weights of a named size; `--num_examples` inputs with news-like
@@ -34,7 +34,7 @@ from bench_common import (  # noqa: E402  (scripts/ on sys.path)
     report_results,
 )
 
-from seahorse_t5x.inference import engine as engine_lib  # noqa: E402
+from seahorse_t5x.inference import loading  # noqa: E402
 from seahorse_t5x.model import mt5  # noqa: E402
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
@@ -52,7 +52,7 @@ def main() -> None:
     config, batch_size = engine_setup(args)
     dtype = config.dtype
     engines = {
-        ahead: engine_lib.Engine(
+        ahead: loading.build_engine(
             config,
             (YES_ID, NO_ID),
             max_input_length=args.max_input_length,

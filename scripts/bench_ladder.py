@@ -39,7 +39,7 @@ from bench_common import (  # noqa: E402  (scripts/ on sys.path)
 )
 
 from seahorse_t5x.inference import engine as engine_lib  # noqa: E402
-from seahorse_t5x.inference import executables  # noqa: E402
+from seahorse_t5x.inference import executables, loading  # noqa: E402
 from seahorse_t5x.model import mt5  # noqa: E402
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
@@ -83,8 +83,8 @@ def measure(args: argparse.Namespace) -> dict:
         order = args.ladders if round_ % 2 == 0 else args.ladders[::-1]
         for ladder in order:
             _forget_compiled_programs()
-            engine = engine_lib.Engine(
-                config, (YES_ID, NO_ID), None, args.max_input_length, batch_size, ladder
+            engine = loading.build_engine(
+                config, (YES_ID, NO_ID), None, args.max_input_length, batch_size, ladder=ladder
             )
             placer = engine.placer("float32")
             params = placer.stack_layers(placer.place_tree(raw_params))

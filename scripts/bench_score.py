@@ -19,7 +19,7 @@ converter would otherwise scale the logits by d_model**-0.5). Every scorer's max
 difference| from HF is reported beside its time. `--dtype float32,bfloat16` times the engine
 in each dtype side by side (bfloat16: bfloat16 products accumulated in float32), and
 `--attention blockwise,full` with and without blockwise attention at long buckets
-(`Engine(blockwise_attention_from=None)`; the default `auto` is the engine's: blockwise on a
+(the engine's `blockwise_attention_from=None`; the default `auto` is the engine's: blockwise on a
 CPU, full on a GPU), and
 `--cpu_devices core,1` on a CPU mesh of one device per core (single-threaded programs, what
 `score` runs: `partitioning.one_cpu_device_per_core`) and on one device whose products use
@@ -86,7 +86,7 @@ from bench_common import (  # scripts/ is on sys.path when run
 )
 
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import executables, quantize
+from seahorse_t5x.inference import executables, loading, quantize
 from seahorse_t5x.model import attention, configs, hf_checkpoints, mt5, partitioning
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
@@ -668,7 +668,7 @@ def main() -> None:
     ceiling_size = 8192 if gpu else 2048
     ceiling_before = matmul_ceiling(ceiling_size, dtype=ceiling_dtype)
     engines = {
-        name: engine_lib.Engine(
+        name: loading.build_engine(
             config.replace(dtype=dtype),
             (YES_ID, NO_ID),
             mesh_of(cpu_devices),

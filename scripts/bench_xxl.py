@@ -37,7 +37,10 @@ import numpy as np  # noqa: E402
 from bench_common import device_memory_bytes, draw_inputs, report_results  # noqa: E402  (scripts/ on sys.path)
 
 from seahorse_t5x.inference import engine as engine_lib  # noqa: E402
-from seahorse_t5x.inference import quantize  # noqa: E402
+from seahorse_t5x.inference import (
+    loading,  # noqa: E402
+    quantize,  # noqa: E402
+)
 from seahorse_t5x.model import configs, partitioning  # noqa: E402
 from seahorse_t5x.runner import plan  # noqa: E402
 
@@ -108,7 +111,7 @@ def memory_by_batch_size(args, config, mesh, params) -> list[dict]:
     rng = np.random.default_rng(args.seed)
     rows = []
     for batch_size in args.batch_sizes:
-        engine = engine_lib.Engine(
+        engine = loading.build_engine(
             config, (YES_ID, NO_ID), mesh, args.input_length, batch_size, ladder=args.ladder
         )
         tokens = [
@@ -234,7 +237,7 @@ def main() -> None:
     tokens = draw_inputs(
         args.num_examples, args.input_length, config.vocab_size, args.seed, args.median_length
     )
-    engine = engine_lib.Engine(
+    engine = loading.build_engine(
         config, (YES_ID, NO_ID), mesh, args.input_length, args.batch_size, ladder=args.ladder
     )
     started = time.perf_counter()

@@ -24,6 +24,7 @@ from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import constants
 from seahorse_t5x.data import splits
+from seahorse_t5x.inference import loading
 from seahorse_t5x.inference import scorer as scorer_lib
 
 RUNS = {  # name: (dtype, param_dtype)
@@ -81,7 +82,7 @@ def main() -> None:
     args = parse_args()
     rows = splits.read_rows(splits.split_path(args.data_dir, args.split))
     scorers = {
-        name: scorer_lib.Scorer(
+        name: loading.build_scorer(
             args.checkpoint,
             vocab=args.vocab,
             input_length=args.input_length,

@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x.data import splits
-from seahorse_t5x.inference import scorer as scorer_lib
+from seahorse_t5x.inference import loading
 from seahorse_t5x.model import configs, hf_checkpoints, mt5
 
 
@@ -60,7 +60,7 @@ def main() -> None:
             "questions": {},
         }
         scorers = {
-            dtype: scorer_lib.Scorer(
+            dtype: loading.build_scorer(
                 checkpoint,
                 vocab=args.vocab,
                 input_length=args.input_length,

@@ -14,7 +14,8 @@ through it:
   compiled programs;
 - `questions`: what `questions` asks of a family, a multi-question or a one-question model;
 - `scorer`: `Scorer`, from a checkpoint or from (config, params), and `score_questions`;
-- `loading`: `load_scorer`, a `Scorer` from a checkpoint and `ScoringSettings`;
+- `loading`: the one way a `Scorer` (`build_scorer`, `load_scorer` from a checkpoint and
+  `ScoringSettings`) and an `Engine` (`build_engine`) are built;
 - `score_file`: the scoring job over a file (`seahorse-t5x score`), resumable; its parts:
   `input_rows` (reading and checking rows), `resume` (the partial output and its run
   record), `score_job` (the chunk loop), `columns` (per-question columns and their join).

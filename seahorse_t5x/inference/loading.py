@@ -1,14 +1,64 @@
-"""The one way `score`, `evaluate`, `score_file` and the demo build a `Scorer` from a
-checkpoint and `ScoringSettings`, and `explain` a `Generator`."""
+"""The one way a `Scorer` and an `Engine` are built: `build_scorer` (every `Scorer` the
+package makes: `load_scorer`'s for `score`, `evaluate`, `score_file` and the demo,
+`Scorer.from_pretrained`'s and `score_questions`'), `build_engine` (the `Scorer`'s own, the
+trainer's validation, `plan --scoring`), and `explain`'s `Generator`."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from seahorse_t5x import constants
+from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import inputs
-from seahorse_t5x.inference import scorer as scorer_lib
 from seahorse_t5x.inference import settings as settings_lib
+
+if TYPE_CHECKING:
+    from jax.sharding import Mesh
+
+    from seahorse_t5x.inference import scorer as scorer_lib
+    from seahorse_t5x.model.configs import MT5Config
+
+
+def build_engine(
+    config: MT5Config,
+    label_ids: tuple[int, int],
+    mesh: Mesh | None = None,
+    max_input_length: int = constants.DEFAULT_INPUT_LENGTH,
+    batch_size: int = 1,
+    **options: Any,
+) -> engine_lib.Engine:
+    """The inference `Engine` of one model: P(yes) for token inputs on `mesh`.
+
+    Args:
+      config: the model config (its `dtype` is the compute dtype).
+      label_ids: token ids of the (yes, no) answers at the first decoder step.
+      mesh: the device mesh (default: every device on `data`).
+      max_input_length: the longest bucket.
+      batch_size: rows per batch at `max_input_length`.
+      **options: the `Engine`'s other arguments (`ladder`, `packing`,
+        `blockwise_attention_from`, `fused_attention`, `compile_ahead`, `dispatch_ahead`,
+        `program_cache_dir`).
+
+    Raises:
+      UserError: for answer ids, a length, a batch size or an option the engine refuses.
+    """
+    return engine_lib.Engine(config, label_ids, mesh, max_input_length, batch_size, **options)
+
+
+def build_scorer(
+    checkpoint: str | os.PathLike | tuple[Any, Any], **arguments: Any
+) -> scorer_lib.Scorer:
+    """A `Scorer` for `checkpoint` with `arguments` (the `Scorer`'s: `vocab`, `input_length`,
+    `batch_size`, `dtype`, `param_dtype`, `mesh`, `question`, ...).
+
+    Raises:
+      UserError: for a bad checkpoint or argument.
+    """
+    # Imported on use: `scorer` builds its engine here.
+    from seahorse_t5x.inference import scorer as scorer_lib
+
+    return scorer_lib.Scorer(checkpoint, **arguments)
 
 
 def load_scorer(
@@ -33,9 +83,7 @@ def load_scorer(
     settings = (settings or settings_lib.ScoringSettings()).checked()
     if mesh is None:
         mesh = settings_lib.create_mesh(settings.mesh)
-    scorer = scorer_lib.Scorer(
-        checkpoint, mesh=mesh, question=question, **settings.scorer_arguments()
-    )
+    scorer = build_scorer(checkpoint, mesh=mesh, question=question, **settings.scorer_arguments())
     inputs.check_room_for_summary(scorer.vocab, scorer.input_length, "input_length", question)
     return scorer
 

@@ -30,7 +30,7 @@ from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.formats import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import inputs, precision, settings, windows
+from seahorse_t5x.inference import inputs, loading, precision, settings, windows
 from seahorse_t5x.inference import questions as questions_lib
 from seahorse_t5x.model import checkpoints, partitioning
 from seahorse_t5x.model.configs import MT5Config
@@ -171,7 +171,7 @@ class Scorer:
             vocab_lib.check_fits(
                 self.vocab, config.vocab_size, "use the vocabulary the model was trained with"
             )
-            self.engine = engine_lib.Engine(
+            self.engine = loading.build_engine(
                 config, label_ids, mesh, input_length, batch_size, packing=packing
             )
             self._placer = self.engine.placer(param_dtype)
@@ -325,7 +325,7 @@ class Scorer:
                 "or use score_questions() for all six"
             )
         (column,), _ = questions_lib.plan_columns(name_or_path, wanted)
-        return cls(column.checkpoint, question=column.prompt, **kwargs)
+        return loading.build_scorer(column.checkpoint, question=column.prompt, **kwargs)
 
 
 def score_questions(
@@ -381,6 +381,7 @@ def _score_columns(name_or_path, articles, summaries, wanted, kwargs) -> np.ndar
         if column.checkpoint != loaded:
             scorer = None  # one model in memory at a time
             gc.collect()
-            scorer, loaded = Scorer(column.checkpoint, **kwargs), column.checkpoint
+            scorer = loading.build_scorer(column.checkpoint, **kwargs)
+            loaded = column.checkpoint
         scores.append(scorer.score(articles, summaries, question=column.prompt))
     return np.stack(scores, axis=1)

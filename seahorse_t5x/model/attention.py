@@ -182,7 +182,7 @@ def fused(query: Array, key: Array, value: Array, bias: Array, dtype: Any) -> Ar
     added to). Where cuDNN refuses the call as it is traced (a shape, a dtype, no cuDNN), a
     warning is logged and XLA's attention runs instead (with the bias as given: one
     `fused_bias` rounded stays rounded); what cuDNN could refuse only when the program is
-    compiled is an error then (`Engine(fused_attention=False)` goes around it).
+    compiled is an error then (the engine's `fused_attention=False` goes around it).
 
     Elsewhere XLA's attention, the model's own two products in one function: logits
     accumulated in float32 with the float32 bias added, softmax in float32, the weights

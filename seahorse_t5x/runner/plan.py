@@ -357,7 +357,7 @@ def _compile_scoring(request: PlanRequest, num_layers: int | None) -> tuple[Any,
     import jax
     import jax.numpy as jnp
 
-    from seahorse_t5x.inference import engine
+    from seahorse_t5x.inference import loading
     from seahorse_t5x.model import attention, partitioning
 
     config = _model_config(request, num_layers).replace(dropout_rate=0.0)
@@ -366,7 +366,7 @@ def _compile_scoring(request: PlanRequest, num_layers: int | None) -> tuple[Any,
         devices=jax.devices()[: request.devices],
     )
     # The attention the planned platform runs, not the CPU the plan compiles on.
-    runner = engine.Engine(
+    runner = loading.build_engine(
         config,
         (0, 1),
         mesh,

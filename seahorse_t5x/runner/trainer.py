@@ -32,8 +32,7 @@ import numpy as np
 from seahorse_t5x import errors
 from seahorse_t5x.formats import vocab
 from seahorse_t5x.formats.task_names import question_of_task
-from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import precision
+from seahorse_t5x.inference import loading, precision
 from seahorse_t5x.model import checkpoint_layout, families, mt5, partitioning
 from seahorse_t5x.model.configs import MT5Config
 from seahorse_t5x.runner import actions as actions_lib
@@ -508,7 +507,7 @@ class _Validator:
         ]
         # The one inference path, as `score` and `evaluate`; the parameters are the training
         # state's, already sharded on the same mesh with the same rules.
-        self.engine = engine_lib.Engine(
+        self.engine = loading.build_engine(
             model.config,
             vocab.label_token_ids(vocab.get_vocabulary()),
             trainer.mesh,
