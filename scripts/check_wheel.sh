@@ -7,6 +7,8 @@
 #     -> a student -> evaluate -> report --teacher;
 #   - docs/extending.md's ```bash blocks: your own ratings -> register_rating_tasks in a
 #     module -> a small `train` from local/small_from_scratch.gin -> `evaluate` -> `report`;
+#   - docs/explanations.md's ```bash blocks: the demo's error analyses ->
+#     register_explanation_tasks -> a few `train` steps -> `explain` -> `report`;
 #   - with --demo, `seahorse-t5x demo` as well (about 7 CPU-minutes: 8 minutes on 2 quiet cores).
 # A packaging mistake (a gin file or module left out of the wheel) fails here.
 #
@@ -54,6 +56,9 @@ seahorse-t5x gin-path --includes experiments/ice_mt0_small.gin >/dev/null
 
 echo "== docs/extending.md"
 python "${ROOT}/scripts/run_doc_blocks.py" "${ROOT}/docs/extending.md" --workdir "${WORK}/empty/extending"
+
+echo "== docs/explanations.md"
+python "${ROOT}/scripts/run_doc_blocks.py" "${ROOT}/docs/explanations.md" --workdir "${WORK}/empty/explanations"
 
 echo "== docs/distillation.md"
 python "${ROOT}/scripts/run_doc_blocks.py" "${ROOT}/docs/distillation.md" --workdir "${WORK}/empty/distillation"

@@ -127,6 +127,7 @@ def test_with_a_metric_truths_become_graded_score_file_rows(tmp_path, scripted):
     seahorse_t5x.explain_file("ckpt", source, out, metric="explainer")
     frame = scorefiles.read_score_files([out])
     assert list(frame["label"]) == [0.0, -4.0, 0.0, -4.0]
+    assert list(frame["summary"]) == ["The mayor opened a bridge on Monday."] * 4
     assert list(frame["score"].fillna(99.0)) == [0.0, -4.0, -4.0, 99.0]
     assert set(frame["benchmark"]) == {"explanations"} and set(frame["question"]) == {"overall"}
     written = [json.loads(line) for line in out.read_text().splitlines()]

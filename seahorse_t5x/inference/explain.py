@@ -84,6 +84,8 @@ def read_inputs(path: str | os.PathLike) -> list[ExplainInput]:
     rows = []
     for line, row in fileio.iter_json_objects(path):
         ids = {k: row[k] for k in _ID_FIELDS if row.get(k) is not None}
+        if "system" not in ids and isinstance(row.get("model"), str):
+            ids["system"] = row["model"]  # SEAHORSE's TSV name of the system
         if metric_instruct.OUTPUT_FIELD in row:
             truth = None
             if row.get(metric_instruct.ERRORS_FIELD) is not None:
@@ -221,7 +223,11 @@ def output_row(
         details=details,
         label_kind=scorefiles.LABEL_KIND_GRADED,
         slices=ids,
-        extra={k: v for k, v in ids.items() if k not in constants.SLICE_FIELDS},
+        extra={
+            **{k: v for k, v in ids.items() if k not in constants.SLICE_FIELDS},
+            # The output evaluated: with gem_id and system, the item (scorefiles.ITEM_FIELDS).
+            "summary": item.output,
+        },
     )
 
 
