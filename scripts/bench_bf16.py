@@ -44,8 +44,7 @@ from bench_common import (  # scripts/ is on sys.path when run
     report_results,
 )
 
-from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import loading
+from seahorse_t5x.inference import batching, loading
 from seahorse_t5x.model import configs, mt5, partitioning
 from seahorse_t5x.runner import optimizers, train_step
 
@@ -59,7 +58,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--num_examples", type=int, default=128)
     parser.add_argument("--max_input_length", type=int, default=2048)
     parser.add_argument("--batch_size", type=int, default=4, help="engine rows at max length")
-    parser.add_argument("--ladder", default="2", choices=engine_lib.LADDERS)
+    parser.add_argument("--ladder", default="2", choices=batching.LADDERS)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--dot_size", type=int, default=4096)
     parser.add_argument("--train_size", default="small", choices=configs.SIZE_NAMES)

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from seahorse_t5x import constants, fileio
-from seahorse_t5x.inference import engine, precision, settings
+from seahorse_t5x.inference import batching, precision, settings
 from seahorse_t5x.model import configs
 
 
@@ -102,8 +102,8 @@ def engine_setup(args: argparse.Namespace) -> tuple[configs.MT5Config, int]:
 
 def encoder_flops(config, rows: int, length: int) -> float:
     """Forward FLOPs of the encoder on a [rows, length] batch (matmuls only): the engine's
-    own count (`engine.scoring_flops`), its dense and attention parts together."""
-    return sum(engine.scoring_flops(config, rows, length))
+    own count (`batching.scoring_flops`), its dense and attention parts together."""
+    return sum(batching.scoring_flops(config, rows, length))
 
 
 def packed_train_batch(

@@ -1,6 +1,6 @@
 """Bucket ladders on a first run and in steady state: the engine's `auto` ladder (buckets
 dropped where their padding costs less than compiling their shapes,
-`engine.buckets_worth_compiling`) against the fixed 1.2x, 1.4x and power-of-two ladders.
+`batching.buckets_worth_compiling`) against the fixed 1.2x, 1.4x and power-of-two ladders.
 
 Random flax-initialised weights of a named size; `--num_examples` inputs with news-like
 lengths (`bench_common.draw_inputs`), planned as `score` plans them (`--batch_size` and
@@ -9,7 +9,7 @@ for every ladder in turn (the order alternating between rounds), a first run (JA
 engine's in-memory programs cleared, an empty persistent cache: every shape traced and
 compiled, as a new machine runs it) and then a run in steady state (the same call again).
 Reports each ladder's shapes, padding efficiency and the products it plans
-(`engine.scoring_flops`), its median first and steady seconds, their ratios to the first
+(`batching.scoring_flops`), its median first and steady seconds, their ratios to the first
 ladder's, and each one's largest P(yes) difference from the first ladder's.
 
     python scripts/bench_ladder.py --num_examples 64 --dtype bfloat16 --rounds 2
@@ -38,8 +38,12 @@ from bench_common import (  # noqa: E402  (scripts/ on sys.path)
     report_results,
 )
 
+from seahorse_t5x.inference import (  # noqa: E402
+    batching,  # noqa: E402
+    executables,
+    loading,
+)
 from seahorse_t5x.inference import engine as engine_lib  # noqa: E402
-from seahorse_t5x.inference import executables, loading  # noqa: E402
 from seahorse_t5x.model import mt5  # noqa: E402
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
@@ -49,14 +53,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_engine_arguments(parser)
     parser.add_argument(
-        "--ladders", default="auto,1.2,2", help=f"comma-separated, of {engine_lib.LADDERS}"
+        "--ladders", default="auto,1.2,2", help=f"comma-separated, of {batching.LADDERS}"
     )
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds of each")
     args = parse_engine_arguments(parser, argv)
     args.ladders = [ladder for ladder in args.ladders.split(",") if ladder]
-    unknown = [ladder for ladder in args.ladders if ladder not in engine_lib.LADDERS]
+    unknown = [ladder for ladder in args.ladders if ladder not in batching.LADDERS]
     if unknown or not args.ladders:
-        parser.error(f"--ladders: each of {engine_lib.LADDERS}, got {unknown or 'none'}")
+        parser.error(f"--ladders: each of {batching.LADDERS}, got {unknown or 'none'}")
     return args
 
 
@@ -117,7 +121,7 @@ def measure(args: argparse.Namespace) -> dict:
             "lengths": sorted({b.length for b in plan}),
             "padding_efficiency": round(real / padded, 3),
             "planned_tflops": round(
-                sum(sum(engine_lib.scoring_flops(config, b.rows, b.length)) for b in plan) / 1e12,
+                sum(sum(batching.scoring_flops(config, b.rows, b.length)) for b in plan) / 1e12,
                 3,
             ),
             "first_run_seconds": [round(s, 3) for s in first[ladder]],

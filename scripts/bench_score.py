@@ -85,8 +85,8 @@ from bench_common import (  # scripts/ is on sys.path when run
     report_results,
 )
 
+from seahorse_t5x.inference import batching, executables, loading, placement, quantize
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import executables, loading, quantize
 from seahorse_t5x.model import attention, configs, hf_checkpoints, mt5, partitioning
 
 YES_ID, NO_ID = 333, 334  # any two ids: weights are random
@@ -135,8 +135,8 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--ladder",
-        default=engine_lib.DEFAULT_LADDER,
-        choices=engine_lib.LADDERS,
+        default=batching.DEFAULT_LADDER,
+        choices=batching.LADDERS,
         help="bucket lengths (engine ladder)",
     )
     parser.add_argument(
@@ -189,7 +189,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--param_dtype",
         default="float32",
-        choices=engine_lib.PARAM_DTYPES,
+        choices=placement.PARAM_DTYPES,
         help="ours: the dtype weights are kept in on the device (int8: int8 projections)",
     )
     parser.add_argument(
@@ -606,7 +606,7 @@ def gpu_results(args, config, hf_attention, hf_attention_error, hf_check, ct2_er
         "decoder_layers": config.num_decoder_layers,
         "width": {"emb_dim": config.emb_dim, "heads": config.num_heads, "mlp": config.mlp_dim},
         "ours_param_dtype": args.param_dtype,
-        "ours_param_bytes": engine_lib.bytes_per_device(config, {}, args.param_dtype),
+        "ours_param_bytes": placement.bytes_per_device(config, {}, args.param_dtype),
         "ours_peak_gpu_bytes": device_memory_bytes(),
         "hf_peak_gpu_bytes": int(torch.cuda.max_memory_allocated()),
         "peak_tflops": args.peak_tflops,
@@ -729,15 +729,15 @@ def main() -> None:
             for chunk in chunks:
                 other.p_yes(placed[other.mesh], [tokens[i] for i in chunk])
     if args.packing:
-        rows = engine_lib.pack_rows(
+        rows = batching.pack_rows(
             [len(t) for t in tokens], args.max_input_length, engine.max_segments
         )
-        plans = [[engine_lib.Batch(np.asarray(r), args.max_input_length, 1) for r in rows]]
+        plans = [[batching.Batch(np.asarray(r), args.max_input_length, 1) for r in rows]]
     else:
         # Batches with indices into `tokens` (each chunk is planned on its own).
         plans = [
             [
-                engine_lib.Batch(chunk[b.indices], b.length, b.rows)
+                batching.Batch(chunk[b.indices], b.length, b.rows)
                 for b in engine.plan([len(tokens[i]) for i in chunk])
             ]
             for chunk in chunks

@@ -36,9 +36,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from bench_common import device_memory_bytes, draw_inputs, report_results  # noqa: E402  (scripts/ on sys.path)
 
-from seahorse_t5x.inference import engine as engine_lib  # noqa: E402
 from seahorse_t5x.inference import (
     loading,  # noqa: E402
+    placement,  # noqa: E402
     quantize,  # noqa: E402
 )
 from seahorse_t5x.model import configs, partitioning  # noqa: E402
@@ -70,7 +70,7 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def random_params(placer: engine_lib.Placer, config, seed: int) -> dict:
+def random_params(placer: placement.Placer, config, seed: int) -> dict:
     """Random weights in `placer`'s scanned layout, each made on its devices by one small
     program: int8 kernels drawn as Gaussian weights quantized at 4 standard deviations with
     their scales, float kernels fan-in scaled, unit-normal embeddings, unit layer norms."""
@@ -222,14 +222,14 @@ def main() -> None:
         "dtype": args.dtype,
         "input_length": args.input_length,
     }
-    placer = engine_lib.Placer(config, mesh, args.param_dtype)
+    placer = placement.Placer(config, mesh, args.param_dtype)
     started = time.perf_counter()
     params = random_params(placer, config, args.seed)
     held = device_memory_bytes("bytes_in_use")
     results["weights_made_seconds"] = round(time.perf_counter() - started, 1)
     results["weights_gib"] = None if held is None else round(held / GIB, 2)
     results["weights_gib_computed"] = round(
-        engine_lib.bytes_per_device(config, {}, args.param_dtype) / GIB, 2
+        placement.bytes_per_device(config, {}, args.param_dtype) / GIB, 2
     )
     print(f"weights: {results['weights_gib']} GiB on the device", flush=True)
     results["by_batch_size"] = memory_by_batch_size(args, config, mesh, params)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scripts_testing
 
-from seahorse_t5x.inference import engine
+from seahorse_t5x.inference import batching
 from seahorse_t5x.model import configs
 
 
@@ -26,8 +26,8 @@ def test_each_ladder_is_timed_from_an_empty_cache_and_scores_the_same_inputs(ben
     assert out["examples"] == 12 and out["tokens"] == sum(lengths)
     for ladder in ("1.2", "2"):
         result = out["ladders"][ladder]
-        plan = engine.plan_batches(
-            lengths, engine.bucket_lengths(256, ladder), 2 * 256, out["devices"]
+        plan = batching.plan_batches(
+            lengths, batching.bucket_lengths(256, ladder), 2 * 256, out["devices"]
         )
         assert result["shapes"] == len({(b.rows, b.length) for b in plan})
         assert result["lengths"] == sorted({b.length for b in plan})

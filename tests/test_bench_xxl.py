@@ -11,6 +11,7 @@ import pytest
 import scripts_testing
 
 from seahorse_t5x.inference import engine as engine_lib
+from seahorse_t5x.inference import placement
 from seahorse_t5x.model import configs, partitioning
 
 
@@ -23,7 +24,7 @@ def bench():
 def test_random_weights_are_the_placed_layout_and_score(bench, param_dtype):
     config = configs.get_config("tiny", dropout_rate=0.0)
     mesh = partitioning.create_mesh(devices=jax.devices()[:1])
-    placer = engine_lib.Placer(config, mesh, param_dtype)
+    placer = placement.Placer(config, mesh, param_dtype)
     made = flax.traverse_util.flatten_dict(bench.random_params(placer, config, 0), sep="/")
     wanted = flax.traverse_util.flatten_dict(placer.abstract_params(config), sep="/")
     assert sorted(made) == sorted(wanted)

@@ -28,7 +28,7 @@ from sklearn.metrics import roc_auc_score
 from seahorse_t5x import cli, errors
 from seahorse_t5x.cli import inference_flags
 from seahorse_t5x.formats import vocab
-from seahorse_t5x.inference import engine, inputs, resume
+from seahorse_t5x.inference import batching, engine, inputs, placement, resume
 from seahorse_t5x.inference import questions as questions_lib
 from seahorse_t5x.inference import scorer as scorer_lib
 from seahorse_t5x.inference import settings as settings_lib
@@ -363,16 +363,18 @@ def test_parameter_bytes_per_device_split_over_the_model_axis():
     config = configs.get_config("xxl")
     total = mt5.param_count(mt5.abstract_params(config))
     assert 12.5e9 < total < 13.5e9  # mT5-XXL: 13B parameters
-    full = engine.bytes_per_device(config, {"data": 1, "model": 1}, "float32")
+    full = placement.bytes_per_device(config, {"data": 1, "model": 1}, "float32")
     assert full == 4 * total
-    split = engine.bytes_per_device(config, {"data": 2, "model": 8}, "bfloat16")
+    split = placement.bytes_per_device(config, {"data": 2, "model": 8}, "bfloat16")
     # Everything but the layer norms and relative-position tables (replicated) is split.
     assert 2 * total / 8 < split < 1.001 * 2 * total / 8
 
 
 def test_plan_batches_rows_are_a_multiple_of_the_data_axis():
     lengths = [5, 64, 33, 31, 47, 49, 12, 64, 2]
-    batches = engine.plan_batches(lengths, engine.bucket_lengths(64, "1.4"), 128, row_multiple=4)
+    batches = batching.plan_batches(
+        lengths, batching.bucket_lengths(64, "1.4"), 128, row_multiple=4
+    )
     assert [(b.rows, b.length) for b in batches] == [(4, 64), (4, 48), (4, 32)]
     assert sorted(np.concatenate([b.indices for b in batches]).tolist()) == list(range(9))
 
@@ -684,7 +686,7 @@ def test_packed_rows_give_the_bucketed_scores(trained):
     placer = bucketed.placer()
     params = placer.place_tree(trained.params)
     stacked = placer.stack_layers(params)  # packed rows run scanned, buckets unrolled here
-    packing = engine.pack_rows([len(t) for t in tokens], INPUT_LENGTH, packed.max_segments)
+    packing = batching.pack_rows([len(t) for t in tokens], INPUT_LENGTH, packed.max_segments)
     assert sorted(i for row in packing for i in row) == list(range(40))
     assert max(len(row) for row in packing) > 1  # some rows hold several inputs
     assert all(sum(len(tokens[i]) for i in row) <= INPUT_LENGTH for row in packing)

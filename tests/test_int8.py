@@ -11,7 +11,7 @@ import pytest
 from mt5_fixtures import save_hf_tiny
 
 from seahorse_t5x import errors
-from seahorse_t5x.inference import engine, quantize
+from seahorse_t5x.inference import engine, placement, quantize
 from seahorse_t5x.inference import scorer as scorer_lib
 from seahorse_t5x.model import checkpoints, configs
 
@@ -128,14 +128,14 @@ def test_bytes_per_device_of_int8_weights():
     rest = 2 * v * e + (e * v + 4 * v) + 2 * 2 * (c.relative_attention_num_buckets * c.num_heads)
     rest += 2 * 2 * e  # the final norms
     expected = c.num_encoder_layers * encoder_layer + c.num_decoder_layers * decoder_layer + rest
-    assert engine.bytes_per_device(c, {"data": 1, "model": 1}, "int8") == expected
+    assert placement.bytes_per_device(c, {"data": 1, "model": 1}, "int8") == expected
     xxl = configs.get_config("xxl")
-    int8 = engine.bytes_per_device(xxl, {"data": 1, "model": 1}, "int8")
+    int8 = placement.bytes_per_device(xxl, {"data": 1, "model": 1}, "int8")
     assert (
         int8
         < 15 * 2**30
         < 24 * 2**30
-        < engine.bytes_per_device(xxl, {"data": 1, "model": 1}, "bfloat16")
+        < placement.bytes_per_device(xxl, {"data": 1, "model": 1}, "bfloat16")
     )
 
 

@@ -19,7 +19,7 @@ from mt5_fixtures import (
 )
 
 from seahorse_t5x import errors
-from seahorse_t5x.inference import engine
+from seahorse_t5x.inference import placement
 from seahorse_t5x.model import configs, hf_checkpoints, mt5, partitioning
 
 
@@ -60,7 +60,7 @@ def test_logits_match_hf_with_padding(hf_and_params, lengths):
 
 def test_scanned_layers_give_hf_logits_from_stacked_parameters(hf_and_params):
     model, params = hf_and_params
-    placer = engine.Placer(TINY, partitioning.create_mesh())
+    placer = placement.Placer(TINY, partitioning.create_mesh())
     stacked = placer.stack_layers(placer.place_tree(params))
     # The layout `init_params(scan_layers=True)` makes: same names, shapes and axes.
     abstract = mt5.abstract_params(TINY, scan_layers=True)
@@ -164,7 +164,7 @@ def test_head_major_attention_gives_the_same_logits_with_and_without_packing(
 ):
     model, params = hf_and_params
     if scan_layers:
-        placer = engine.Placer(TINY, partitioning.create_mesh())
+        placer = placement.Placer(TINY, partitioning.create_mesh())
         params = placer.stack_layers(placer.place_tree(params))
     enc = padded_batch([40, 64, 9], TINY.vocab_size, seed=12)
     dec = _decoder_inputs(ROWS, seed=4)

@@ -239,7 +239,7 @@ def test_plan_memory_reports_the_compiling_process_refusal_as_one_error():
 
 
 def test_plan_cli_scoring_batch_with_int8_weights():
-    from seahorse_t5x.inference import engine
+    from seahorse_t5x.inference import placement
     from seahorse_t5x.model import configs
 
     args = ["plan", "--size", "tiny", "--mesh", "data=2,model=2", "--batch_size", "4"]
@@ -247,6 +247,6 @@ def test_plan_cli_scoring_batch_with_int8_weights():
     int8 = _plan_json([*args, "--param_dtype", "int8"])
     bf16 = _plan_json([*args, "--param_dtype", "bfloat16"])
     one_layer = configs.get_config("tiny").replace(num_encoder_layers=1, num_decoder_layers=1)
-    expected = engine.bytes_per_device(one_layer, {"data": 2, "model": 2}, "int8")
+    expected = placement.bytes_per_device(one_layer, {"data": 2, "model": 2}, "int8")
     assert int8["params_bytes"] == expected < bf16["params_bytes"]
     assert int8["argument_bytes"] == expected + int8["batch_bytes"]

@@ -14,7 +14,7 @@ from mt5_fixtures import save_hf_tiny
 
 from seahorse_t5x import cli, constants, errors
 from seahorse_t5x.formats import vocab
-from seahorse_t5x.inference import engine, input_rows, inputs, settings
+from seahorse_t5x.inference import batching, engine, input_rows, inputs, settings
 from seahorse_t5x.inference import resume as resume_lib
 from seahorse_t5x.inference import scorer as scorer_lib
 from seahorse_t5x.model import configs
@@ -126,7 +126,9 @@ def test_bucketed_equals_unbucketed(scorer):
 
 def test_plan_batches_covers_each_example_once_with_fixed_shapes():
     lengths = [5, 64, 33, 31, 47, 49, 12, 64, 2]
-    batches = engine.plan_batches(lengths, engine.bucket_lengths(64, "1.4"), tokens_per_batch=128)
+    batches = batching.plan_batches(
+        lengths, batching.bucket_lengths(64, "1.4"), tokens_per_batch=128
+    )
     seen = np.concatenate([b.indices for b in batches])
     assert sorted(seen.tolist()) == list(range(len(lengths)))
     shapes = [(b.rows, b.length) for b in batches]
@@ -139,16 +141,18 @@ def test_plan_batches_covers_each_example_once_with_fixed_shapes():
         [31, 33],
         [2, 5, 12],
     ]
-    tail = engine.plan_batches([3, 4, 5], engine.bucket_lengths(64, "1.4"), tokens_per_batch=1024)
+    tail = batching.plan_batches(
+        [3, 4, 5], batching.bucket_lengths(64, "1.4"), tokens_per_batch=1024
+    )
     assert [(b.rows, b.length) for b in tail] == [(4, 32)]
     for b in batches:
         assert all(lengths[i] <= b.length for i in b.indices)
         assert len(b.indices) <= b.rows
     with pytest.raises(errors.UserError, match="exceeds"):
-        engine.plan_batches([65], engine.bucket_lengths(64), 128)
-    assert engine.bucket_lengths(100, "1.4") == (32, 48, 64, 96, 100)
-    assert engine.bucket_lengths(100) == (32, 40, 48, 56, 64, 80, 96, 100)  # the default
-    assert engine.bucket_lengths(100, "2") == (32, 64, 100)
+        batching.plan_batches([65], batching.bucket_lengths(64), 128)
+    assert batching.bucket_lengths(100, "1.4") == (32, 48, 64, 96, 100)
+    assert batching.bucket_lengths(100) == (32, 40, 48, 56, 64, 80, 96, 100)  # the default
+    assert batching.bucket_lengths(100, "2") == (32, 64, 100)
 
 
 def _layout(plan) -> list[tuple[int, int, list[int]]]:
@@ -160,33 +164,33 @@ def _padded_tokens(rows: int, length: int) -> float:
 
 
 def _cost_with_compiles(lengths, buckets, compile_cost, tokens_per_batch):
-    batches = engine.plan_batches(lengths, buckets, tokens_per_batch)
+    batches = batching.plan_batches(lengths, buckets, tokens_per_batch)
     shapes = {(b.rows, b.length) for b in batches}
     return sum(b.rows * b.length for b in batches) + compile_cost * len(shapes)
 
 
 def test_buckets_worth_compiling_is_the_cheapest_subset_of_the_ladder():
-    ladder = engine.bucket_lengths(256, "1.2")  # 15 lengths, 32 ... 256
-    coarser = (engine.bucket_lengths(256, "1.4"), engine.bucket_lengths(256, "2"))  # as plan
+    ladder = batching.bucket_lengths(256, "1.2")  # 15 lengths, 32 ... 256
+    coarser = (batching.bucket_lengths(256, "1.4"), batching.bucket_lengths(256, "2"))  # as plan
     kw = dict(tokens_per_batch=512, row_multiple=1, batch_cost=_padded_tokens, starts=coarser)
     for seed in (0, 1):
         lengths = np.random.default_rng(seed).integers(20, 257, 40).tolist()
-        fine = engine.plan_batches(lengths, ladder, 512)
+        fine = batching.plan_batches(lengths, ladder, 512)
         # Compiling free: the plan is the whole ladder's.
-        free = engine.buckets_worth_compiling(lengths, ladder, compile_cost=0.0, **kw)
-        assert _layout(engine.plan_batches(lengths, free, 512)) == _layout(fine)
+        free = batching.buckets_worth_compiling(lengths, ladder, compile_cost=0.0, **kw)
+        assert _layout(batching.plan_batches(lengths, free, 512)) == _layout(fine)
         # Compiling dearer than any padding: every input padded to the length that takes all.
-        dear = engine.buckets_worth_compiling(lengths, ladder, compile_cost=1e9, **kw)
-        assert {(b.rows, b.length) for b in engine.plan_batches(lengths, dear, 512)} == {(2, 256)}
+        dear = batching.buckets_worth_compiling(lengths, ladder, compile_cost=1e9, **kw)
+        assert {(b.rows, b.length) for b in batching.plan_batches(lengths, dear, 512)} == {(2, 256)}
         # In between: as cheap as the best of all 2**14 subsets (the top length kept), each
         # planned and costed here.
-        chosen = engine.buckets_worth_compiling(lengths, ladder, compile_cost=600.0, **kw)
+        chosen = batching.buckets_worth_compiling(lengths, ladder, compile_cost=600.0, **kw)
         subsets = itertools.chain.from_iterable(
             itertools.combinations(ladder[:-1], k) for k in range(len(ladder))
         )
         best = min(_cost_with_compiles(lengths, s + (256,), 600.0, 512) for s in subsets)
         assert _cost_with_compiles(lengths, chosen, 600.0, 512) == best
-        shapes = {(b.rows, b.length) for b in engine.plan_batches(lengths, chosen, 512)}
+        shapes = {(b.rows, b.length) for b in batching.plan_batches(lengths, chosen, 512)}
         assert 1 < len(shapes) < len({(b.rows, b.length) for b in fine})
 
 
@@ -194,8 +198,8 @@ def test_the_auto_ladder_pads_a_small_job_up_on_a_cpu_by_its_lengths_alone():
     config = configs.get_config("small")
     auto = engine.Engine(config, (333, 334), max_input_length=2048)
     fine = engine.Engine(config, (333, 334), max_input_length=2048, ladder="1.2")
-    assert auto.ladder == engine.DEFAULT_LADDER == "auto"
-    assert auto.product_rates() == engine.CPU_PRODUCT_RATES["float32"]
+    assert auto.ladder == batching.DEFAULT_LADDER == "auto"
+    assert auto.product_rates() == batching.CPU_PRODUCT_RATES["float32"]
     assert fine.product_rates() is None
     rng = np.random.default_rng(1)
     lengths = np.clip(np.exp(rng.normal(np.log(450), 0.8, 64)).astype(int), 100, 2048).tolist()
@@ -204,7 +208,7 @@ def test_the_auto_ladder_pads_a_small_job_up_on_a_cpu_by_its_lengths_alone():
         return {int(i): b.length for b in plan for i in b.indices}
 
     auto_plan, fine_plan = auto.plan(lengths), fine.plan(lengths)
-    expected = engine.plan_batches(lengths, fine.buckets, fine.tokens_per_batch, fine.data_size)
+    expected = batching.plan_batches(lengths, fine.buckets, fine.tokens_per_batch, fine.data_size)
     assert _layout(fine_plan) == _layout(expected)
     assert len(auto.shapes(lengths)) < len(fine.shapes(lengths))
     assert sorted(np.concatenate([b.indices for b in auto_plan]).tolist()) == list(range(64))
@@ -215,8 +219,8 @@ def test_the_auto_ladder_pads_a_small_job_up_on_a_cpu_by_its_lengths_alone():
     # The quicker plan by the engine's own measure, compiles counted.
     def seconds(plan) -> float:
         rates = auto.product_rates()
-        batches = sum(engine.batch_seconds(config, rates, b.rows, b.length) for b in plan)
-        return batches + engine.CPU_COMPILE_SECONDS * len({(b.rows, b.length) for b in plan})
+        batches = sum(batching.batch_seconds(config, rates, b.rows, b.length) for b in plan)
+        return batches + batching.CPU_COMPILE_SECONDS * len({(b.rows, b.length) for b in plan})
 
     assert seconds(auto_plan) < seconds(fine_plan)
     # The plan is a function of the lengths, not of their order (nor of what is compiled).
@@ -226,22 +230,22 @@ def test_the_auto_ladder_pads_a_small_job_up_on_a_cpu_by_its_lengths_alone():
     # Many inputs: nearly every bucket's shape pays for itself.
     many = np.clip(np.exp(rng.normal(np.log(450), 0.8, 4096)).astype(int), 100, 2048).tolist()
     products = [
-        sum(sum(engine.scoring_flops(config, b.rows, b.length)) for b in e.plan(many))
+        sum(sum(batching.scoring_flops(config, b.rows, b.length)) for b in e.plan(many))
         for e in (auto, fine)
     ]
     assert products[1] <= products[0] <= 1.01 * products[1]
     # Compiling a negligible share of the job: the ladder as it is.
     rates = auto.product_rates()
-    cost = functools.partial(engine.batch_seconds, config, rates)
-    assert engine.buckets_worth_compiling(many, fine.buckets, 2048, 1, cost, 1e-3) == fine.buckets
+    cost = functools.partial(batching.batch_seconds, config, rates)
+    assert batching.buckets_worth_compiling(many, fine.buckets, 2048, 1, cost, 1e-3) == fine.buckets
 
 
 def test_scoring_flops_and_seconds_count_the_encoder_by_hand():
     config = configs.get_config("small")  # 8 layers, 6 heads of 64, width 512, MLP 1024
-    dense, attention = engine.scoring_flops(config, 2, 100)
+    dense, attention = batching.scoring_flops(config, 2, 100)
     assert dense == 8 * 2 * 100 * 2 * (4 * 512 * 384 + 3 * 512 * 1024)
     assert attention == 8 * 2 * 100 * 2 * 2 * 100 * 384
-    assert engine.batch_seconds(config, (1e9, 1e8), 2, 100) == dense / 1e9 + attention / 1e8
+    assert batching.batch_seconds(config, (1e9, 1e8), 2, 100) == dense / 1e9 + attention / 1e8
 
 
 def test_build_inputs_docstring_example():

@@ -5,8 +5,10 @@ scoring job.
 through it:
 - `inputs`: token ids of `premise: ARTICLE hypothesis: SUMMARY` in numpy, cut as
   `seahorse_t5x.formats.input_format` says, exactly as the SeqIO preprocessors cut them;
-- `engine`: the label logits at the first decoder step, the length-bucket batch plan, and
-  parameters and batches placed on a `data x model` mesh with the runner's logical-axis rules;
+- `batching`: the length-bucket batch plan, its ladders and CPU cost model, and packing;
+- `placement`: parameters placed on a `data x model` mesh with the runner's logical-axis
+  rules, shard by shard, int8 included;
+- `engine`: the label logits at the first decoder step over those plans, batches on the mesh;
 - `windows`: long articles split at sentence boundaries into windows beside the whole
   summary, and the per-row aggregate (max or mean) of the windows' P(yes);
 - `precision`: the dtype of the model's products `dtype="auto"` chooses for the platform;

@@ -29,8 +29,7 @@ from jax.sharding import Mesh
 from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.formats import vocab as vocab_lib
-from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import inputs, loading, precision, settings, windows
+from seahorse_t5x.inference import inputs, loading, placement, precision, settings, windows
 from seahorse_t5x.inference import questions as questions_lib
 from seahorse_t5x.model import checkpoints, partitioning
 from seahorse_t5x.model.configs import MT5Config
@@ -166,7 +165,7 @@ class Scorer:
         if label_ids is None:
             label_ids = vocab_lib.label_token_ids(self.vocab)
 
-        def placement(config: MT5Config) -> engine_lib.Placer:
+        def placement(config: MT5Config) -> placement.Placer:
             # Called once the checkpoint's config is read, before any weight is.
             vocab_lib.check_fits(
                 self.vocab, config.vocab_size, "use the vocabulary the model was trained with"

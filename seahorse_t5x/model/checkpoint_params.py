@@ -59,7 +59,7 @@ def check_params(config: MT5Config, flat: Mapping[str, Any], source: str) -> Non
 
 
 # `place(name, array)` puts one flat `a/b/c` parameter where it will live (e.g. sharded on a
-# device mesh: `inference.engine.Placer`), called as each tensor is read. A `Placement` makes
+# device mesh: `inference.placement.Placer`), called as each tensor is read. A `Placement` makes
 # the `place` function for the checkpoint's config once that is known.
 Place = Callable[[str, Any], Any]
 Placement = Callable[[MT5Config], Place]

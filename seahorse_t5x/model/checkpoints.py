@@ -93,7 +93,7 @@ def load_checkpoint(
       dtype: compute dtype to set in the returned config (`float32` or `bfloat16`);
         None keeps the checkpoint's (float32 for HF and T5X).
       placement: `placement(config)` returns `place(name, array)`, which puts each flat
-        parameter where it will live as it is read (e.g. `inference.engine.Placer`: sharded
+        parameter where it will live as it is read (e.g. `inference.placement.Placer`: sharded
         on a mesh); default: float32 host arrays.
 
     Raises:

@@ -714,7 +714,7 @@ class MT5(nn.Module):
     `scan_layers` runs each stack's layers as one `nn.scan` over parameters stacked on a
     leading `layers` axis (`encoder/layers/layer/...`): the same numbers, but tracing and
     compiling one layer instead of every layer (the inference engine's layout; checkpoints
-    keep T5X's per-layer names, and `inference.engine.Placer.stack_layers` converts).
+    keep T5X's per-layer names, and `inference.placement.Placer.stack_layers` converts).
     """
 
     config: MT5Config
