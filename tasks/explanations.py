@@ -38,7 +38,8 @@ Features: `inputs`, `targets`, `inputs_pretokenized` (the whole prompt, uncut),
 (float32, minus the sum of the reductions), `num_errors` (int32), `context_tokens_dropped`,
 `hypothesis_truncated` and `targets_truncated` (int32).
 
-Predictions are parsed by `analysis_postprocessor` (`error_analysis.parse_analysis`) and
+Predictions are parsed by `analysis_postprocessor` (`error_analysis.parse_analysis`, after
+the line breaks SentencePiece's decoding loses are restored) and
 measured by `analysis_metrics` (plain numpy): parse failures, and on the parsed pairs the
 mean absolute score error and the share of exact error counts.
 
@@ -56,7 +57,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import gin
@@ -67,12 +67,12 @@ from absl import logging
 
 from seahorse_t5x import constants, errors
 from seahorse_t5x.data import metric_instruct
-from seahorse_t5x.formats import error_analysis, input_format, vocab
+from seahorse_t5x.formats import error_analysis, input_format, task_names, vocab
 from seahorse_t5x.tasks import premise_hypothesis
 
 ENV_PATH = "SEAHORSE_METRIC_INSTRUCT_PATH"
 DEFAULT_NAME = "metricinstruct"
-MIXTURE_SUFFIX = "_all"
+MIXTURE_SUFFIX = task_names.EXPLANATION_MIXTURE_SUFFIX
 INPUT_LENGTH = 1024
 TARGET_LENGTH = 512
 FEATURE_LENGTHS: dict[str, int] = {"inputs": INPUT_LENGTH, "targets": TARGET_LENGTH}
@@ -99,18 +99,11 @@ _PART_TOKENS = ("head_tokens", "context_tokens", "tail_tokens")
 # ----------------------------------------------------------------------------- names
 
 
-def task_type_suffix(task_type: str) -> str:
-    """A task type as a task-name suffix: `long-form QA` -> `long_form_qa`."""
-    return re.sub(r"[^a-z0-9]+", "_", task_type.lower()).strip("_")
-
-
-def task_name(name: str, task_type: str | None = None) -> str:
-    """`{name}` (every row) or `{name}.{task type}`."""
-    return name if task_type is None else f"{name}.{task_type_suffix(task_type)}"
-
-
-def mixture_name(name: str) -> str:
-    return name + MIXTURE_SUFFIX
+# The names' grammar lives with the other task names (`formats/task_names.py`), where the
+# T5X converter (`t5x-explanations`) parses them back.
+task_type_suffix = task_names.task_type_suffix
+task_name = task_names.explanation_task
+mixture_name = task_names.explanation_mixture
 
 
 # ----------------------------------------------------------------------------- files
@@ -414,11 +407,17 @@ def analysis_postprocessor(
     """`postprocess_fn`: an analysis text to `{"score", "num_errors", "parse_error"}`.
 
     A text `parse_analysis` refuses gives `score` and `num_errors` None and its reason in
-    `parse_error` (None for a parsed text). Targets and predictions are parsed alike.
+    `parse_error` (None for a parsed text). Targets and predictions are parsed alike, after
+    `error_analysis.restore_line_breaks`: T5X decodes a prediction with SentencePiece, which
+    turns the analysis' line breaks into spaces (a target keeps its lines), as `explain`
+    parses what it generates.
     """
     del example, is_target
+    if isinstance(output_or_target, bytes):
+        output_or_target = output_or_target.decode("utf-8")
     try:
-        analysis = error_analysis.parse_analysis(output_or_target)
+        restored = error_analysis.restore_line_breaks(output_or_target)
+        analysis = error_analysis.parse_analysis(restored)
     except error_analysis.AnalysisParseError as e:
         return {"score": None, "num_errors": None, "parse_error": e.reason}
     return {"score": analysis.score, "num_errors": analysis.num_errors, "parse_error": None}
@@ -458,7 +457,7 @@ def analysis_metrics(
 
 
 def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+    if not task_names.is_explanation_set_name(name):
         raise errors.UserError(
             f"an explanation set's name must be a lowercase identifier, got {name!r}"
         )

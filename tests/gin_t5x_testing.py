@@ -3,7 +3,7 @@
 The gin files under gin/{models,runs,experiments} include T5X's own gin files and bind T5X
 configurables. The facts below were read from T5X's sources (google-research/t5x, 2026-04:
 t5x/configs/runs/{finetune,eval,infer}.gin, t5x/examples/t5/mt5/*.gin, and the signatures
-of the configurables) and are checked against the files textually, with gin's own parser.
+of the configurables, t5x/decoding.py's temperature_sample among them) and are checked against the files textually, with gin's own parser.
 """
 
 from __future__ import annotations
@@ -189,6 +189,24 @@ T5X_CONFIGURABLES: dict[str, tuple[str, ...]] = {
         "normalizer_spec_overrides",
         "reverse_extra_ids",
         "use_fast_tokenizer",
+    ),
+    "t5x.decoding.temperature_sample": (
+        "inputs",
+        "cache",
+        "tokens_to_logits",
+        "eos_id",
+        "decode_rng",
+        "num_decodes",
+        "temperature",
+        "topk",
+        "topp",
+        "cache_offset",
+        "initial_index",
+        "max_decode_steps",
+        "max_decode_steps_hard_limit",
+        "rescale_log_probs",
+        "state_callback_fn",
+        "logit_callback_fn",
     ),
     # `import __main__ as infer_script` in a gin file run by `python -m t5x.infer`.
     "__main__.infer": ("mode", "checkpoint_period", "shard_id", "num_shards", "use_orbax"),

@@ -29,7 +29,7 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
     ),
     "metric name": (
         "--metric",
-        {"score", "evaluate", "import-scores", "t5x-scores", "explain"},
+        {"score", "evaluate", "import-scores", "t5x-scores", "t5x-explanations", "explain"},
         {"--metric_name", "--name", "--metric_id"},
     ),
     "prepared data folder": (
@@ -472,6 +472,7 @@ _NOT_ONCE = {
     ("report", "--benchmark_path"),
     ("score", "--benchmark"),
     ("explain", "--benchmark"),
+    ("t5x-explanations", "--benchmark"),
 }
 
 

@@ -7,6 +7,7 @@ three of each of summarization, translation, data2text; the first with a long so
 
 from __future__ import annotations
 
+import json
 import math
 import pathlib
 
@@ -346,6 +347,22 @@ def test_postprocessor_parses_or_says_why_not():
         "num_errors": None,
         "parse_error": "error 1: severity 'Small'; expected Major or Minor",
     }
+
+
+def test_postprocessor_parses_what_t5x_decodes():
+    # T5X's predict-mode output of the sample (tests/testdata/t5x_infer, written by T5X's
+    # writer): SentencePiece decoded the analyses' line breaks as spaces. Each of the five
+    # rows that predict their own analysis gives the target's score and error count.
+    infer = TESTDATA.parent / "t5x_infer" / "metricinstruct-predict.jsonl-00000-of-00001"
+    records = [json.loads(line) for line in infer.read_text(encoding="utf-8").splitlines()]
+    for position in (0, 3, 5, 6, 8):
+        prediction = records[position]["prediction"]
+        assert "\n" not in prediction
+        target = records[position]["inputs"]["targets_pretokenized"]
+        parsed = explanations.analysis_postprocessor(prediction)
+        assert parsed == explanations.analysis_postprocessor(target, is_target=True)
+        assert parsed["parse_error"] is None
+        assert parsed["score"] == metric_instruct.load(SAMPLE)[0][position].score
 
 
 def test_metrics_count_parse_failures_and_compare_scores():

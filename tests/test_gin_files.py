@@ -39,6 +39,12 @@ def _project_configurables() -> dict[str, tuple[str, ...]]:
         "seahorse_t5x.formats.vocab.demo_vocab_path": _function_parameters(
             t5x.ROOT / "seahorse_t5x" / "formats" / "vocab.py", "demo_vocab_path"
         ),
+        "seahorse_t5x.formats.vocab.demo_explanations_vocab_path": _function_parameters(
+            t5x.ROOT / "seahorse_t5x" / "formats" / "vocab.py", "demo_explanations_vocab_path"
+        ),
+        "seahorse_t5x.tasks.explanations.metric_instruct_files": _function_parameters(
+            t5x.ROOT / "tasks" / "explanations.py", "metric_instruct_files"
+        ),
         # Referenced, not configured: a feature converter class T5X instantiates.
         "seahorse_t5x.tasks.packing.FirstFitPackingConverter": (),
         "seahorse_t5x.tasks.seahorse.data_dir": _function_parameters(
@@ -63,11 +69,23 @@ def test_t5x_gin_layout_is_complete():
         "seahorse_t5x/gin/runs/finetune.gin",
         "seahorse_t5x/gin/runs/eval.gin",
         "seahorse_t5x/gin/runs/infer_score.gin",
+        "seahorse_t5x/gin/runs/finetune_explain.gin",
+        "seahorse_t5x/gin/runs/infer_explain.gin",
+        "seahorse_t5x/gin/runs/greedy_decoding.gin",
     } <= names
-    # Fine-tuning experiments; the ICE inference gins are checked in test_ice_gins.py.
-    experiments = {
-        n for n in names if n.startswith("seahorse_t5x/gin/experiments/") and "/ice_" not in n
+    every_experiment = {n for n in names if n.startswith("seahorse_t5x/gin/experiments/")}
+    # The ICE inference gins (test_ice_gins.py) and the explainable metric's fine-tuning
+    # (test_explain_gins.py): one per model family and size.
+    ice = {n for n in every_experiment if "/ice_" in n}
+    explain = {n for n in every_experiment if "/explain_" in n}
+    assert explain == {
+        f"seahorse_t5x/gin/experiments/explain_{family}_{s}.gin"
+        for family in ("mt5", "flan_t5")
+        for s in t5x.SIZES
     }
+    assert len(ice) == len(explain) == 10
+    # The SEAHORSE metrics and their baselines, fine-tuned.
+    experiments = every_experiment - ice - explain
     expected = {
         f"seahorse_t5x/gin/experiments/seahorse_q{q}_{s}.gin"
         for q in range(1, 7)
@@ -82,6 +100,7 @@ def test_t5x_gin_layout_is_complete():
     expected.add("seahorse_t5x/gin/experiments/distill_q4_xxl_to_base.gin")
     assert experiments == expected
     assert len(experiments) == 46
+    assert len(every_experiment) == 66
 
 
 _UNCHECKED = object()  # a value mixing literals with macros or references
@@ -202,6 +221,14 @@ def test_gin_syntax(path):
         student = path.stem.rsplit("_to_", 1)[1]
         question = path.stem.split("_")[1]
         assert includes == [f"seahorse_t5x/gin/experiments/seahorse_{question}_{student}.gin"]
+    elif path.parent.name == "experiments" and path.name.startswith("explain_"):
+        # The explainable metric: its family's model gin of that size, then its run gin.
+        model = path.stem.removeprefix("explain_")
+        includes = [s[1] for s in from_text if s[0] == "include"]
+        assert includes == [
+            f"seahorse_t5x/gin/models/{model}.gin",
+            "seahorse_t5x/gin/runs/finetune_explain.gin",
+        ]
     elif path.parent.name == "experiments" and not path.name.startswith("ice_"):
         # Fine-tuning experiments include their size's mT5 gin and the run gin, then name
         # their task (`xnli_*` trains on the translate-train mixture).

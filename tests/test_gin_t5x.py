@@ -18,9 +18,12 @@ from seahorse_t5x.evaluation import seqio_metrics
 from seahorse_t5x.formats import vocab
 from tests import gin_t5x_testing as t5x
 
-# Fine-tuning experiments; the ICE inference gins (ice_*.gin) have their own tests.
+# The SEAHORSE metrics' fine-tuning experiments; the ICE inference gins (ice_*.gin) and the
+# explainable metric's (explain_*.gin) have their own tests.
 EXPERIMENTS = sorted(
-    p for p in (t5x.GIN_DIR / "experiments").glob("*.gin") if not p.stem.startswith("ice_")
+    p
+    for p in (t5x.GIN_DIR / "experiments").glob("*.gin")
+    if not p.stem.startswith(("ice_", "explain_"))
 )
 PRETRAINED_STEPS = 1_000_000
 SCORE_TARGET_TOKENS = 2  # '1' or '0', then EOS: the score tasks' length

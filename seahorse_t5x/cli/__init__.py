@@ -39,6 +39,7 @@ SUBCOMMANDS: dict[str, str] = {
     "baselines": "baselines",
     "report": "report",
     "t5x-scores": "t5x_scores",
+    "t5x-explanations": "t5x_explanations",
     "import-scores": "import_scores",
     "plan": "plan",
     "gin-path": "gin_path",

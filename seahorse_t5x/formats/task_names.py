@@ -1,12 +1,15 @@
 """The SEAHORSE and ICE task-name grammar, built and parsed in one place (no TensorFlow).
 
 The task modules register these names (`seahorse_t5x.tasks`, docs/tasks.md); the T5X
-score converter (`t5x-scores`) parses them back to learn which rows of a split file a task
-read:
+converters (`t5x-scores`, `t5x-explanations`) parse them back to learn which rows of a file
+a task read:
 
   seahorse_q{n}[_score][.{lang}]      one question; `_score`: T5X score mode
   seahorse_all_q{n}[_score]           the multi-question input
   ice_q{n}_k{K}_{mode}[.{lang}]       in-context evaluator prompts (K demonstrations)
+  {set}[.{task type}], {set}_all      an explanation set's tasks (MetricInstruct rows, of
+                                      one task type) and their mixture; `metricinstruct`
+                                      is the default set (`seahorse_t5x.tasks.explanations`)
 
 A language suffix (`.de`) restricts a task to one language's rows. The `_score` suffix
 marks a T5X score-mode task (constant target `1`, gold label in `label`); the trainer's
@@ -21,6 +24,7 @@ import dataclasses
 import re
 
 from seahorse_t5x import constants
+from seahorse_t5x.formats import error_analysis
 
 SCORE_SUFFIX = "_score"
 # The multi-question mixtures: one model for all six questions, each input naming its own.
@@ -29,6 +33,9 @@ SEAHORSE_MIXTURES = (
     f"{constants.SEAHORSE_BENCHMARK}_all_score",
 )
 ICE_PREFIX = "ice"
+# The explanation sets: names are lowercase identifiers; `{set}_all` mixes the typed tasks.
+EXPLANATION_MIXTURE_SUFFIX = "_all"
+_EXPLANATION_SET = re.compile(r"[a-z][a-z0-9_]*")
 # The multi-question part of SEAHORSE and rating-set names (`seahorse_all`, `polite_all_x`).
 ALL = "all"
 _SEAHORSE = re.compile(
@@ -158,3 +165,59 @@ def question_of_task(name: str) -> int | None:
     """
     parsed = parse_seahorse_task(name) or parse_ice_task(name)
     return None if parsed is None else parsed.question
+
+
+def task_type_suffix(task_type: str) -> str:
+    """A MetricInstruct task type as a task-name suffix.
+
+    >>> task_type_suffix("long-form QA")
+    'long_form_qa'
+    """
+    return re.sub(r"[^a-z0-9]+", "_", task_type.lower()).strip("_")
+
+
+def explanation_task(name: str, task_type: str | None = None) -> str:
+    """An explanation set's task: `{name}` (every row) or `{name}.{task type}`.
+
+    >>> explanation_task("metricinstruct", "long-form QA")
+    'metricinstruct.long_form_qa'
+    """
+    return name if task_type is None else f"{name}.{task_type_suffix(task_type)}"
+
+
+def explanation_mixture(name: str) -> str:
+    """An explanation set's mixture of its task-type tasks: `metricinstruct_all`."""
+    return name + EXPLANATION_MIXTURE_SUFFIX
+
+
+def is_explanation_set_name(name: str) -> bool:
+    """Whether `name` can name an explanation set (a lowercase identifier)."""
+    return isinstance(name, str) and _EXPLANATION_SET.fullmatch(name) is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplanationTask:
+    """What an explanation task name says: its set and task type (None: every row)."""
+
+    set_name: str
+    task_type: str | None = None
+
+    @property
+    def name(self) -> str:
+        return explanation_task(self.set_name, self.task_type)
+
+
+def parse_explanation_task(name: str) -> ExplanationTask | None:
+    """The set and task type of an explanation task name, or None when it cannot be one
+    (the suffix after `.` is none of `error_analysis.TASK_TYPES`' suffixes).
+
+    >>> parse_explanation_task("metricinstruct.long_form_qa")
+    ExplanationTask(set_name='metricinstruct', task_type='long-form QA')
+    """
+    set_name, dot, suffix = name.partition(".")
+    if not is_explanation_set_name(set_name):
+        return None
+    if not dot:
+        return ExplanationTask(set_name)
+    types = {task_type_suffix(t): t for t in error_analysis.TASK_TYPES}
+    return ExplanationTask(set_name, types[suffix]) if suffix in types else None

@@ -255,34 +255,36 @@ def order_shards(paths: Sequence[str]) -> list[str]:
     return [shards[i] for i in range(total)]
 
 
-def read_infer_output(paths: Sequence[str]) -> list[tuple[str, int, dict]]:
-    """The score-mode records in dataset order, each as (file, line, record).
+def read_infer_records(
+    paths: Sequence[str],
+    check_record: Callable[[str, int, dict], None],
+    expected: str,
+) -> list[tuple[str, int, dict]]:
+    """The records of one infer.py run's output files in dataset order, each as (file, line,
+    record): a single file as it is, shards interleaved back (shard k of n holds examples
+    k, k + n, ...).
+
+    Args:
+      paths: the output file, or all its `-NNNNN-of-NNNNN` shard files (`order_shards`).
+      check_record: raises a DataError for a record of the wrong kind.
+      expected: what one line holds, for the message about empty files.
 
     Raises:
-      UserError / DataError: for incomplete shard sets, bad JSON, or a record without a
-        numeric `score` (predict-mode output, or scores with intermediates).
+      UserError / DataError: for incomplete shard sets, bad JSON, records `check_record`
+        refuses, no record at all, or shard sizes no round-robin split gives.
     """
     ordered = order_shards(paths)
     per_shard = []
     for path in ordered:
         records = []
         for number, record in _json_lines(path):
-            score = record.get("score")
-            if isinstance(score, bool) or not isinstance(score, (int, float)):
-                hint = " (predict-mode output? run infer.py with mode='score')" * (
-                    "prediction" in record
-                )
-                raise errors.DataError(
-                    path, number, "score", f"expected a number, got {score!r}{hint}"
-                )
+            check_record(path, number, record)
             records.append((path, number, record))
         per_shard.append(records)
     n = len(per_shard)
     # A later shard may be empty (a split with fewer examples than shards); all empty is not.
     if not any(per_shard):
-        raise fileio.empty_file_error(
-            ordered[0], "one T5X score-mode record per line (infer.py with mode='score')"
-        )
+        raise fileio.empty_file_error(ordered[0], expected)
     if n == 1:
         return per_shard[0]
     # Shard k holds examples k, k + n, ...: its sizes are equal or one less than shard 0's.
@@ -299,6 +301,33 @@ def read_infer_output(paths: Sequence[str]) -> list[tuple[str, int, dict]]:
             if position < len(records):
                 merged.append(records[position])
     return merged
+
+
+def _check_score_record(path: str, number: int, record: dict) -> None:
+    """A score-mode record: a numeric `score`.
+
+    Raises:
+      DataError: the score is missing or not a number (predict-mode output, or scores with
+        intermediates).
+    """
+    score = record.get("score")
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        hint = " (predict-mode output? run infer.py with mode='score')" * ("prediction" in record)
+        raise errors.DataError(path, number, "score", f"expected a number, got {score!r}{hint}")
+
+
+def read_infer_output(paths: Sequence[str]) -> list[tuple[str, int, dict]]:
+    """The score-mode records in dataset order, each as (file, line, record).
+
+    Raises:
+      UserError / DataError: for incomplete shard sets, bad JSON, or a record without a
+        numeric `score` (predict-mode output, or scores with intermediates).
+    """
+    return read_infer_records(
+        paths,
+        _check_score_record,
+        "one T5X score-mode record per line (infer.py with mode='score')",
+    )
 
 
 @dataclasses.dataclass
