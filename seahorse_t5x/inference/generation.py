@@ -96,9 +96,9 @@ class Generator:
         self.max_output_length = max_output_length
         self.batch_size = batch_size
         self.mesh = mesh
-        if mesh is not None:
-            params = jax.device_put(params, partitioning.replicated(mesh))
-        self.params = params
+        # On the devices once, not sent with every batch.
+        sharding = None if mesh is None else partitioning.replicated(mesh)
+        self.params = jax.device_put(params, sharding)
 
     @property
     def _row_multiple(self) -> int:
