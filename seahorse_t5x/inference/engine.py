@@ -568,6 +568,32 @@ class Engine:
         return p_yes_from_label_logits(self.label_logits(params, tokens, progress, bucketed))
 
 
+def build_engine(
+    config: MT5Config,
+    label_ids: tuple[int, int],
+    mesh: Mesh | None = None,
+    max_input_length: int = constants.DEFAULT_INPUT_LENGTH,
+    batch_size: int = 1,
+    **options: Any,
+) -> Engine:
+    """The inference `Engine` of one model: P(yes) for token inputs on `mesh`.
+
+    Args:
+      config: the model config (its `dtype` is the compute dtype).
+      label_ids: token ids of the (yes, no) answers at the first decoder step.
+      mesh: the device mesh (default: every device on `data`).
+      max_input_length: the longest bucket.
+      batch_size: rows per batch at `max_input_length`.
+      **options: the `Engine`'s other arguments (`ladder`, `packing`,
+        `blockwise_attention_from`, `fused_attention`, `compile_ahead`, `dispatch_ahead`,
+        `program_cache_dir`).
+
+    Raises:
+      UserError: for answer ids, a length, a batch size or an option the engine refuses.
+    """
+    return Engine(config, label_ids, mesh, max_input_length, batch_size, **options)
+
+
 def enable_compilation_cache(directory: str | os.PathLike) -> None:
     """Keeps compiled programs on disk, so a later run with the same shapes skips compiling.
 

@@ -24,8 +24,8 @@ from jax.sharding import Mesh
 from seahorse_t5x import errors
 from seahorse_t5x.formats import vocab as vocab_lib
 from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import precision, scorer
-from seahorse_t5x.model import checkpoints, decoding, partitioning
+from seahorse_t5x.inference import precision
+from seahorse_t5x.model import checkpoint_layout, checkpoints, decoding, partitioning
 from seahorse_t5x.model.configs import MT5Config
 
 # TIGERScore's context (1,024 tokens) and a budget for a few errors' analyses.
@@ -85,7 +85,7 @@ class Generator:
             config, params = checkpoints.load_checkpoint(path, self.dtype_choice.dtype)
         # A runner checkpoint names the vocabulary it was trained with (`Scorer` alike).
         self.vocab = vocab_lib.get_vocabulary(
-            vocab, trained_with=meta.get(scorer.META_VOCABULARY), checkpoint=path
+            vocab, trained_with=meta.get(checkpoint_layout.META_VOCABULARY), checkpoint=path
         )
         self.checkpoint_meta = meta
         vocab_lib.check_fits(

@@ -8,42 +8,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from seahorse_t5x import constants
-from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import inputs
 from seahorse_t5x.inference import settings as settings_lib
 
+# Defined beside the `Engine` (the `Scorer` builds its engine with it); named here too.
+from seahorse_t5x.inference.engine import build_engine  # noqa: F401
+
 if TYPE_CHECKING:
-    from jax.sharding import Mesh
-
     from seahorse_t5x.inference import scorer as scorer_lib
-    from seahorse_t5x.model.configs import MT5Config
-
-
-def build_engine(
-    config: MT5Config,
-    label_ids: tuple[int, int],
-    mesh: Mesh | None = None,
-    max_input_length: int = constants.DEFAULT_INPUT_LENGTH,
-    batch_size: int = 1,
-    **options: Any,
-) -> engine_lib.Engine:
-    """The inference `Engine` of one model: P(yes) for token inputs on `mesh`.
-
-    Args:
-      config: the model config (its `dtype` is the compute dtype).
-      label_ids: token ids of the (yes, no) answers at the first decoder step.
-      mesh: the device mesh (default: every device on `data`).
-      max_input_length: the longest bucket.
-      batch_size: rows per batch at `max_input_length`.
-      **options: the `Engine`'s other arguments (`ladder`, `packing`,
-        `blockwise_attention_from`, `fused_attention`, `compile_ahead`, `dispatch_ahead`,
-        `program_cache_dir`).
-
-    Raises:
-      UserError: for answer ids, a length, a batch size or an option the engine refuses.
-    """
-    return engine_lib.Engine(config, label_ids, mesh, max_input_length, batch_size, **options)
 
 
 def build_scorer(
@@ -55,7 +27,6 @@ def build_scorer(
     Raises:
       UserError: for a bad checkpoint or argument.
     """
-    # Imported on use: `scorer` builds its engine here.
     from seahorse_t5x.inference import scorer as scorer_lib
 
     return scorer_lib.Scorer(checkpoint, **arguments)

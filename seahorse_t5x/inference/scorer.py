@@ -29,9 +29,10 @@ from jax.sharding import Mesh
 from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.formats import vocab as vocab_lib
-from seahorse_t5x.inference import inputs, loading, placement, precision, settings, windows
+from seahorse_t5x.inference import engine as engine_lib
+from seahorse_t5x.inference import inputs, placement, precision, settings, windows
 from seahorse_t5x.inference import questions as questions_lib
-from seahorse_t5x.model import checkpoints, partitioning
+from seahorse_t5x.model import checkpoint_layout, checkpoints, partitioning
 from seahorse_t5x.model.configs import MT5Config
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,8 @@ log = logging.getLogger(__name__)
 COMPUTE_DTYPES = precision.CHOICES
 # Keys of the runner's checkpoint meta this module reads (written by runner/trainer.py).
 META_TASK_FEATURE_LENGTHS = "task_feature_lengths"
-META_VOCABULARY = "vocabulary"
-META_VOCABULARY_SHA256 = "vocabulary_sha256"
+META_VOCABULARY = checkpoint_layout.META_VOCABULARY
+META_VOCABULARY_SHA256 = checkpoint_layout.META_VOCABULARY_SHA256
 
 
 def input_length_for(meta: dict[str, Any], requested: int | None, checkpoint: Any) -> int:
@@ -170,7 +171,7 @@ class Scorer:
             vocab_lib.check_fits(
                 self.vocab, config.vocab_size, "use the vocabulary the model was trained with"
             )
-            self.engine = loading.build_engine(
+            self.engine = engine_lib.build_engine(
                 config, label_ids, mesh, input_length, batch_size, packing=packing
             )
             self._placer = self.engine.placer(param_dtype)
@@ -324,7 +325,7 @@ class Scorer:
                 "or use score_questions() for all six"
             )
         (column,), _ = questions_lib.plan_columns(name_or_path, wanted)
-        return loading.build_scorer(column.checkpoint, question=column.prompt, **kwargs)
+        return Scorer(column.checkpoint, question=column.prompt, **kwargs)
 
 
 def score_questions(
@@ -380,7 +381,7 @@ def _score_columns(name_or_path, articles, summaries, wanted, kwargs) -> np.ndar
         if column.checkpoint != loaded:
             scorer = None  # one model in memory at a time
             gc.collect()
-            scorer = loading.build_scorer(column.checkpoint, **kwargs)
+            scorer = Scorer(column.checkpoint, **kwargs)
             loaded = column.checkpoint
         scores.append(scorer.score(articles, summaries, question=column.prompt))
     return np.stack(scores, axis=1)

@@ -34,6 +34,9 @@ ITEM_NAMES = (PARAMS_ITEM, OPT_STATE_ITEM, DATA_STATE_ITEM, META_ITEM)
 
 # meta key of the model's `MT5Config` as a dict.
 META_MODEL_CONFIG = "model_config"
+# meta keys of the vocabulary a runner checkpoint was trained with: its path and SHA-256.
+META_VOCABULARY = "vocabulary"
+META_VOCABULARY_SHA256 = "vocabulary_sha256"
 # meta key of the content hashes: {item name: SHA-256 hex}, "meta" for meta without this key.
 META_CONTENT_HASHES = "content_sha256"
 

@@ -350,8 +350,8 @@ class Trainer:
         cfg = self.config
         meta = {
             "model_config": model_config.to_dict(),
-            "vocabulary": vocab.vocabulary_path(),
-            "vocabulary_sha256": vocab.file_sha256(vocab.vocabulary_path()),
+            checkpoint_layout.META_VOCABULARY: vocab.vocabulary_path(),
+            checkpoint_layout.META_VOCABULARY_SHA256: vocab.file_sha256(vocab.vocabulary_path()),
             "mixture_or_task_name": cfg.mixture_or_task_name,
             # `score` and `evaluate` default to the lengths the model was trained with.
             "task_feature_lengths": dict(cfg.task_feature_lengths),
