@@ -11,7 +11,7 @@ import test_decoding
 import seahorse_t5x
 from seahorse_t5x import cli, errors
 from seahorse_t5x.formats import error_analysis, vocab
-from seahorse_t5x.inference import loading
+from seahorse_t5x.inference import explain, loading
 
 ONE_ERROR = error_analysis.render_analysis(
     [
@@ -115,6 +115,9 @@ def test_the_source_is_cut_to_fit_and_the_output_never(tmp_path, scripted):
         "Your evaluation output \u2047"
     )  # the demo vocabulary has no colon
     assert len(short_prompt) < 420
+    # The tasks' prompt (TIGERScore's released one, no task type), as the model was trained.
+    expected = error_analysis.render_prompt(explain.SUMMARY_INSTRUCTION, "Short.", summary)
+    assert short_prompt == list(generator.vocab.encode(expected)) + [1]
 
 
 def test_with_a_metric_truths_become_graded_score_file_rows(tmp_path, scripted):

@@ -145,9 +145,9 @@ def encode_prompt(vocab: Any, item: ExplainInput, input_length: int) -> tuple[li
     Raises:
       UserError: when the prompt without its source does not fit `input_length`.
     """
-    head, source, tail = error_analysis.prompt_parts(
-        item.instruction, item.source, item.output, item.task
-    )
+    # TIGERScore's released prompt, as the tasks build it (tasks/explanations.py): a model
+    # trained on them sees at inference the prompt it was trained on, whatever the task type.
+    head, source, tail = error_analysis.prompt_parts(item.instruction, item.source, item.output)
     head_ids, tail_ids = list(vocab.encode(head)), list(vocab.encode(tail))
     source_ids = list(vocab.encode(source))
     # The tasks' arithmetic (tasks/explanations.py `cut_source`): the source takes the room
