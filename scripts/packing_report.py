@@ -6,7 +6,7 @@ next example does not fit in the inputs *or* the targets, so both lengths matter
 SEAHORSE example needs 2 target slots ('1' or '0', then EOS).
 
 For every distinct TASK_FEATURE_LENGTHS of the package gins (default: experiments/*.gin and
-local/*.gin) this script runs the converter on
+local/*.gin, the explainers' aside) this script runs the converter on
 
 - the demo data, through the real task (`--data_dir`, `--task`; SEAHORSE_VOCAB=demo), and
 - a synthetic SEAHORSE-like length mix (`--synthetic_examples`; see SOURCE_MIX below),
@@ -39,6 +39,9 @@ import numpy as np
 # The package's gin folder (`seahorse-t5x gin-path`); patterns and names are relative to it.
 GIN_ROOT = pathlib.Path(__file__).resolve().parents[1] / "seahorse_t5x" / "gin"
 DEFAULT_GINS = ("experiments/*.gin", "local/*.gin")
+# The explainers' gins train error analyses (hundreds of target tokens an example), not
+# SEAHORSE's labels: their packing is not what this report measures.
+EXPLAINER_GINS = ("experiments/explain_*.gin", "local/explain_*.gin")
 TRAINING_RUN_GINS = ("runs/finetune.gin", "local/train.gin")
 LENGTHS_RE = re.compile(r"^TASK_FEATURE_LENGTHS\s*=\s*(\{[^}]*\})", re.MULTILINE)
 
@@ -108,6 +111,8 @@ def gin_lengths(patterns: Iterable[str]) -> dict[tuple[tuple[str, int], ...], li
     found: dict[tuple[tuple[str, int], ...], list[str]] = {}
     for pattern in patterns:
         for path in sorted(GIN_ROOT.glob(pattern)):
+            if any(path.match(explainer) for explainer in EXPLAINER_GINS):
+                continue
             text = path.read_text(encoding="utf-8")
             match = LENGTHS_RE.search(text)
             # Only training gins pack (T5X's finetune.gin, the local runner's train.gin);

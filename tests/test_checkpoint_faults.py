@@ -231,7 +231,9 @@ def test_score_past_a_truncated_best_step_prints_one_warning(tmp_path):
         cwd=tmp_path,
     )
     assert code == 0, stderr
-    assert len(lines) == 1, stderr
+    # One warning, then the line saying what `--dtype auto` chose.
+    assert len(lines) == 2, stderr
+    assert re.fullmatch(r"dtype float32 \(auto: cpu.*\)", lines[1]), lines[1]
     assert re.fullmatch(
         rf"WARNING:seahorse_t5x\.model\.orbax_checkpoints:using checkpoint {previous} instead "
         rf"of the damaged {best} \(cannot restore checkpoint {best}: OUT_OF_RANGE: .*\)",
