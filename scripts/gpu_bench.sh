@@ -3,8 +3,8 @@
 # (written for an H100 or H200; no network needed): from the repository root,
 #
 #   scripts/gpu_bench.sh [OUT] [STEP ...]   # OUT: where the results go (default
-#                                           # ./gpu_bench_out); STEPs: those of 2-6 to run
-#                                           # (default: all), e.g. `dispatch xxl`
+#                                           # ./gpu_bench_out); STEPs: those of 2-7 to run
+#                                           # (default: all), e.g. `dispatch xxl generate`
 #
 # 1. what the machine has: nvidia-smi, the devices JAX and PyTorch see, the modules the
 #    benchmark imports (a missing one is named, with what installs it);
@@ -23,6 +23,8 @@
 # 6. `encoder_small`, `encoder_xxl`: the encoder alone (scripts/bench_encoder.py): mT5-small
 #    at 16 x 2048 tokens and XXL widths at 8 x 2048 and 32 x 512, fused attention off and
 #    on, TFLOP/s against a bfloat16 8192^3 product, and each one's distance from float32.
+# 7. `generate`: greedy generation (scripts/bench_generate_gpu.py), mT5-small, 128 inputs x 128
+#    tokens, ours in bfloat16 and float32 against HF `generate` in both, token agreement.
 #
 # The package runs from the checkout (PYTHONPATH=.), with the machine's python3 and its
 # jax, flax, torch and transformers. Each step has its own time limit: one that fails or
@@ -136,6 +138,9 @@ step encoder_small 90 "${PYTHON}" scripts/bench_encoder.py --size small --num_la
 
 step encoder_xxl 150 "${PYTHON}" scripts/bench_encoder.py --size xxl --num_layers 2 \
   --shapes 8x2048,32x512 --json "${OUT}/encoder_xxl.json"
+
+step generate 200 "${PYTHON}" scripts/bench_generate_gpu.py --num_examples 128 \
+  --max_output_length 128 --batch_size 32 --rounds 1 --json "${OUT}/generate.json"
 
 echo "== summary (${SECONDS}s in all; results in ${OUT}):"
 cat "${SUMMARY}"
