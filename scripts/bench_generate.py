@@ -209,17 +209,8 @@ def agreement(ours: list[list[int]], theirs: list[list[int]]) -> dict:
     }
 
 
-def best_seconds(fn, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def profile(generator, hf_model, tokens, batches, max_length: int) -> dict:
-    """Where each engine spends a batch of the plan's most common shape (best of 2-3):
+    """Where each engine spends a batch of the plan's most common shape (best of 3):
     the encoder alone, the whole generation, and the same generation with the output
     projection cut to `SMALL_VOCAB` rows (the difference: the 250,112-wide projection and
     its argmax, once per token); and the projection alone, XLA against PyTorch."""
@@ -297,7 +288,14 @@ def profile(generator, hf_model, tokens, batches, max_length: int) -> dict:
     timings["hf_small_vocab"] = hf_small_vocab
     for fn in timings.values():  # compiled and warm
         fn()
-    seconds = {name: best_seconds(fn, 2) for name, fn in timings.items()}
+    # Best of 3, the timings taking turns (a change of the machine's load hits them all).
+    names = list(timings)
+    seconds = dict.fromkeys(names, float("inf"))
+    for k in range(3):
+        for name in names[k:] + names[:k]:
+            start = time.perf_counter()
+            timings[name]()
+            seconds[name] = min(seconds[name], time.perf_counter() - start)
     ms = {name: s / max_length * 1e3 for name, s in seconds.items()}  # per step
     out = {"shape": [rows, length], "seconds": {n: round(s, 3) for n, s in seconds.items()}}
     for engine in ("ours", "hf"):
