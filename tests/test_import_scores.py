@@ -380,6 +380,35 @@ def test_true_items_join_on_grounding_and_generated_text(tmp_path):
     assert all(r["question"] == benchmarks.TRUE_QUESTION for r in rows)
 
 
+def test_true_joins_on_its_natural_key_without_key(tmp_path, capsys):
+    # TRUE's CSVs name no system: its items are keyed by gem_id alone,
+    # true_<dataset>-<row index>.
+    true_dir = pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "true"
+    items, _ = import_scores.benchmark_items("true", path=str(true_dir))
+    assert import_scores.default_key("true") == ("gem_id",)
+    assert "true_frank-0" in [i["gem_id"] for i in items]
+    external = tmp_path / "true_scores.jsonl"
+    scores = {item["gem_id"]: i / 10 for i, item in enumerate(items)}
+    external.write_text(
+        "".join(json.dumps({"id": k, "score": v}) + "\n" for k, v in scores.items()),
+        encoding="utf-8",
+    )
+    output = tmp_path / "m.true.jsonl"
+    argv = ["import-scores", "--external", str(external), "--metric", "m"]
+    argv += ["--benchmark", "true", "--benchmark_path", str(true_dir)]
+    assert cli.main([*argv, "--output", str(output)]) == 0
+    assert f"import-scores: wrote {len(items)} rows" in capsys.readouterr().out
+    rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [r["score"] for r in rows] == [scores[i["gem_id"]] for i in items]
+    # A key field TRUE's items lack: one line naming the key to pass.
+    assert cli.main([*argv, "--key", "gem_id,system", "--output", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "seahorse-t5x import-scores: error: true items have no 'system' to join on (its "
+        "natural key is gem_id: pass --key gem_id, or leave --key out)\n"
+    )
+
+
 # --------------------------------------------------------------------------- T5X ICE output (deprecated path)
 
 

@@ -24,12 +24,10 @@ RELEASES = {
     "summeval": DATA / "summeval" / "model_annotations.aligned.paired.jsonl",
     "true": DATA / "true",
 }
-# TRUE's items carry no system: its rows are joined on article and summary.
-KEYS = {"true": ("article", "summary")}
 
 
 def _key(benchmark: str) -> tuple[str, ...]:
-    return KEYS.get(benchmark, import_scores.default_key(benchmark))
+    return import_scores.default_key(benchmark)
 
 
 def _import(args: list[str], capsys) -> tuple[int, str, str]:

@@ -7,7 +7,8 @@ tables, with the same intervals and paired tests, as the learnt metrics.
 The join is by a key the user names (`gem_id`, `gem_id,system`, `article,summary`, ...),
 by default the benchmark's natural key (`registry.Benchmark.key`: SummEval's `id` +
 `model_id`, FRANK's `hash` + `model_name`, AggreFact's `dataset` + `id` + `model_name`,
-LLM-AggreFact's `dataset` + `doc` + `claim`), under the names its released files use.
+LLM-AggreFact's `dataset` + `doc` + `claim`, TRUE's `gem_id` `true_<dataset>-<row index>`),
+under the names its released files use.
 Nothing is guessed: an external row without a usable key or score is counted as invalid,
 an external key given twice is counted as duplicated and none of its rows is used, an
 external key that no benchmark item has is counted as unmatched, a key that several items of
@@ -413,10 +414,13 @@ def join_scores(
         values = tuple(normalize_key_value(f, item.get(f)) for f in key)
         if any(v is None for v in values):
             missing = [f for f, v in zip(key, values, strict=True) if v is None][0]
-            raise errors.UserError(
-                f"{benchmark} items have no {missing!r} to join on"
-                + (" (give --xlsum_articles for METAL's articles)" if missing == "article" else "")
-            )
+            natural = ",".join(default_key(benchmark))
+            hint = ""
+            if missing == "article":
+                hint = " (give --xlsum_articles for METAL's articles)"
+            elif missing not in default_key(benchmark):
+                hint = f" (its natural key is {natural}: pass --key {natural}, or leave --key out)"
+            raise errors.UserError(f"{benchmark} items have no {missing!r} to join on{hint}")
         item_keys.append(values)
         by_question[(item["question"], values)].append(index)
     benchmark_keys = set(item_keys)
