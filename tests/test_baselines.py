@@ -145,7 +145,11 @@ def test_cli_writes_valid_score_files(tmp_path, sp_model, capsys):
     # rho, then ROC-AUC, as every table prints them.
     assert f"{out / 'rouge_l.true.jsonl'}: 5 rows, rho/ROC FRANK:" in printed
     assert "FRANK:" in printed and "PAWS:" in printed
-    assert "baselines: 4 score files" in printed
+    # TRUE's note on the fixture's 9 absent CSVs, once the files are written.
+    lines = printed.splitlines()
+    assert lines[-1] == f"baselines: 4 score files in {out}"
+    assert lines[-2].startswith(f"note: TRUE: 9 of 11 CSVs not in {BENCHMARKS / 'true'}, ")
+    assert sum("TRUE" in line for line in lines) == 1
 
     majority = scorefiles.read_score_file(out / "majority.seahorse.test.jsonl")
     assert len(majority) == 13 and set(majority["metric"]) == {"majority"}
@@ -230,6 +234,7 @@ def test_cli_benchmark_with_every_row_dropped_writes_nothing(tmp_path, sp_model,
         "dropped (see the lines above; expected rows with texts and labels)\n"
     )
     assert "frank_valid_download.csv: 0 examples kept, 1 dropped" in captured.out
+    assert "not in" not in captured.out  # (the absent CSVs' note: only with a result)
     assert not out.exists()
 
 

@@ -322,8 +322,8 @@ def test_metal_labels_join_external_scores_by_record_id(tmp_path):
     data = json.loads(METAL.read_text())
     path = tmp_path / "ext.json"
     path.write_text(json.dumps({key: {"score": i / 10} for i, key in enumerate(data)}))
-    items, dropped = import_scores.benchmark_items("metal", path=str(METAL))
-    assert dropped == [] and len(items) == 12 * 5
+    items, dropped, notes = import_scores.benchmark_items("metal", path=str(METAL))
+    assert dropped == [] and notes == [] and len(items) == 12 * 5
     external = import_scores.read_external_scores(path, ("gem_id",))
     rows, join = import_scores.join_scores(external, items, ("gem_id",), "ext", "metal")
     assert join.matched_items == 60 and join.unmatched_rows == 0
@@ -351,7 +351,7 @@ def test_read_metal_is_unchanged_by_the_llm_reader():
 
 def test_true_items_join_on_grounding_and_generated_text(tmp_path):
     true_dir = pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "true"
-    items, dropped = import_scores.benchmark_items("true", path=str(true_dir))
+    items, dropped, _ = import_scores.benchmark_items("true", path=str(true_dir))
     expected = [
         e
         for d in benchmarks.TRUE_DATASETS
@@ -384,8 +384,16 @@ def test_true_joins_on_its_natural_key_without_key(tmp_path, capsys):
     # TRUE's CSVs name no system: its items are keyed by gem_id alone,
     # true_<dataset>-<row index>.
     true_dir = pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "true"
-    items, _ = import_scores.benchmark_items("true", path=str(true_dir))
+    items, _, notes = import_scores.benchmark_items("true", path=str(true_dir))
     assert import_scores.default_key("true") == ("gem_id",)
+    assert notes == [
+        f"TRUE: 9 of 11 CSVs not in {true_dir}, skipped: "
+        + ", ".join(
+            f
+            for f, _ in benchmarks.TRUE_DATASETS.values()
+            if f not in ("frank_valid_download.csv", "paws_download.csv")
+        )
+    ]
     assert "true_frank-0" in [i["gem_id"] for i in items]
     external = tmp_path / "true_scores.jsonl"
     scores = {item["gem_id"]: i / 10 for i, item in enumerate(items)}
@@ -397,13 +405,19 @@ def test_true_joins_on_its_natural_key_without_key(tmp_path, capsys):
     argv = ["import-scores", "--external", str(external), "--metric", "m"]
     argv += ["--benchmark", "true", "--benchmark_path", str(true_dir)]
     assert cli.main([*argv, "--output", str(output)]) == 0
-    assert f"import-scores: wrote {len(items)} rows" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"import-scores: wrote {len(items)} rows" in out
+    # The reader's note on the absent CSVs comes with the join report, once it has run.
+    assert out.splitlines()[1] == f"  note: {notes[0]}"
+    saved = json.loads(output.with_name("m.true.join.json").read_text(encoding="utf-8"))
+    assert saved["benchmark_notes"] == notes
     rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert [r["score"] for r in rows] == [scores[i["gem_id"]] for i in items]
     # A key field TRUE's items lack: one line naming the key to pass.
     assert cli.main([*argv, "--key", "gem_id,system", "--output", str(tmp_path / "o.jsonl")]) == 2
-    err = capsys.readouterr().err
-    assert err == (
+    captured = capsys.readouterr()
+    assert captured.out == ""  # (no note of the absent CSVs in a run that failed)
+    assert captured.err == (
         "seahorse-t5x import-scores: error: true items have no 'system' to join on (its "
         "natural key is gem_id: pass --key gem_id, or leave --key out)\n"
     )

@@ -241,5 +241,9 @@ def run(args: argparse.Namespace) -> int:
             )
         for name, rows in by_benchmark.items():
             _write(out / f"rouge_l.{name}.jsonl", rows, baselines.ROUGE_L, written)
+    # The readers' notes on their releases (TRUE's CSVs absent), once the files are written.
+    for _, result, _ in sets:
+        for note in result.notes:
+            print(f"note: {note}")
     print(f"baselines: {len(written)} score files in {out}")
     return 0

@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         else import_scores.default_key(args.benchmark)
     )
     fileio.check_output_path(args.output, "file", "--output")
-    items, dropped = import_scores.benchmark_items(
+    items, dropped, notes = import_scores.benchmark_items(
         args.benchmark,
         data_dir=args.data_dir,
         split=args.split,
@@ -220,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
         external, items, key, args.metric.strip(), args.benchmark, negate=args.lower_is_better
     )
     report.benchmark_dropped = len(dropped)
+    report.benchmark_notes = notes
     output = pathlib.Path(args.output)
     written = scorefiles.write_score_file(output, rows)
     report_path = output.with_name(output.name.removesuffix(".jsonl") + ".join.json")
@@ -228,5 +229,7 @@ def run(args: argparse.Namespace) -> int:
     print(report.summary())
     for kind, shown in report.examples.items():
         print(f"  {kind}: {'; '.join(shown)}")
+    for note in notes:
+        print(f"  note: {note}")
     print(f"import-scores: wrote {written} rows to {output} (join report: {report_path})")
     return 0

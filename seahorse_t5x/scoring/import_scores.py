@@ -293,7 +293,7 @@ def benchmark_items(
     path: str | None = None,
     xlsum_articles: str | None = None,
     options: Mapping[str, object] | None = None,
-) -> tuple[list[dict], list[errors.DataError]]:
+) -> tuple[list[dict], list[errors.DataError], list[str]]:
     """The labelled items of `benchmark` that external scores are joined to.
 
     Args:
@@ -305,12 +305,13 @@ def benchmark_items(
       options: the benchmark reader's options (SummEval's `articles`).
 
     Returns:
-      (items, rows the benchmark's reader dropped).
+      (items, rows the benchmark's reader dropped, its notes on the release as a whole:
+      `ReadResult.notes`, e.g. TRUE's CSVs absent from the folder).
     """
     if benchmark == constants.SEAHORSE_BENCHMARK:
         if data_dir is None:
             raise errors.UserError("--data_dir (the `prepare` output) is needed for seahorse")
-        return seahorse_items(data_dir, split, questions), []
+        return seahorse_items(data_dir, split, questions), [], []
     declared = registry.get(benchmark)
     given = {"xlsum_articles": xlsum_articles, **(options or {})}
     options = {k: v for k, v in given.items() if k in declared.options and v is not None}
@@ -324,7 +325,7 @@ def benchmark_items(
         for r in results
         for e in r.examples
     ]
-    return items, [d for r in results for d in r.dropped]
+    return items, [d for r in results for d in r.dropped], [n for r in results for n in r.notes]
 
 
 # ----------------------------------------------------------------------------- the join
@@ -345,6 +346,8 @@ class JoinReport:
     unscored_items: int = 0
     matched_items: int = 0
     examples: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    # The benchmark reader's notes on its release (`ReadResult.notes`).
+    benchmark_notes: list[str] = dataclasses.field(default_factory=list)
 
     def note(self, kind: str, text: str) -> None:
         kept = self.examples.setdefault(kind, [])

@@ -48,11 +48,14 @@ class ReadResult:
       examples: raw example dicts (`premise`, `hypothesis`, `label`, metadata strings,
         and per-benchmark extras such as `label_binary`).
       dropped: one `DataError` per dropped row, saying where and why.
+      notes: lines about the release as a whole that the command reports once it has
+        run (TRUE: the CSVs absent or empty, skipped); a reader prints nothing itself.
     """
 
     path: str
     examples: list[dict]
     dropped: list[errors.DataError] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     def drop_counts(self) -> dict[str, int]:
         """Number of dropped rows per field (`"row"` for whole-row problems)."""

@@ -137,8 +137,9 @@ def task_question(name: str) -> int | None:
 
 
 def read_all(directory: str) -> list[common.ReadResult]:
-    """Every TRUE dataset whose CSV is in `directory` (the registry's reader); an absent or
-    empty CSV is skipped with a line on stdout.
+    """Every TRUE dataset whose CSV is in `directory` (the registry's reader); the absent
+    and empty CSVs are skipped and said in the first result's `notes` (a folder may hold
+    only some of the eleven), which the command reports once it has run.
 
     Raises:
       UserError: the folder holds none of TRUE's CSVs; DataError: every CSV it holds is
@@ -150,21 +151,25 @@ def read_all(directory: str) -> list[common.ReadResult]:
         raise errors.UserError(
             f"{directory} holds none of TRUE's CSVs ({files}). Get them from {TRUE_SOURCE}."
         )
-    results, empty = [], []
-    for dataset in TRUE_DATASETS:
-        if dataset not in present:
-            print(f"TRUE {dataset}: {true_file(dataset, directory)} absent, skipped")
-            continue
+    results, empty, notes = [], [], []
+    absent = [TRUE_DATASETS[d][0] for d in TRUE_DATASETS if d not in present]
+    if absent:
+        notes.append(
+            f"TRUE: {len(absent)} of {len(TRUE_DATASETS)} CSVs not in "
+            f"{true_folder(directory)}, skipped: {', '.join(absent)}"
+        )
+    for dataset in present:
         try:
             results.append(read_true(dataset, directory))
         except errors.DataError as e:
             if not e.reason.startswith("empty file"):
                 raise
             # Like an absent CSV: TRUE is eleven files, and a folder may hold only some.
-            print(f"TRUE {dataset}: {e}; skipped")
+            notes.append(f"TRUE {dataset}: {e}; skipped")
             empty.append(e)
     if not results:
         raise empty[0]
+    results[0].notes.extend(notes)
     return results
 
 
