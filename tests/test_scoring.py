@@ -481,3 +481,43 @@ def test_score_cli_resume_refuses_another_dtype_and_auto_resumes_its_choice(
     assert "resumed after 2 rows" in capsys.readouterr().out
     scores = [json.loads(line)["score"] for line in out.read_text().splitlines()]
     np.testing.assert_allclose(scores, expected, atol=1e-6)
+
+
+def test_label_words_are_recorded_in_one_spelling_so_a_resume_matches(tmp_path, model_dir, capsys):
+    words = "council, rain"
+    # However the words are spaced, a run records them one way.
+    for given in (words, "council,rain", ("council ", " rain")):
+        assert settings.label_words_text(given) == "council,rain"
+    given = settings.ScoringSettings(vocab="demo", input_length=MAX_LEN, batch_size=2)
+    rows = [{"article": a, "summary": s} for a, s in zip(ARTICLES, SUMMARIES, strict=True)]
+    pairs, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
+    _write_jsonl(pairs, rows)
+    spaced = dataclasses.replace(given, dtype="float32", label_words=words)
+    record = resume_lib.RunRecord.of(
+        pairs, model_dir[0], spaced, prompt=None, chunk_size=2, skip_bad_rows=False
+    ).to_json()
+    assert record["label_words"] == "council,rain"
+    scorer = scorer_lib.Scorer(
+        model_dir[0],
+        vocab="demo",
+        input_length=MAX_LEN,
+        batch_size=2,
+        label_words=("council", "rain"),
+    )
+    expected = scorer.score(ARTICLES, SUMMARIES)
+    written = [
+        json.dumps({**r, "score": float(p)}) + "\n" for r, p in zip(rows, expected, strict=True)
+    ]
+    # The record of an interrupted run that kept the words as they were typed.
+    (tmp_path / "out.jsonl.partial").write_text("".join(written[:2]))
+    (tmp_path / "out.jsonl.partial.run.json").write_text(
+        json.dumps({**record, "label_words": words})
+    )
+    resume = ["--chunk_size", "2", "--resume", "--label_words", words]
+    assert _score_cli(model_dir[0], pairs, out, *resume) == 0
+    scores = [json.loads(line)["score"] for line in out.read_text().splitlines()]
+    np.testing.assert_allclose(scores, expected, atol=1e-6)
+    # The finished output's fingerprint matches the same words spaced another way.
+    again = ["--chunk_size", "2", "--resume", "--label_words", "council,rain"]
+    assert _score_cli(model_dir[0], pairs, out, *again) == 0
+    assert "is already complete" in capsys.readouterr().out

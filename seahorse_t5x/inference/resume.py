@@ -118,7 +118,17 @@ class RunRecord:
     def changed(self, saved: dict[str, Any]) -> list[str]:
         """The keys on which a saved record differs from this one, sorted."""
         own = self.to_json()
+        saved = comparable(saved)
         return sorted(k for k in own if saved.get(k) != own[k])
+
+
+def comparable(saved: Any) -> Any:
+    """A saved record with its answer words spelt as `RunRecord` spells them
+    (`settings.label_words_text`): a record that kept `"Yes, No"` matches a run given
+    `Yes,No` or `Yes, No`."""
+    if isinstance(saved, dict) and isinstance(saved.get("label_words"), str):
+        return {**saved, "label_words": settings_lib.label_words_text(saved["label_words"])}
+    return saved
 
 
 def partial_path(output: pathlib.Path) -> pathlib.Path:
@@ -168,12 +178,15 @@ def check_finished(output: pathlib.Path, found: dict[str, Any]) -> None:
             f"`output` {output} exists without a readable record of the run that wrote it "
             f"({record_file}), so it cannot be taken as this run's; {afresh}"
         ) from None
-    if saved == found:
-        return
-    own_columns = found["columns"]
     saved_columns = saved.get("columns") if isinstance(saved, dict) else None
     if not isinstance(saved_columns, list) or not all(isinstance(c, dict) for c in saved_columns):
         saved_columns = []
+    else:
+        saved = {**saved, "columns": [comparable(c) for c in saved_columns]}
+        saved_columns = saved["columns"]
+    if saved == found:
+        return
+    own_columns = found["columns"]
     own = own_columns[0]
     contents = {(c.get("input_bytes"), c.get("input_sha256")) for c in saved_columns}
     if contents != {(own["input_bytes"], own["input_sha256"])}:
@@ -253,7 +266,7 @@ def check_output(
 def _read_record(output: pathlib.Path) -> dict[str, Any]:
     run_file = run_path(output)
     try:
-        return json.loads(run_file.read_text(encoding="utf-8"))
+        return comparable(json.loads(run_file.read_text(encoding="utf-8")))
     except (OSError, ValueError) as e:
         raise errors.UserError(
             f"cannot read {run_file}: {e}; delete it and {partial_path(output)}"

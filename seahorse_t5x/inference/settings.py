@@ -230,11 +230,19 @@ def answer_words(words: tuple[str, str] | Sequence[str] | str | None) -> tuple[s
     return vocab.parse_answer_words(words if isinstance(words, str) else ",".join(words))
 
 
-def label_words_text(words: tuple[str, str] | str | None) -> str | None:
-    """The answer words as a run records them: `"Yes,No"`, or None."""
+def label_words_text(words: tuple[str, str] | Sequence[str] | str | None) -> str | None:
+    """The answer words as a run records them, or None: `"Yes,No"` whatever the spacing
+    they were given with (`"Yes, No"`, `(" Yes", "No")`), so a resumed run given the same
+    words matches the record of the run it continues. The one place words are spelt for a
+    record; words `answer_words` refuses are kept as given (refused where they are used).
+    """
     if not words:
         return None
-    return words if isinstance(words, str) else ",".join(words)
+    text = words if isinstance(words, str) else ",".join(words)
+    try:
+        return ",".join(answer_words(text))
+    except errors.UserError:
+        return text
 
 
 def create_mesh(shape: tuple[int, int] | None):
