@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import cli
 from seahorse_t5x.data import ratings, scorefiles
-from seahorse_t5x.evaluation import task_rows
+from seahorse_t5x.evaluation import tables, task_rows
 from seahorse_t5x.formats import vocab
 from seahorse_t5x.formats.task_names import question_of_task
 from seahorse_t5x.model import mt5
@@ -73,7 +73,7 @@ def test_metrics_table_puts_each_task_beside_the_majority_baseline():
             "majority_baseline": baselines.majority_metrics([0.5, 1.0, 0.0]),
         },
     }
-    assert evaluate.metrics_table(results, "m (test)").to_markdown() == (
+    assert tables.task_metrics_table(results, "m (test)").to_markdown() == (
         "### m (test)\n\n"
         "| question | task | n | Yes rate | Pearson rho | ROC-AUC | majority rho | majority ROC |\n"
         "|---|---|---|---|---|---|---|---|\n"

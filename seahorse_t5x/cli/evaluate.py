@@ -97,6 +97,7 @@ def _requested_tasks(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     settings = inference_flags.settings(args)
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
+    from seahorse_t5x.evaluation import tables
     from seahorse_t5x.scoring import evaluate
 
     with inference_flags.flag_names(_FLAG_NAMES):
@@ -111,6 +112,6 @@ def run(args: argparse.Namespace) -> int:
             max_examples=args.max_examples,
         )
     print()
-    print(evaluate.metrics_table(run.results, run.run_info["title"]).to_markdown())
+    print(tables.task_metrics_table(run.results, run.run_info["title"]).to_markdown())
     print(f"results in {pathlib.Path(args.output_dir).resolve()}, dtype {run.dtype}")
     return 0

@@ -2,11 +2,16 @@
 (`group_metrics`, with bootstrap intervals: `question_results`), per slice of a `--by` field
 (`breakdowns`), and the paired bootstrap between metrics on the same items
 (`compare_metrics`). The rows are those `normalizing.normalized_scores` gives.
+
+One score task's labels and scores as arrays (`evaluate`'s tasks, the trainer's validation):
+`task_metrics`, beside what the majority class agrees with (`majority_metrics`).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -48,6 +53,51 @@ def group_metrics(rows: pd.DataFrame) -> dict:
         result["roc_auc"] = None
         result["reasons"]["roc_auc"] = "labels are graded and the rows carry no label_binary"
     result["reasons"] = result.pop("reasons")
+    return result
+
+
+def majority_metrics(labels: Sequence[float]) -> dict:
+    """The majority baseline's agreement, stated rather than computed on constant scores.
+
+    Every item gets the same score: ROC-AUC is 0.5 by construction (every positive/negative
+    pair is a tie) and Pearson rho is undefined (zero variance); a generic ROC routine
+    refuses constant scores.
+
+    Returns:
+      `{"n", "pearson": None, "roc_auc": 0.5 (None with one class only), "accuracy": the
+      share of the labels' larger class (None for graded labels), "reasons"}`.
+    """
+    finite = [y for y in labels if y is not None and not math.isnan(y)]
+    reasons = {"pearson": "scores are constant: correlation undefined"}
+    binary = all(y in (0, 1) for y in finite)
+    both_classes = binary and 0 < sum(finite) < len(finite)
+    roc = 0.5 if both_classes else None
+    if roc is None:
+        reasons["roc_auc"] = (
+            "labels are graded, not 0/1" if not binary else "labels hold one class only"
+        )
+    accuracy = None
+    if binary and finite:
+        yes_rate = sum(y == 1 for y in finite) / len(finite)
+        accuracy = max(yes_rate, 1 - yes_rate)
+    else:
+        reasons["accuracy"] = "labels are graded, not 0/1" if finite else "no labels"
+    return {
+        "n": len(finite),
+        "pearson": None,
+        "roc_auc": roc,
+        "accuracy": accuracy,
+        "reasons": reasons,
+    }
+
+
+def task_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
+    """One score task's agreement: `stats.binary_metrics` of the scores, plus
+    `majority_baseline`: what always answering the majority class agrees with the same
+    labels (`majority_metrics`, without its `n`, which is the task's)."""
+    result = stats.binary_metrics(labels, scores)
+    baseline = majority_metrics(labels)
+    result["majority_baseline"] = {k: v for k, v in baseline.items() if k != "n"}
     return result
 
 

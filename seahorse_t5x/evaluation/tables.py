@@ -10,6 +10,7 @@ tables, Tables 1, 3, 4 and 8, are `dataset_tables`'):
 - any other benchmark (a user's rating set, a benchmark without a paper table): one column
   per question, `ρ/roc` (or `ρ/Spearman/Kendall τ` for graded labels), with its bootstrap
   intervals.
+- `evaluate`'s table (`metrics.md`): one row per score task beside the majority baseline.
 
 Numbers are written as the paper writes them: two decimals without the leading zero
 (`.52`, `-.03`); an undefined value is `-` (`-[n]` in the other benchmarks' tables, whose
@@ -532,6 +533,29 @@ def teacher_agreement_table(results: Sequence[Mapping], benchmark: str, teacher:
         ),
         label_columns=2,
     )
+
+
+def task_metrics_table(results: Mapping[str, Mapping], title: str) -> Table:
+    """`evaluate`'s table (`metrics.md`): one row per score task, its Yes rate, Pearson rho
+    and ROC-AUC (`score_statistics.task_metrics`) next to the majority baseline's."""
+    rows = []
+    for task_name, result in results.items():
+        baseline = result["majority_baseline"]
+        values = (result["positive_rate"], result["pearson"], result["roc_auc"])
+        values += (baseline["pearson"], baseline["roc_auc"])
+        question = _task_question_cell(result.get("question"))
+        rows.append([question, task_name, str(result["n"])] + [format_value(v, 3) for v in values])
+    header = ["question", "task", "n", "Yes rate", "Pearson rho", "ROC-AUC"]
+    header += ["majority rho", "majority ROC"]
+    return Table(name="evaluate", title=title, header=header, rows=rows, label_columns=2)
+
+
+def _task_question_cell(question: str | int | None) -> str:
+    if question is None:
+        return MISSING
+    if isinstance(question, int) and question in constants.QUESTION_NAMES:
+        return f"{question_header(str(question))} {constants.QUESTION_NAMES[question]}"
+    return question_header(str(question))
 
 
 def format_p(p: float) -> str:

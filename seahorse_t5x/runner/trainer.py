@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from seahorse_t5x import errors
+from seahorse_t5x.evaluation import score_statistics
 from seahorse_t5x.formats import vocab
 from seahorse_t5x.formats.task_names import question_of_task
 from seahorse_t5x.inference import loading, precision
@@ -528,7 +529,7 @@ class _Validator:
         scalars: dict[str, float] = {}
         for examples in self.examples:
             scores = self.engine.p_yes(params, examples.tokens)
-            result = evaluate.question_metrics(examples.labels, scores)
+            result = score_statistics.task_metrics(examples.labels, scores)
             result["question"] = examples.question
             results[examples.task_name] = result
             for name in BEST_METRICS:

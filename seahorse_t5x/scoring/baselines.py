@@ -5,24 +5,27 @@ beside the learnt metrics.
 
 - `majority`: every item gets the same score, the training set's Yes rate for the question.
   A constant score ranks nothing: ROC-AUC is 0.5 by construction (every positive/negative
-  pair is a tie) and Pearson rho is undefined (zero variance). `majority_metrics` states
-  both, because a generic ROC routine refuses constant scores.
+  pair is a tie) and Pearson rho is undefined (zero variance). `majority_metrics`
+  (`evaluation.score_statistics`'s) states both, because a generic ROC routine refuses
+  constant scores.
 - `rouge_l`: ROUGE-L F-measure of the summary against its own article on SentencePiece
   tokens (`scoring/rouge.py`); the same score for all six questions.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 
 from seahorse_t5x import constants, errors
 from seahorse_t5x.data import scorefiles
+from seahorse_t5x.evaluation import score_statistics
 from seahorse_t5x.scoring import rouge
 
 MAJORITY = "majority"
 ROUGE_L = "rouge_l"
 BASELINES: tuple[str, ...] = (MAJORITY, ROUGE_L)
+# The majority baseline's agreement has one home, beside the other agreement statistics.
+majority_metrics = score_statistics.majority_metrics
 
 
 def yes_rates(train_rows: Iterable[dict]) -> dict[int, float]:
@@ -43,37 +46,6 @@ def yes_rates(train_rows: Iterable[dict]) -> dict[int, float]:
     if empty:
         raise errors.UserError(f"no rated training items for questions {empty}")
     return {q: yes[q] / rated[q] for q in constants.QUESTIONS}
-
-
-def majority_metrics(labels: Sequence[float]) -> dict:
-    """The majority baseline's agreement, stated rather than computed on constant scores.
-
-    Returns:
-      `{"n", "pearson": None, "roc_auc": 0.5 (None with one class only), "accuracy": the
-      share of the labels' larger class (None for graded labels), "reasons"}`.
-    """
-    finite = [y for y in labels if y is not None and not math.isnan(y)]
-    reasons = {"pearson": "scores are constant: correlation undefined"}
-    binary = all(y in (0, 1) for y in finite)
-    both_classes = binary and 0 < sum(finite) < len(finite)
-    roc = 0.5 if both_classes else None
-    if roc is None:
-        reasons["roc_auc"] = (
-            "labels are graded, not 0/1" if not binary else "labels hold one class only"
-        )
-    accuracy = None
-    if binary and finite:
-        yes_rate = sum(y == 1 for y in finite) / len(finite)
-        accuracy = max(yes_rate, 1 - yes_rate)
-    else:
-        reasons["accuracy"] = "labels are graded, not 0/1" if finite else "no labels"
-    return {
-        "n": len(finite),
-        "pearson": None,
-        "roc_auc": roc,
-        "accuracy": accuracy,
-        "reasons": reasons,
-    }
 
 
 def seahorse_score_rows(

@@ -22,10 +22,9 @@ import numpy as np
 
 from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.data import ratings, scorefiles
-from seahorse_t5x.evaluation import stats, tables, task_rows
+from seahorse_t5x.evaluation import score_statistics, tables, task_rows
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.formats import task_names as names
-from seahorse_t5x.scoring import baselines
 
 if TYPE_CHECKING:
     from seahorse_t5x.inference.scorer import Scorer
@@ -156,15 +155,6 @@ def score_examples(
     return scores, int((encoded.windows > 1).sum())
 
 
-def question_metrics(labels: np.ndarray, scores: np.ndarray) -> dict:
-    """`stats.binary_metrics` of the scores, plus `majority_baseline`: what always answering
-    the majority class agrees with the same labels (`baselines.majority_metrics`)."""
-    result = stats.binary_metrics(labels, scores)
-    baseline = baselines.majority_metrics(labels)
-    result["majority_baseline"] = {k: v for k, v in baseline.items() if k != "n"}  # n is above
-    return result
-
-
 def score_rows(examples: TaskExamples, scores: np.ndarray, metric: str) -> list[dict]:
     """Score-file rows (docs/architecture.md contract) for one task, under the benchmark
     and question the task belongs to (`task_rows.benchmark_of_task`, with the rating sets
@@ -202,45 +192,14 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _question_cell(question: str | int | None) -> str:
-    if question is None:
-        return tables.MISSING
-    if isinstance(question, int) and question in constants.QUESTION_NAMES:
-        return f"{tables.question_header(str(question))} {constants.QUESTION_NAMES[question]}"
-    return tables.question_header(str(question))
-
-
-def metrics_table(results: Mapping[str, Mapping], title: str) -> tables.Table:
-    """SEAHORSE-style table: one row per task, Pearson rho and ROC-AUC next to majority."""
-    rows = []
-    for task_name, result in results.items():
-        baseline = result["majority_baseline"]
-        values = (result["positive_rate"], result["pearson"], result["roc_auc"])
-        rows.append(
-            [_question_cell(result.get("question")), task_name, str(result["n"])]
-            + [
-                tables.format_value(v, 3)
-                for v in (*values, baseline["pearson"], baseline["roc_auc"])
-            ]
-        )
-    header = ["question", "task", "n", "Yes rate", "Pearson rho", "ROC-AUC"]
-    return tables.Table(
-        name="evaluate",
-        title=title,
-        header=header + ["majority rho", "majority ROC"],
-        rows=rows,
-        label_columns=2,
-    )
-
-
 def write_outputs(
     output_dir: str | pathlib.Path,
     per_task_rows: Mapping[str, list[dict]],
     results: Mapping[str, Mapping],
     run_info: Mapping[str, Any],
 ) -> dict[str, pathlib.Path]:
-    """Writes `scores/<task>.jsonl`, `metrics.json` and `metrics.md` (`metrics_table`,
-    headed by `run_info["title"]`) under `output_dir`."""
+    """Writes `scores/<task>.jsonl`, `metrics.json` and `metrics.md`
+    (`tables.task_metrics_table`, headed by `run_info["title"]`) under `output_dir`."""
     output_dir = pathlib.Path(output_dir)
     (output_dir / "scores").mkdir(parents=True, exist_ok=True)
     for task_name, rows in per_task_rows.items():
@@ -250,7 +209,7 @@ def write_outputs(
         json.dumps({"run": dict(run_info), "tasks": dict(results)}, indent=2, default=str) + "\n"
     )
     table_path = output_dir / "metrics.md"
-    table = metrics_table(results, title=run_info.get("title", "evaluation"))
+    table = tables.task_metrics_table(results, run_info.get("title", "evaluation"))
     table_path.write_text(table.to_markdown())
     return {"scores": output_dir / "scores", "metrics": metrics_path, "table": table_path}
 
@@ -330,7 +289,7 @@ def evaluate(
         each task's result then says how many rows took several windows (`windowed`).
 
     Returns:
-      Per task: `stats.binary_metrics` output plus `majority_baseline` and `question`.
+      Per task: `score_statistics.task_metrics` output plus `question`.
 
     Raises:
       UserError: for an unknown task, or a task without examples in `split`.
@@ -344,7 +303,7 @@ def evaluate(
         if not examples.tokens:
             raise errors.UserError(f"task {task_name} has no examples in split {split!r}")
         scores, windowed = score_examples(scorer, examples, window_settings)
-        result = question_metrics(examples.labels, scores)
+        result = score_statistics.task_metrics(examples.labels, scores)
         if window_settings is not None:
             result["windowed"] = windowed
         # SEAHORSE tasks carry their question number; other benchmarks' tasks (a rating set's
