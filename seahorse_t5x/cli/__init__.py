@@ -9,7 +9,8 @@ start neither JAX nor TensorFlow (tests/test_cli_flags.py holds it).
 
 A user's mistake (`errors.UserError`, `errors.DataError`) or a file-system fault (`OSError`:
 full disk, read-only location) ends the command with one line on stderr and exit code 2;
-`--verbose` adds the full traceback.
+`--verbose` adds the full traceback. TensorFlow's and absl's log lines are kept off the
+console unless `--verbose` (`console.quiet_libraries`).
 
 A flag has one spelling in every command; renamed ones keep working as hidden aliases
 that print a one-line note (`flags.add_alias`).
@@ -19,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 import traceback
 from collections.abc import Sequence
 
 from seahorse_t5x import errors
-from seahorse_t5x.cli import flags
+from seahorse_t5x.cli import console, flags
 
 # Subcommand name -> module under seahorse_t5x.cli, in the order `--help` lists them.
 SUBCOMMANDS: dict[str, str] = {
@@ -93,7 +93,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
         p.add_argument(
             "--verbose",
             action="store_true",
-            help="on an error, print the full traceback after the one-line message",
+            help="show TensorFlow's and absl's log lines (kept off the console otherwise), "
+            "and on an error the full traceback after the one-line message",
         )
     return parser
 
@@ -142,9 +143,6 @@ def _unknown_arguments(parser: argparse.ArgumentParser, command: str, extra: lis
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # TensorFlow's C++ start-up lines (CUDA probing on CPU-only machines) say nothing useful
-    # to a user of this command; a value set by the user wins.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     argv = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in argv if a in SUBCOMMANDS), None)
     parser = build_parser(selected)
@@ -154,13 +152,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if extra:
         _unknown_arguments(parser, args.command, extra)
+    verbose = getattr(args, "verbose", False)
     try:
-        return int(_load(args.command).run(args) or 0)
+        # TensorFlow's and absl's log lines say nothing useful to a user of this command:
+        # off the console unless --verbose, set here before any command imports them.
+        with console.quiet_libraries(verbose):
+            return int(_load(args.command).run(args) or 0)
     except (errors.UserError, OSError, UnicodeDecodeError) as e:
         # OSError: a file-system fault (full disk, read-only location) not met in fileio.
         # UnicodeDecodeError: an input read without fileio (which names file and line).
         print(f"seahorse-t5x {args.command}: error: {one_line(e)}", file=sys.stderr)
-        if getattr(args, "verbose", False):
+        if verbose:
             traceback.print_exc(file=sys.stderr)
         return 2
     except KeyboardInterrupt:
