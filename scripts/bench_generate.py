@@ -1,7 +1,7 @@
 """Generation speed: tokens generated per second by greedy decoding with this project's
 `inference.generation.Generator` against HF transformers `generate` and CTranslate2
-`translate_batch`, float32, on a CPU; fills PERFORMANCE.md's "Generation (greedy, float32,
-CPU)" table.
+`translate_batch`, float32, on a CPU; fills PERFORMANCE.md's "Generation (greedy, float32) on
+a CPU" table.
 
 One random-weight model of mT5-small's shape (HF `MT5Config`: d_model 512, d_ff 1024, 8 + 8
 layers, 6 heads, d_kv 64, vocabulary 250,112), saved as an HF checkpoint: ours loads it as a

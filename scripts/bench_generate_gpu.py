@@ -1,7 +1,7 @@
 """Generation on one GPU: tokens generated per second by this project's `Generator` (greedy,
 key/value cache, one while-loop program per shape) in bfloat16 and float32 products, against
 HF transformers `generate` (greedy) with bfloat16 and float32 weights; fills PERFORMANCE.md's
-"Generation (greedy, GPU)" table. scripts/gpu_bench.sh runs it as its `generate` step.
+"Generation (greedy) on a GPU" table. scripts/gpu_bench.sh runs it as its `generate` step.
 
 The model and inputs are bench_generate.py's: mT5-small's shape with random weights that
 never write EOS (`model_without_eos`: every row gets exactly `--max_output_length` tokens),

@@ -1,4 +1,5 @@
 """Peak memory of `seahorse-t5x score` on many short rows: bounded by the chunk, not the input.
+Fills PERFORMANCE.md's "Memory of `score` on many short rows" table.
 
 Writes a tiny random mT5 (the demo vocabulary's size) in HF format and inputs of N short
 (article, summary) rows, then runs the `score` command in a fresh process for each

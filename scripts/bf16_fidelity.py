@@ -1,4 +1,5 @@
-"""How far bfloat16 products move a trained metric's scores: P(yes) and ROC-AUC per question.
+"""How far bfloat16 products move a trained metric's scores: P(yes) and ROC-AUC per question;
+fills docs/scoring.md's table under "Precision: `--dtype`" (no PERFORMANCE.md table).
 
 Scores a prepared split (`prepare` or `demo` output: `DIR/test.jsonl`) with one checkpoint
 through `Scorer` (the path `score` and `evaluate` take) in float32, in bfloat16 (float32

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The GPU benchmarks of docs/scoring.md, in one run of about 15 minutes on one NVIDIA GPU
-# (written for an H100 or H200; no network needed): from the repository root,
+# The GPU benchmarks, in one run of about 15 minutes on one NVIDIA GPU (written for an H100
+# or H200; no network needed). They fill PERFORMANCE.md's GPU tables: "Scoring on a GPU
+# against HF transformers, and cuDNN's fused attention" (steps 2-3), "mT5-XXL at full depth
+# on one GPU, and the next batch in flight" (4-5), "The encoder alone on a GPU" (6) and
+# "Generation (greedy) on a GPU" (7). From the repository root,
 #
 #   scripts/gpu_bench.sh [OUT] [STEP ...]   # OUT: where the results go (default
 #                                           # ./gpu_bench_out); STEPs: those of 2-7 to run

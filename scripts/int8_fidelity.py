@@ -1,5 +1,6 @@
 """Fidelity of `--param_dtype int8` against float32 weights, through `Scorer` (the path
-`score` runs): max and mean |Delta P(yes)|, and the ROC-AUC of each against the labels.
+`score` runs): max and mean |Delta P(yes)|, and the ROC-AUC of each against the labels; fills
+docs/scoring.md's "int8 weights (`--param_dtype int8`)" table (no PERFORMANCE.md table).
 
     python scripts/int8_fidelity.py --checkpoint seahorse_demo/model --split seahorse_demo/data/prepared/test.jsonl \
         --vocab demo --questions 1,2,3,4,5,6 --names_question

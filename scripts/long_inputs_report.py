@@ -1,4 +1,5 @@
-"""How many of a benchmark's items do not fit an input length, and what windows would cost.
+"""How many of a benchmark's items do not fit an input length, and what windows would cost
+(docs/benchmarks.md; no PERFORMANCE.md table).
 
 For each benchmark named (any of `seahorse-t5x`'s registered benchmarks, read from its files
 as released), every distinct (premise, hypothesis) pair is tokenized with the given
