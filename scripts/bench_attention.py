@@ -1,4 +1,5 @@
-"""Full against blockwise self-attention, alone and in the whole scoring program, by length.
+"""Full against blockwise self-attention, alone and in the whole scoring program, by length;
+fills PERFORMANCE.md's "Blockwise attention at long buckets" table.
 
 For each length L, `rows = --tokens // L` rows (the engine's batches hold about the same
 tokens at every bucket) of an mT5-shaped model with random weights:
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -32,8 +32,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from bench_common import report_results  # scripts/ is on sys.path when run
-from bench_score import cpu_model  # scripts/ is on sys.path when run
+from bench_common import load_average, machine, report_results  # scripts/ on sys.path
 
 from seahorse_t5x.inference import engine
 from seahorse_t5x.model import attention, configs, mt5
@@ -201,7 +200,7 @@ def whole_model(config, params, length: int, rows: int, args) -> dict:
 def main() -> None:
     args = parse_args()
     config = configs.get_config(args.size, dropout_rate=0.0)
-    results = {"cpu": cpu_model(), "load_average_before": os.getloadavg(), "lengths": {}}
+    results = {**machine(), "load_average_before": load_average(), "lengths": {}}
     params = None
     if not args.skip_model:
         params = mt5.unbox(mt5.init_params(config, jax.random.PRNGKey(0), scan_layers=True))
@@ -218,7 +217,7 @@ def main() -> None:
             row.update(whole_model(config, params, length, rows, args))
         results["lengths"][length] = row
         print(length, json.dumps(row), flush=True)
-    results["load_average_after"] = os.getloadavg()
+    results["load_average_after"] = load_average()
     report_results(results, args.json)
 
 

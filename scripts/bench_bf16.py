@@ -1,5 +1,6 @@
 """bfloat16 against float32 on this machine's default device (a GPU, a TPU or the CPU): the
-inference engine's scoring and the runner's train step, side by side, at any mT5 size.
+inference engine's scoring and the runner's train step, side by side, at any mT5 size. Fills
+PERFORMANCE.md's "bfloat16 against float32 on a GPU (NVIDIA H200): scoring and training".
 
 Three measurements, each printed as it finishes and gathered in `--json`:
 
@@ -29,8 +30,6 @@ Three measurements, each printed as it finishes and gathered in `--json`:
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 
 import jax
@@ -40,6 +39,8 @@ import optax
 from bench_common import (  # scripts/ is on sys.path when run
     draw_inputs,
     encoder_flops,
+    load_average,
+    machine,
     packed_train_batch,
     report_results,
 )
@@ -241,12 +242,10 @@ def train(args: argparse.Namespace) -> dict:
 def main() -> None:
     args = parse_args()
     skip = set(filter(None, args.skip.split(",")))
-    device = jax.devices()[0]
     results = {
-        "device": f"{device.platform}: {getattr(device, 'device_kind', '')}",
+        **machine(),
         "devices": jax.device_count(),
-        "host": f"{platform.machine()} {os.cpu_count()} cores",
-        "jax": jax.__version__,
+        "load_average_before": load_average(),
     }
     print(results, flush=True)
     if "dots" not in skip:
@@ -255,6 +254,7 @@ def main() -> None:
         results["score"] = score(args)
     if "train" not in skip:
         results["train"] = train(args)
+    results["load_average_after"] = load_average()
     report_results(results, args.json)
 
 

@@ -1,11 +1,13 @@
-"""What the benchmark scripts share: the machine's fp32 matrix-product ceiling, the random
-scoring inputs, the engine benchmarks' model and input options, the encoder's FLOP count, a
-packed training batch and the results' output."""
+"""What the benchmark scripts share (not a benchmark; it fills no table): the machine a run
+describes (its device, CPU model and dot flags, cores, JAX version, load average), the fp32
+matrix-product ceiling, the random scoring inputs, the engine benchmarks' model and input
+options, the encoder's FLOP count, a packed training batch and the results' output."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import jax
@@ -15,6 +17,46 @@ import numpy as np
 from seahorse_t5x import constants, fileio
 from seahorse_t5x.inference import batching, precision, settings
 from seahorse_t5x.model import configs
+
+
+def cpu_model() -> str:
+    """The CPU's model name and its bfloat16/int8 dot flags, from /proc/cpuinfo."""
+    name = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.partition(":")[2].strip()
+                    break
+    except OSError:
+        pass
+    flags = precision.cpu_flags()
+    dots = [
+        f for f in ("avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8") if f in flags
+    ]
+    return f"{name} ({' '.join(dots) or 'no AVX-512'})"
+
+
+def device_description() -> str:
+    """JAX's first device as `platform: kind`, e.g. `gpu: NVIDIA H200`."""
+    device = jax.devices()[0]
+    return f"{device.platform}: {getattr(device, 'device_kind', '')}"
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages, rounded: how busy a shared host was."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine() -> dict:
+    """What a results table says of the machine: the device, the CPU model and dot flags, the
+    cores and the JAX version (each run adds its load averages before and after)."""
+    return {
+        "device": device_description(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "jax": jax.__version__,
+    }
 
 
 def matmul_ceiling(size: int = 2048, repeats: int = 5, dtype=jnp.float32) -> float:

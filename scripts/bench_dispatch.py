@@ -1,6 +1,8 @@
 """The next batch in flight: the engine's P(yes) with each batch dispatched before the
 previous result is read back (the engine's `dispatch_ahead=True`, the default) against one batch
-at a time (`dispatch_ahead=False`), alternated round by round in one process.
+at a time (`dispatch_ahead=False`), alternated round by round in one process. Fills the "next
+batch in flight" lines of PERFORMANCE.md's "mT5-XXL at full depth on one GPU, and the next
+batch in flight" (GPU) and "float32 against the machine's limit" (CPU).
 
 Random flax-initialised weights of a named size; `--num_examples` inputs with news-like
 lengths (`bench_common.draw_inputs`), planned and bucketed as `score` does (`--batch_size`
@@ -16,7 +18,6 @@ median ratio and whether the scores are identical bit for bit.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 
@@ -30,6 +31,8 @@ from bench_common import (  # noqa: E402  (scripts/ on sys.path)
     add_engine_arguments,
     draw_inputs,
     engine_setup,
+    load_average,
+    machine,
     parse_engine_arguments,
     report_results,
 )
@@ -70,7 +73,7 @@ def main() -> None:
     scores = {ahead: engine.p_yes(params, tokens) for ahead, engine in engines.items()}
     compile_s = time.perf_counter() - started
     seconds = {True: [], False: []}
-    load_before = os.getloadavg()
+    load_before = load_average()
     for round_ in range(args.rounds):
         for ahead in (True, False) if round_ % 2 == 0 else (False, True):
             start = time.perf_counter()
@@ -83,11 +86,9 @@ def main() -> None:
             f"{seconds[False][-1]:.3f}s",
             flush=True,
         )
-    device = jax.devices()[0]
     results = {
-        "device": f"{device.platform}: {getattr(device, 'device_kind', '')}",
+        **machine(),
         "devices": jax.device_count(),
-        "jax": jax.__version__,
         "size": args.size,
         "layers": [config.num_encoder_layers, config.num_decoder_layers],
         "dtype": dtype,
@@ -96,8 +97,8 @@ def main() -> None:
         "tokens": int(sum(len(t) for t in tokens)),
         "batches": len(engines[True].plan([len(t) for t in tokens])),
         "first_calls_seconds": round(compile_s, 2),
-        "load_before": [round(x, 2) for x in load_before],
-        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "load_before": load_before,
+        "load_after": load_average(),
         "dispatch_ahead_seconds": [round(s, 4) for s in seconds[True]],
         "one_at_a_time_seconds": [round(s, 4) for s in seconds[False]],
         "speedup_median": round(

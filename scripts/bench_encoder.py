@@ -1,5 +1,6 @@
 """The encoder alone: its FLOP/s with and without fused attention, against the machine's
-own matrix-product rate, and how far its outputs are from float32.
+own matrix-product rate, and how far its outputs are from float32. Fills PERFORMANCE.md's
+"The encoder alone on a GPU" table.
 
 `mt5.MT5.encode` jitted as the engine builds it (stacked layers, head-major attention),
 random flax-initialised weights, one [rows, length] batch per `--shapes` entry with row
@@ -26,7 +27,12 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from bench_common import encoder_flops, matmul_ceiling, report_results  # scripts/ on sys.path
+from bench_common import (  # scripts/ is on sys.path when run
+    encoder_flops,
+    machine,
+    matmul_ceiling,
+    report_results,
+)
 
 from seahorse_t5x.model import configs, mt5
 
@@ -97,8 +103,7 @@ def main() -> None:
     ceiling_dtype = jnp.float32 if args.dtype == "float32" else jnp.dtype(args.dtype)
     ceiling = matmul_ceiling(args.ceiling_size or (8192 if gpu else 2048), dtype=ceiling_dtype)
     results = {
-        "device": f"{jax.devices()[0].platform}: {getattr(jax.devices()[0], 'device_kind', '')}",
-        "jax": jax.__version__,
+        **machine(),
         "size": args.size,
         "encoder_layers": base.num_encoder_layers,
         "dtype": args.dtype,

@@ -1,6 +1,7 @@
 """Bucket ladders on a first run and in steady state: the engine's `auto` ladder (buckets
 dropped where their padding costs less than compiling their shapes,
 `batching.buckets_worth_compiling`) against the fixed 1.2x, 1.4x and power-of-two ladders.
+Fills PERFORMANCE.md's "Bucket ladders for the first run" table.
 
 Random flax-initialised weights of a named size; `--num_examples` inputs with news-like
 lengths (`bench_common.draw_inputs`), planned as `score` plans them (`--batch_size` and
@@ -19,7 +20,6 @@ ladder's, and each one's largest P(yes) difference from the first ladder's.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
@@ -34,6 +34,8 @@ from bench_common import (  # noqa: E402  (scripts/ on sys.path)
     add_engine_arguments,
     draw_inputs,
     engine_setup,
+    load_average,
+    machine,
     parse_engine_arguments,
     report_results,
 )
@@ -82,7 +84,7 @@ def measure(args: argparse.Namespace) -> dict:
     first = {ladder: [] for ladder in args.ladders}
     steady = {ladder: [] for ladder in args.ladders}
     scores, plans = {}, {}
-    load_before = os.getloadavg()
+    load_before = load_average()
     for round_ in range(args.rounds):
         order = args.ladders if round_ % 2 == 0 else args.ladders[::-1]
         for ladder in order:
@@ -111,7 +113,6 @@ def measure(args: argparse.Namespace) -> dict:
             )
     base = args.ladders[0]
     real = sum(lengths)
-    device = jax.devices()[0]
     ladders = {}
     for ladder in args.ladders:
         plan = plans[ladder]
@@ -135,17 +136,16 @@ def measure(args: argparse.Namespace) -> dict:
             "max_abs_p_yes_vs_" + base: float(np.abs(scores[ladder] - scores[base]).max()),
         }
     return {
-        "device": f"{device.platform}: {getattr(device, 'device_kind', '')}",
+        **machine(),
         "devices": jax.device_count(),
-        "jax": jax.__version__,
         "size": args.size,
         "layers": [config.num_encoder_layers, config.num_decoder_layers],
         "dtype": config.dtype,
         "batch_size": batch_size,
         "examples": len(tokens),
         "tokens": real,
-        "load_before": [round(x, 2) for x in load_before],
-        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "load_before": load_before,
+        "load_after": load_average(),
         "ladders": ladders,
     }
 

@@ -1,5 +1,8 @@
-"""Scoring throughput: this project's inference engine vs HF transformers PyTorch and
-CTranslate2.
+"""Scoring throughput: this project's inference engine against HF transformers PyTorch and
+CTranslate2, on a CPU or a GPU. Fills PERFORMANCE.md's tables "Scoring on a GPU against HF
+transformers, and cuDNN's fused attention", "bfloat16 on a CPU with AMX, and the folded
+cross-attention", "float32 against the machine's limit" and "One CPU device per core and
+compiling ahead", and the `score` line of "Blockwise attention at long buckets".
 
 Both score the same random-weight mT5-small-shaped model (built once in HF format and
 converted) on the same token inputs, with lengths drawn log-normal like news articles
@@ -78,9 +81,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from bench_common import (  # scripts/ is on sys.path when run
+    cpu_model,
+    device_description,
     device_memory_bytes,
     draw_inputs,
     encoder_flops,
+    load_average,
     matmul_ceiling,
     report_results,
 )
@@ -336,26 +342,6 @@ class CT2Scorer:
         return 1.0 / (1.0 + np.exp(logits[:, 1] - logits[:, 0]))
 
 
-def cpu_model() -> str:
-    """The CPU's model name and its bfloat16/int8 dot flags, from /proc/cpuinfo."""
-    from seahorse_t5x.inference import precision
-
-    name = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    name = line.partition(":")[2].strip()
-                    break
-    except OSError:
-        pass
-    flags = precision.cpu_flags()
-    dots = [
-        f for f in ("avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8") if f in flags
-    ]
-    return f"{name} ({' '.join(dots) or 'no AVX-512'})"
-
-
 def bench_config(
     size: str,
     checkpoint: str | None = None,
@@ -398,8 +384,7 @@ def require_gpu() -> str:
             f"bench_score.py --device gpu: PyTorch {torch.__version__} sees no CUDA GPU "
             "(a CUDA build of torch is needed, or run with --device cpu)"
         )
-    device = jax.devices()[0]
-    return f"{device.platform}: {getattr(device, 'device_kind', '')}"
+    return device_description()
 
 
 def hf_on_gpu(model, device: str = "cuda") -> tuple:
@@ -593,9 +578,8 @@ def gpu_results(args, config, hf_attention, hf_attention_error, hf_check, ct2_er
     import torch
     import transformers
 
-    device = jax.devices()[0]
     out = {
-        "device": f"{device.platform}: {getattr(device, 'device_kind', '')}",
+        "device": device_description(),
         "torch_device": torch.cuda.get_device_name(0),
         "versions": {
             "jax": jax.__version__,
@@ -634,7 +618,7 @@ def main() -> None:
     import torch
     import transformers
 
-    load_before = os.getloadavg()
+    load_before = load_average()
     config = bench_config(args.size, args.model_config, args.num_layers, args.num_decoder_layers)
     torch.manual_seed(args.seed)
     hf_config = transformers.MT5Config(**configs.to_hf_config(config))
@@ -786,7 +770,7 @@ def main() -> None:
         "ours_devices": int(engine.mesh.devices.size),
         "ours_single_threaded_devices": partitioning.single_threaded_cpu_devices(engine.mesh),
         "cpu": cpu_model(),
-        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_before": load_before,
         "examples": len(tokens),
         "real_tokens": real_tokens,
         "ladder": args.ladder,
@@ -866,7 +850,7 @@ def main() -> None:
         )
         results["ours_fused_attention"] = engine.fused_attention
     shutil.rmtree(cache, ignore_errors=True)
-    results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    results["load_average_after"] = load_average()
     report_results(results, args.json)
 
 

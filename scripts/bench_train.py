@@ -1,4 +1,5 @@
-"""Training throughput of the local runner and packing's real-token share.
+"""Training throughput of the local runner and packing's real-token share; fills (and with
+--write rewrites) PERFORMANCE.md's "Training" table.
 
 Measures, on this machine:
 1. the fp32 matrix-product ceiling of JAX (best of several 2048^3 products);
@@ -19,14 +20,19 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import platform
+import sys
 import tempfile
 import time
 
 import jax
 import numpy as np
 import optax
-from bench_common import matmul_ceiling, packed_train_batch  # scripts/ is on sys.path
+from bench_common import (  # scripts/ is on sys.path when run
+    cpu_model,
+    load_average,
+    matmul_ceiling,
+    packed_train_batch,
+)
 
 from seahorse_t5x.model import configs, mt5, partitioning
 from seahorse_t5x.runner import input_pipeline, optimizers, train_step
@@ -94,7 +100,7 @@ def packing_shares(input_length: int, target_length: int, batches: int) -> dict:
     os.environ["SEAHORSE_VOCAB"] = "demo"
     import seahorse_t5x.tasks  # noqa: F401
 
-    shares = {}
+    shares = {"target_length": target_length}
     for pack in (True, False):
         config = input_pipeline.DataConfig(
             "seahorse_all",
@@ -116,34 +122,44 @@ def packing_shares(input_length: int, target_length: int, batches: int) -> dict:
     return shares
 
 
-def markdown(ceiling: float, step: dict, shares: dict[int, dict], cpu: str) -> str:
+def markdown(
+    ceiling: float, step: dict, shares: dict[int, dict], loads: tuple[float, float], command: str
+) -> str:
+    """The `## Training` section as PERFORMANCE.md writes a scenario: the machine, settings,
+    date, load and command, then the table."""
     ratio = step["flops_per_sec"] / ceiling
+    low, high = sorted(loads)
     lines = [
         SECTION,
         "",
-        f"Measured with `python scripts/bench_train.py` on {cpu}, {os.cpu_count()} CPU cores "
-        f"(shared with other work while measured), jax {jax.__version__}, float32.",
+        f"{cpu_model()}, {os.cpu_count()} CPU cores, jax {jax.__version__}, float32; "
+        f"{time.strftime('%Y-%m-%d', time.gmtime())}; load {low}-{high}. The local runner's "
+        "step (`seahorse-t5x train`'s: Adafactor, packed batch, the runner's loss), "
+        f"mT5-{step['size']} shape; FLOPs from XLA's cost analysis of the step. `{command}`:",
         "",
         "| measure | value |",
         "|---|---:|",
-        f"| JAX fp32 matmul ceiling (2048^3) | {ceiling / 1e9:.1f} GFLOP/s |",
+        f"| JAX fp32 matmul ceiling (2048^3, best of 5) | {ceiling / 1e9:.1f} GFLOP/s |",
         f"| train step, mt5-{step['size']} shape ({step['params'] / 1e6:.0f}M params), "
         f"batch {step['batch']} x {step['input_length']} input tokens, "
-        f"{step['target_length']} target slots, Adafactor | {step['seconds_per_step']:.2f} s |",
+        f"{step['target_length']} target slots | {step['seconds_per_step']:.1f} s |",
         f"| training throughput | {step['tokens_per_sec']:,.0f} input tokens/s |",
-        f"| achieved (XLA cost analysis: {step['flops_per_step'] / 1e12:.2f} TFLOP per step) | "
-        f"{step['flops_per_sec'] / 1e9:.1f} GFLOP/s = {100 * ratio:.0f}% of the ceiling |",
+        f"| achieved ({step['flops_per_step'] / 1e12:.2f} TFLOP per step) | "
+        f"{step['flops_per_sec'] / 1e9:.1f} GFLOP/s = **{100 * ratio:.0f}% of the ceiling** |",
     ]
     for length, result in shares.items():
         packed, padded = result["packed"], result["padded"]
         lines.append(
-            f"| real-token share at input length {length}, demo data (`seahorse_all`), packed | "
-            f"{100 * packed['share']:.1f}% ({packed['examples_per_row']:.1f} examples/row) |"
+            f"| real-token share, demo data (`seahorse_all`), input length {length}, "
+            f"{result['target_length']} target slots: packed / padded | "
+            f"{100 * packed['share']:.1f}% ({packed['examples_per_row']:.1f} examples per row) "
+            f"/ {100 * padded['share']:.1f}% |"
         )
-        lines.append(
-            f"| real-token share at input length {length}, demo data, padded (no packing) | "
-            f"{100 * padded['share']:.1f}% |"
-        )
+    lines += [
+        "",
+        "SeqIO packs in dataset order (a row closes when the next example does not fit), so "
+        "the share grows with the row length against the example length.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -170,6 +186,7 @@ def main() -> None:
     parser.add_argument("--write", default=None, help="Markdown file to update")
     args = parser.parse_args()
 
+    load_before = load_average()[0]
     ceiling = matmul_ceiling()
     print(f"matmul ceiling: {ceiling / 1e9:.1f} GFLOP/s", flush=True)
     step = train_step_throughput(
@@ -181,7 +198,8 @@ def main() -> None:
         for length, targets in ((args.input_length, args.target_length), (512, 8))
     }
     print(shares, flush=True)
-    text = markdown(ceiling, step, shares, platform.processor() or platform.machine())
+    command = " ".join(["python", *sys.argv])
+    text = markdown(ceiling, step, shares, (load_before, load_average()[0]), command)
     print(text)
     if args.write:
         write_section(pathlib.Path(args.write), text)

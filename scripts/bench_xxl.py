@@ -1,6 +1,7 @@
 """mT5-XXL at full depth on one GPU: the scoring engine's peak device memory and speed by
 batch size, with int8 (or bfloat16) weights, what `plan --scoring` predicts on this device,
-and HF transformers' bfloat16 model on the same inputs.
+and HF transformers' bfloat16 model on the same inputs. Fills PERFORMANCE.md's "mT5-XXL at
+full depth on one GPU, and the next batch in flight" table.
 
 The weights are random, made on the device in the layout the engine runs (stacked layers;
 int8 kernels with per-channel scales, as `Placer` quantizes a checkpoint; the other
@@ -34,7 +35,12 @@ import flax  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from bench_common import device_memory_bytes, draw_inputs, report_results  # noqa: E402  (scripts/ on sys.path)
+from bench_common import (  # noqa: E402  (scripts/ on sys.path)
+    device_memory_bytes,
+    draw_inputs,
+    machine,
+    report_results,
+)
 
 from seahorse_t5x.inference import (
     loading,  # noqa: E402
@@ -212,10 +218,8 @@ def main() -> None:
         depth = {"num_encoder_layers": args.num_layers, "num_decoder_layers": args.num_layers}
     config = configs.get_config(args.size, dropout_rate=0.0, dtype=args.dtype, **depth)
     mesh = partitioning.create_mesh(devices=jax.devices()[:1])
-    device = jax.devices()[0]
     results = {
-        "device": f"{device.platform}: {getattr(device, 'device_kind', '')}",
-        "jax": jax.__version__,
+        **machine(),
         "size": args.size,
         "layers": [config.num_encoder_layers, config.num_decoder_layers],
         "param_dtype": args.param_dtype,
