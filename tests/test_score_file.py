@@ -125,6 +125,33 @@ def test_a_killed_run_resumes_to_the_bytes_of_an_uninterrupted_one(models, pairs
     ]
 
 
+def test_a_killed_question_columns_run_counts_what_it_resumed_after(models, pairs, tmp_path):
+    model = models[0] / "seahorse_all"
+    whole = seahorse_t5x.score_file(
+        model, pairs, tmp_path / "whole.jsonl", questions=[1, 4], chunk_size=2
+    )
+    assert (whole.resumed_after, whole.resumed) == (0, [])
+    chunks = []
+
+    def die_at_the_fourth_chunk(rows_written: int) -> None:
+        chunks.append(rows_written)
+        if len(chunks) == 4:  # q1's chunks of 2, 4, 5 rows, then q4's first
+            raise _Killed(rows_written)
+
+    out = tmp_path / "killed.jsonl"
+    with pytest.raises(_Killed):
+        seahorse_t5x.score_file(
+            model, pairs, out, questions=[1, 4], chunk_size=2, on_chunk=die_at_the_fourth_chunk
+        )
+    resumed = seahorse_t5x.score_file(
+        model, pairs, out, questions=[1, 4], chunk_size=2, resume=True
+    )
+    assert resumed.resumed == ["q1 already scored", "q4 after 2 rows"]
+    # Scores found written: q1's 5 rows and q4's 2, as the one-column count is its rows.
+    assert resumed.resumed_after == 5 + 2
+    assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
+
+
 def test_a_finished_output_is_complete_only_for_its_own_input_and_settings(
     models, pairs, tmp_path, capsys
 ):

@@ -51,7 +51,9 @@ class ScoreFileResult:
       total_rows, bad_rows: rows in the input, and those written with a null score.
       truncated_articles, truncated_summaries, windowed: rows whose article was cut, whose
         summary was cut, whose article took several windows (the most of any question).
-      resumed_after: rows a resumed one-column run found written.
+      resumed_after: scores a resumed run found written and kept (0: started afresh): its
+        rows for one column; for question columns their sum, a column found complete
+        counting every input row (`q1 already scored; q4 after 50 rows` of 80 rows: 130).
       resumed: per question, what a resumed column run found (`q1 already scored`).
       seconds: the run's time; dtype: the products' dtype and why (`float32 (auto: cpu)`).
     """
@@ -308,12 +310,14 @@ def _score_columns(
         if job.resume and writer and path.exists() and not resume_lib.partial_path(path).exists():
             resume_lib.check_complete_column(path, record)
             result.resumed.append(f"q{column.question} already scored")
+            result.resumed_after += result.total_rows
             continue
         if writer:
             resume_lib.check_output(path, job.input_path, job.resume, overwrite=False)
         done = resume_lib.resume_point_on_every_host(path, record, writer) if job.resume else 0
         if done:
             result.resumed.append(f"q{column.question} after {done} rows")
+            result.resumed_after += done
         counts = score_rows(job, path, record, result.total_rows, done, writer, column, slim=True)
         result.truncated_articles = max(result.truncated_articles, counts.truncated_articles)
         result.truncated_summaries = max(result.truncated_summaries, counts.truncated_summaries)
