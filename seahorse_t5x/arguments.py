@@ -13,6 +13,7 @@ string by its position.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Iterable
 
@@ -98,19 +99,53 @@ def _question_number(value: object) -> int | None:
     return None
 
 
-def parse_questions(value: str | int | Iterable[int | str] | None) -> tuple[int, ...] | None:
-    """The SEAHORSE questions asked for, in the order given; None when not given.
+# A rating set's question name (`data.ratings.check_rating_names`): a lowercase identifier
+# that is not `q4`-like.
+_QUESTION_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_NUMBERED = re.compile(r"[qQ]?\d+")
 
-    A question is its number 1..6 as an int or a string, or `q4`/`Q4`; several are a
-    comma-separated string (`"1,4"`, `"q1, q4"`) or a list of them (`[1, 4]`,
-    `["q1", "q4"]`). Anything else is refused in one line: an empty list, a repeat, a bool,
-    a number outside 1..6.
+
+def _question_name(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if _NUMBERED.fullmatch(text) or not _QUESTION_NAME.fullmatch(text):
+        return None
+    return text
+
+
+Question = int | str
+
+
+def question_key(question: Question) -> str:
+    """How a question is spelt in rows: `q4` for SEAHORSE's question 4, the name itself for
+    a rating set's question (`polite`). It is the input rows' label field and the suffix of
+    their score columns (`score_q4`, `score_polite`).
+
+    >>> question_key(4), question_key("polite")
+    ('q4', 'polite')
+    """
+    return f"q{question}" if isinstance(question, int) else question
+
+
+def parse_questions(
+    value: str | int | Iterable[int | str] | None, names: bool = False
+) -> tuple[Question, ...] | None:
+    """The questions asked for, in the order given; None when not given.
+
+    A SEAHORSE question is its number 1..6 as an int or a string, or `q4`/`Q4`; several are
+    a comma-separated string (`"1,4"`, `"q1, q4"`) or a list of them (`[1, 4]`,
+    `["q1", "q4"]`). With `names`, a rating set's question is its name (`"polite"`, a
+    lowercase identifier), kept as a string: `"polite,formal"`, `["polite", 4]`. Anything
+    else is refused in one line: an empty list, a repeat, a bool, a number outside 1..6.
 
     >>> parse_questions("q1, 4"), parse_questions([6, 2]), parse_questions(3)
     ((1, 4), (6, 2), (3,))
+    >>> parse_questions("polite, 4", names=True)
+    ('polite', 4)
 
     Raises:
-      UserError: not distinct questions 1..6.
+      UserError: not distinct questions 1..6 (or names, with `names`).
     """
     if value is None:
         return None
@@ -122,16 +157,23 @@ def parse_questions(value: str | int | Iterable[int | str] | None) -> tuple[int,
         items = list(value)
     else:
         items = []
-    numbers = [_question_number(q) for q in items]
+    parsed: list[Question | None] = []
+    for item in items:
+        number = _question_number(item)
+        if number is None and names:
+            parsed.append(_question_name(item))
+        else:
+            parsed.append(number)
     if (
-        not numbers
-        or any(q not in constants.QUESTIONS for q in numbers)
-        or len(set(numbers)) != len(numbers)
+        not parsed
+        or any(q is None or (isinstance(q, int) and q not in constants.QUESTIONS) for q in parsed)
+        or len(set(parsed)) != len(parsed)
     ):
-        raise errors.UserError(
-            f"questions must list distinct numbers 1..6 (4, 'q4', '1,4' or [1, 4]), got {value!r}"
-        )
-    return tuple(int(q) for q in numbers)
+        expected = "numbers 1..6 (4, 'q4', '1,4' or [1, 4])"
+        if names:
+            expected = "numbers 1..6 or a rating set's question names (4, 'q4', 'polite', '1,4')"
+        raise errors.UserError(f"questions must list distinct {expected}, got {value!r}")
+    return tuple(parsed)  # type: ignore[arg-type]
 
 
 def questions_with_deprecated(questions: object, question: int | None, where: str) -> object:

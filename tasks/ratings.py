@@ -32,7 +32,7 @@ from absl import logging
 
 from seahorse_t5x import constants, errors
 from seahorse_t5x.data import ratings
-from seahorse_t5x.formats import vocab
+from seahorse_t5x.formats import trained_inputs, vocab
 from seahorse_t5x.tasks import premise_hypothesis
 
 # The intermediate schema of preprocessors.py with the question's prompt for the
@@ -418,6 +418,21 @@ def register_rating_tasks(
         ", ".join(languages) or "none",
     )
     return rating_set.names
+
+
+def inputs_meta(task_or_mixture: str) -> dict:
+    """What a model trained on a registered rating set's task or mixture records about its
+    inputs (`formats.trained_inputs`): `questions` (names), and `question_prompts` when its
+    inputs name the question (`chat_all`, `chat_all_polite`); `{}` for any other name."""
+    task = ratings.rating_task_of(task_or_mixture)
+    if task is None or task.score:
+        return {}
+    rating_set = ratings.get_rating_set(task.benchmark)
+    questions = list(rating_set.questions) if task.question is None else [task.question]
+    meta: dict = {trained_inputs.META_QUESTIONS: questions}
+    if task.multi_question:
+        meta[trained_inputs.META_QUESTION_PROMPTS] = {q: rating_set.prompts[q] for q in questions}
+    return meta
 
 
 def _remove_from_seqio(task_or_mixture_names: Sequence[str]) -> None:

@@ -223,7 +223,7 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
     empty.write_text("")
     with pytest.raises(errors.UserError, match="empty file"):
         teacher_scores.read_teacher_scores(empty, [4])
-    for questions in ([], [7], "q4,q4", ["x"], None):
+    for questions in ([], [7], "q4,q4", ["Not a name"], None):
         with pytest.raises(errors.UserError, match="questions"):
             teacher_scores.read_teacher_scores(empty, questions)
     path = _write(tmp_path / "t.jsonl", _scored_pairs())
@@ -325,3 +325,55 @@ def test_the_runner_trains_a_student_on_teacher_scores(tmp_path, registered, mon
     assert not family and [(c.question, c.prompt) for c in columns] == [(4, 4)]
     with pytest.raises(errors.UserError, match="whose inputs name the question"):
         questions.plan_columns(model_dir, None)
+
+
+def test_pairs_are_joined_once_into_a_split_file_the_tasks_read(tmp_path, registered):
+    rows = _scored_pairs()
+    path = _write(tmp_path / "t.jsonl", [*rows, rows[0]])  # one identical repeat
+    names = registered("tjoin", [path], questions=[1, 4])
+    folder = tmp_path / "tjoin_pairs"
+    assert distillation.joined_dir_of("tjoin") == str(folder)
+    written = [json.loads(line) for line in (folder / teacher_scores.SPLIT_FILE).open()]
+    assert [r["gem_id"] for r in written] == [f"g{i}" for i in range(6)]
+    assert written[0] == {
+        "article": rows[0]["article"],
+        "summary": rows[0]["summary"],
+        "gem_id": "g0",
+        "language": "en",
+        "dataset": "",
+        "system": "s0",
+        "score_q1": 0.9,
+        "q1": 1,
+        "score_q4": 0.05,
+        "q4": 1,
+    }
+    report = json.loads((folder / teacher_scores.REPORT_FILE).read_text())
+    assert (report["pairs"], report["counts"], report["duplicates"]) == (6, {"q1": 6, "q4": 6}, 1)
+    assert report["labelled"] == {"q1": 6, "q4": 4}
+    # The same files and settings again: the join is reused, not made again.
+    stamp = (folder / teacher_scores.SPLIT_FILE).stat().st_mtime_ns
+    distillation.remove_distillation_tasks("tjoin")
+    assert registered("tjoin", [path], questions=[1, 4]) == names
+    assert (folder / teacher_scores.SPLIT_FILE).stat().st_mtime_ns == stamp
+    # The joined folder itself registers, reading nothing but its report.
+    again = registered("tfolder", folder, questions=[4])
+    assert distillation.teacher_scores_of("tfolder").count(4) == 6
+    examples = list(
+        seqio.get_mixture_or_task(again[0])
+        .get_dataset({"inputs": 64, "targets": 4}, split="train", shuffle=False)
+        .as_numpy_iterator()
+    )
+    codes = [soft_targets.decode(ex[soft_targets.FEATURE][0]) for ex in examples]
+    np.testing.assert_allclose(codes, [0.05 + 0.15 * i for i in range(6)], atol=1e-7)
+    with pytest.raises(errors.UserError, match="not for q2"):
+        distillation.register_distillation_tasks("tother", folder, questions=[2])
+
+
+def test_one_questions_score_column_is_read_as_that_question(tmp_path):
+    rows = [{**r, "score": r["score_q4"]} for r in _scored_pairs()]
+    for r in rows:
+        del r["score_q1"], r["score_q4"]
+    read = teacher_scores.read_teacher_scores(_write(tmp_path / "s.jsonl", rows), [4])
+    assert [e.p_yes for e in read.examples][:2] == [{4: 0.05}, {4: pytest.approx(0.2)}]
+    with pytest.raises(errors.UserError, match="no pair has a teacher score for q1"):
+        teacher_scores.read_teacher_scores(tmp_path / "s.jsonl", [1, 4])

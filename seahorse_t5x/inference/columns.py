@@ -3,7 +3,8 @@ into its own column file beside the output, then input and columns joined into t
 
 `OUTPUT.qN.scores` holds question N's scores, one line per input row; a run resumes column
 by column. With a `metric`, the output is a score file (`data/scorefiles.py`) of the
-labelled rows, else the input rows with `score_qN` added.
+labelled rows, else the input rows with `score_qN` added (`score_polite` for a rating
+set's question `polite`: `arguments.question_key`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x.arguments import Question, question_key
 from seahorse_t5x.data import scorefiles
 from seahorse_t5x.inference import input_rows
 
@@ -27,22 +29,23 @@ COLUMN_SUFFIX = ".scores"
 _NOT_IN_SCORE_ROWS = ("article", "label", *constants.LABEL_FIELDS)
 
 
-def column_path(output: pathlib.Path, question: int) -> pathlib.Path:
-    """`OUTPUT.q4.scores`: one question's scores, one line per input row."""
-    return output.with_name(f"{output.name}.q{question}{COLUMN_SUFFIX}")
+def column_path(output: pathlib.Path, question: Question) -> pathlib.Path:
+    """`OUTPUT.q4.scores` (`OUTPUT.polite.scores`): one question's scores, one line per
+    input row."""
+    return output.with_name(f"{output.name}.{question_key(question)}{COLUMN_SUFFIX}")
 
 
 def leftovers(output: pathlib.Path) -> list[pathlib.Path]:
     """The column files (and their partial files) an interrupted run left beside `output`."""
-    return sorted(output.parent.glob(f"{glob.escape(output.name)}.q[1-6]{COLUMN_SUFFIX}*"))
+    return sorted(output.parent.glob(f"{glob.escape(output.name)}.*{COLUMN_SUFFIX}*"))
 
 
-def label_of(row: dict[str, Any], question: int, single: bool) -> Any:
+def label_of(row: dict[str, Any], question: Question, single: bool) -> Any:
     """A row's label for `question`: `label` when one question is scored and the row has
-    it, else `qN`; None when the row has none."""
+    it, else `qN` (a rating set's question: its name); None when the row has none."""
     if single and "label" in row:
         return row["label"]
-    return row.get(f"q{question}")
+    return row.get(question_key(question))
 
 
 def score_file_row(
@@ -96,7 +99,8 @@ def check_labels(
         fields = "`label` or " if single else ""
         raise errors.UserError(
             f"`metric` writes score-file rows, which need labels: no row of {path} carries "
-            f"{fields}`q{unlabelled[0]}` (1 or 0); leave out `metric` for scores alone"
+            f"{fields}`{question_key(unlabelled[0])}` (1 or 0); leave out `metric` for scores "
+            "alone"
         )
     return labelled
 
@@ -136,7 +140,10 @@ class _Tally:
 
 def _plain_row(row, number, problem, questions, scores) -> str:
     base = {**row} if problem is None else {**(row or {"line": number})}
-    written = {**base, **{f"score_q{q}": v for q, v in zip(questions, scores, strict=True)}}
+    written = {
+        **base,
+        **{f"score_{question_key(q)}": v for q, v in zip(questions, scores, strict=True)},
+    }
     if problem is not None:
         written["error"] = problem
     return json.dumps(written, ensure_ascii=False) + "\n"
@@ -201,7 +208,7 @@ def join_columns(
     except ValueError as e:  # a column shorter or longer than the input: not this input's
         raise errors.UserError(
             f"the question columns beside {output} do not match {input_path} ({e}); "
-            f"delete {output.name}.q*{COLUMN_SUFFIX}* and score again"
+            f"delete {output.name}.*{COLUMN_SUFFIX}* and score again"
         ) from None
     finally:
         for f in columns:

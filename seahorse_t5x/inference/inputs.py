@@ -71,20 +71,26 @@ def encode_texts(vocab, texts: list[str]) -> list[list[int]]:
     return [list(vocab.encode(t)) for t in texts]
 
 
-def marker_text(question: int | None) -> str:
-    """`premise:`, or `question: {prompt} premise:` for question 1..6.
+def marker_text(question: int | str | None) -> str:
+    """`premise:`, or `question: {prompt} premise:` for SEAHORSE's question 1..6 (its
+    prompt), or for a string (the prompt itself: a rating set's question's, as its
+    multi-question tasks name it).
 
     Raises:
-      UserError: for an unknown question.
+      UserError: for an unknown question number or an empty prompt.
     """
     if question is None:
         return input_format.marker_text()
+    if isinstance(question, str) and question.strip():
+        return input_format.marker_text(question)
     if question in constants.QUESTION_PROMPTS:
         return input_format.marker_text(constants.QUESTION_PROMPTS[question])
-    raise errors.UserError(f"question must be one of {list(constants.QUESTIONS)}, got {question!r}")
+    raise errors.UserError(
+        f"question must be one of {list(constants.QUESTIONS)} or a prompt, got {question!r}"
+    )
 
 
-def min_input_length(vocab, summaries: Sequence[str], question: int | None = None) -> int:
+def min_input_length(vocab, summaries: Sequence[str], question: int | str | None = None) -> int:
     """The shortest input length that keeps the marker, the whole of each summary and EOS."""
     (marker,) = encode_texts(vocab, [marker_text(question)])
     hypotheses = encode_texts(vocab, [input_format.hypothesis_text(s) for s in summaries])
@@ -92,7 +98,7 @@ def min_input_length(vocab, summaries: Sequence[str], question: int | None = Non
 
 
 def check_room_for_summary(
-    vocab, input_length: int, name: str, question: int | None = None
+    vocab, input_length: int, name: str, question: int | str | None = None
 ) -> None:
     """Raises UserError when `input_length` cannot hold the markers, a summary and EOS.
 
@@ -113,7 +119,7 @@ def encode_pairs(
     summaries: Sequence[str],
     max_input_length: int | None,
     truncation: str = input_format.TRUNCATION_KEEP_SUMMARY,
-    question: int | None = None,
+    question: int | str | None = None,
 ) -> EncodedInputs:
     """Tokenizes and truncates (article, summary) pairs like the SeqIO tasks.
 
@@ -122,7 +128,8 @@ def encode_pairs(
       articles, summaries: equal-length sequences of strings.
       max_input_length: the model's input length (EOS included); None: no cut.
       truncation: `keep_summary` or `right`.
-      question: 1..6 to name the question in the input (multi-question models).
+      question: 1..6 (or a prompt's text) to name the question in the input
+        (multi-question models).
 
     Raises:
       UserError: for texts that are not a sequence of strings (`arguments.string_list`),

@@ -9,7 +9,13 @@ The same request means, by what the checkpoint is:
   name, one column each. Such a model needs the request: scoring it without naming a
   question would give scores it never learnt to give, so that is refused;
 - a one-question model: a check against its own question (the `-qN` its name ends in, or
-  the question of its training task), and the question its score-file rows carry.
+  the question of its training task), and the question its score-file rows carry;
+- a model of a rating set's questions (meta `question_prompts`, recorded for a model whose
+  inputs name them: trained on `tone_all`, or distilled from a teacher of them): the
+  questions by name (`polite`), its inputs naming each by the prompt it was trained with.
+
+The meta is a runner checkpoint's, or a T5X run's `MODEL_DIR/seahorse_meta.json`
+(`formats.trained_inputs`) beside its `checkpoint_N`.
 
 A request the checkpoint cannot answer is refused in one line: several questions for a
 one-question model, a question that is not the model's own, none for a multi-question model.
@@ -25,17 +31,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from seahorse_t5x import errors
+from seahorse_t5x import errors, fileio
+from seahorse_t5x.arguments import Question
 from seahorse_t5x.data import ratings
-from seahorse_t5x.formats import task_names
+from seahorse_t5x.formats import task_names, trained_inputs
 
 log = logging.getLogger(__name__)
 
 # The meta key of the runner's checkpoints that names the training task or mixture, and
 # the one that names the SEAHORSE task whose inputs it had, when its own name does not say
 # (a distillation task: `distil_all` -> `seahorse_all`).
-META_TASK = "mixture_or_task_name"
-META_INPUTS_AS = "inputs_as"
+META_TASK = trained_inputs.META_TASK
+META_INPUTS_AS = trained_inputs.META_INPUTS_AS
 # A rating set's multi-question names (`chat_all`, `chat_all_polite[_score]`): what a model
 # trained on them saw is an input that names its question.
 _RATING_MULTI = re.compile(r"(?P<set>[a-z][a-z0-9_]*?)_all(?:_[a-z][a-z0-9_]*)?")
@@ -46,14 +53,16 @@ class Column:
     """One column of scores: which checkpoint gives it and what its inputs name.
 
     Attributes:
-      question: the SEAHORSE question the scores answer (None: not known, one model).
+      question: the question the scores answer: SEAHORSE's number, a rating set's name
+        (None: not known, one model).
       checkpoint: the checkpoint path or Hub name (a family's member).
-      prompt: the question the inputs name (None: the inputs name no question).
+      prompt: the question the inputs name: SEAHORSE's number, or the prompt's text (None:
+        the inputs name no question).
     """
 
-    question: int | None
+    question: Question | None
     checkpoint: str
-    prompt: int | None = None
+    prompt: int | str | None = None
 
 
 def trained_task(meta: Mapping[str, Any]) -> str | None:
@@ -133,13 +142,34 @@ def checkpoint_meta(checkpoint: str | os.PathLike) -> dict[str, Any]:
     if not pathlib.Path(checkpoint).exists():
         return {}
     try:
-        return checkpoints.load_meta(checkpoint)
+        meta = checkpoints.load_meta(checkpoint)
+        kind, directory = checkpoints.detect_format(checkpoint)
     except errors.UserError:  # reported by the loader, once the output path is checked
         return {}
+    return t5x_meta(directory) if kind == "t5x" and not meta else meta
+
+
+def t5x_meta(checkpoint_dir: str | os.PathLike) -> dict[str, Any]:
+    """A T5X run's `seahorse_meta.json` in its MODEL_DIR (beside `checkpoint_N`; written by
+    the distillation gins), `{}` when there is none.
+
+    Raises:
+      UserError: the file is not a JSON object.
+    """
+    for folder in (pathlib.Path(checkpoint_dir), pathlib.Path(checkpoint_dir).parent):
+        path = folder / trained_inputs.T5X_META_FILE
+        if path.is_file():
+            meta = fileio.read_json(path, "a JSON object (seahorse_meta.json)")
+            if not isinstance(meta, dict):
+                raise errors.UserError(f"{path}: expected a JSON object")
+            return meta
+    return {}
 
 
 def model_columns(
-    checkpoint: str | os.PathLike, meta: Mapping[str, Any], questions: tuple[int, ...] | None
+    checkpoint: str | os.PathLike,
+    meta: Mapping[str, Any],
+    questions: tuple[Question, ...] | None,
 ) -> list[Column]:
     """The columns one model gives for `questions` (see the module docstring).
 
@@ -147,6 +177,11 @@ def model_columns(
       UserError: a request this model cannot answer.
     """
     task = trained_task(meta)
+    prompts = meta.get(trained_inputs.META_QUESTION_PROMPTS)
+    if prompts:
+        return _prompted_columns(str(checkpoint), task, prompts, questions)
+    if questions is not None and any(isinstance(q, str) for q in questions):
+        return _named_columns(str(checkpoint), meta, questions)
     if task is not None and task_names.names_the_question(task):
         return _multi_question_columns(str(checkpoint), task, questions)
     from seahorse_t5x.model import checkpoints
@@ -167,6 +202,55 @@ def model_columns(
             f"{checkpoint} is the metric of question {own}, not of question {questions[0]}"
         )
     return [Column(questions[0], str(checkpoint))]
+
+
+def _prompted_columns(
+    checkpoint: str,
+    task: str | None,
+    prompts: Mapping[str, str],
+    questions: tuple[Question, ...] | None,
+) -> list[Column]:
+    """A multi-question model of a rating set's questions: one column per question asked,
+    its inputs naming it by the prompt the model was trained with.
+
+    Raises:
+      UserError: no question asked, or one the model was not trained on.
+    """
+    known = ", ".join(prompts)
+    if questions is None:
+        raise errors.UserError(
+            f"{checkpoint} was trained on {task}, whose inputs name the question: give "
+            f"`questions`, the questions to score (it answers {known})"
+        )
+    other = [q for q in questions if q not in prompts]
+    if other:
+        raise errors.UserError(
+            f"{checkpoint} was trained on {task}: it answers {known}, not question {other[0]}"
+        )
+    return [Column(q, checkpoint, prompt=prompts[q]) for q in questions]
+
+
+def _named_columns(
+    checkpoint: str, meta: Mapping[str, Any], questions: tuple[Question, ...]
+) -> list[Column]:
+    """A one-question model asked for a rating set's question by name: a check against the
+    question it was trained on, where its meta says.
+
+    Raises:
+      UserError: several questions, or not the model's own.
+    """
+    if len(questions) > 1:
+        raise errors.UserError(
+            f"questions lists {len(questions)} questions, but {checkpoint} is one model "
+            "answering one question: give a model whose inputs name the question (trained "
+            "on a rating set's _all mixture)"
+        )
+    own = meta.get(trained_inputs.META_QUESTIONS)
+    if isinstance(own, list) and len(own) == 1 and own[0] != questions[0]:
+        raise errors.UserError(
+            f"{checkpoint} is the metric of question {own[0]}, not of question {questions[0]}"
+        )
+    return [Column(questions[0], checkpoint)]
 
 
 def _multi_question_columns(
@@ -190,7 +274,7 @@ def _multi_question_columns(
 
 
 def plan_columns(
-    checkpoint: str | os.PathLike, questions: tuple[int, ...] | None
+    checkpoint: str | os.PathLike, questions: tuple[Question, ...] | None
 ) -> tuple[list[Column], bool]:
     """(the columns `questions` asks of `checkpoint`, whether it is a family); only files are
     read, nothing is fetched.

@@ -107,8 +107,8 @@ def score_file(
         every other field is passed through.
       output: each input row with `score` added, same order (several questions:
         `score_qN`; with `metric`: score-file rows).
-      questions: the SEAHORSE questions to score (`inference.questions`): `"1,4"`, `4`,
-        `[1, 4]`.
+      questions: the questions to score (`inference.questions`): SEAHORSE's (`"1,4"`, `4`,
+        `[1, 4]`), or a rating set's by name (`"polite"`) for a model of that set.
       metric, benchmark: write a score file for `report` instead, its rows carrying these.
       resume: continue an interrupted run from the rows in `OUTPUT.partial`; a finished
         `output` is left as it is when its fingerprint (`OUTPUT.run.json`) is this run's,
@@ -147,7 +147,7 @@ def score_file(
         on_chunk=on_chunk,
     )
     job.check()
-    wanted = arguments.parse_questions(questions)
+    wanted = arguments.parse_questions(questions, names=True)
     family = questions_lib.family_columns(checkpoint, wanted)  # (reads no checkpoint)
     total, bad = input_rows.check_input(job.input_path, skip_bad_rows)
     # Output-path mistakes first: a Hub model may take long to fetch.
@@ -298,7 +298,7 @@ def _score_columns(
             partial.unlink(missing_ok=True)
             raise errors.UserError(
                 f"an interrupted run left {left[0]}: pass `resume` to continue it, or delete "
-                f"the {len(left)} files {output.name}.q*{columns_lib.COLUMN_SUFFIX}*"
+                f"the {len(left)} files {output.name}.*{columns_lib.COLUMN_SUFFIX}*"
             )
         if not left and _finished(job, found, partial):
             result.already_complete = True
@@ -309,14 +309,14 @@ def _score_columns(
         path = columns_lib.column_path(output, column.question)
         if job.resume and writer and path.exists() and not resume_lib.partial_path(path).exists():
             resume_lib.check_complete_column(path, record)
-            result.resumed.append(f"q{column.question} already scored")
+            result.resumed.append(f"{arguments.question_key(column.question)} already scored")
             result.resumed_after += result.total_rows
             continue
         if writer:
             resume_lib.check_output(path, job.input_path, job.resume, overwrite=False)
         done = resume_lib.resume_point_on_every_host(path, record, writer) if job.resume else 0
         if done:
-            result.resumed.append(f"q{column.question} after {done} rows")
+            result.resumed.append(f"{arguments.question_key(column.question)} after {done} rows")
             result.resumed_after += done
         counts = score_rows(job, path, record, result.total_rows, done, writer, column, slim=True)
         result.truncated_articles = max(result.truncated_articles, counts.truncated_articles)

@@ -100,8 +100,10 @@ class Scorer:
         vocabulary (e.g. `("Yes", "No")` for Flan-T5 or mT0).
       packing: pack several inputs into each row with segment ids instead of bucketing by
         length (`engine.Engine`).
-      question: the SEAHORSE question the inputs name when `encode`/`score` are given none
-        (a multi-question model's; None: the inputs name no question).
+      question: the question the inputs name when `encode`/`score` are given none (a
+        multi-question model's): SEAHORSE's 1..6, or a prompt's text (a rating set's
+        question's, as `from_pretrained` reads it from the meta); None: the inputs name no
+        question.
       compilation_cache: keep compiled programs on disk (`settings.compilation_cache_dir`):
         True (the default folder), a folder, or False.
 
@@ -122,7 +124,7 @@ class Scorer:
         label_ids: tuple[int, int] | None = None,
         packing: bool = False,
         label_words: Sequence[str] | None = None,
-        question: int | None = None,
+        question: int | str | None = None,
         compilation_cache: settings.CompilationCache = True,
         *,
         max_input_length: int | None = None,
@@ -135,7 +137,10 @@ class Scorer:
             )
             input_length = max_input_length if input_length is None else input_length
         if question is not None and question not in constants.QUESTIONS:
-            raise errors.UserError(f"question must be one of 1..6, got {question!r}")
+            if not isinstance(question, str) or not question.strip():
+                raise errors.UserError(
+                    f"question must be one of 1..6 or a prompt's text, got {question!r}"
+                )
         self.question = question
         settings.check_batch_size(batch_size)
         if mesh is None:  # every device: on a CPU, one per core if JAX has not started
@@ -199,7 +204,7 @@ class Scorer:
         return self.input_length
 
     def encode(
-        self, articles: Sequence[str], summaries: Sequence[str], question: int | None = None
+        self, articles: Sequence[str], summaries: Sequence[str], question: int | str | None = None
     ) -> inputs.EncodedInputs:
         """Token ids of the model inputs, truncated like the SeqIO tasks; `question`: the
         question they name (default: the scorer's `question`)."""
@@ -212,7 +217,7 @@ class Scorer:
             self._prompt(question),
         )
 
-    def _prompt(self, question: int | None) -> int | None:
+    def _prompt(self, question: int | str | None) -> int | str | None:
         return self.question if question is None else question
 
     def score_tokens(
@@ -228,7 +233,7 @@ class Scorer:
         self,
         articles: Sequence[str],
         summaries: Sequence[str],
-        question: int | None = None,
+        question: int | str | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> np.ndarray:
         """P(yes) = softmax over the answer logits at the first decoder step, input order.
@@ -244,7 +249,7 @@ class Scorer:
         self,
         articles: Sequence[str],
         summaries: Sequence[str],
-        question: int | None = None,
+        question: int | str | None = None,
         window_overlap: int = windows.DEFAULT_OVERLAP,
         markers: Sequence[str] | None = None,
     ) -> windows.WindowedInputs:
@@ -259,7 +264,7 @@ class Scorer:
         self,
         articles: Sequence[str],
         summaries: Sequence[str],
-        question: int | None = None,
+        question: int | str | None = None,
         window_overlap: int = windows.DEFAULT_OVERLAP,
         window_aggregate: str = windows.AGGREGATE_MAX,
         markers: Sequence[str] | None = None,
@@ -312,7 +317,8 @@ class Scorer:
             one-question model's own), or anything `Scorer` refuses.
         """
         wanted = arguments.parse_questions(
-            arguments.questions_with_deprecated(questions, question, "Scorer.from_pretrained")
+            arguments.questions_with_deprecated(questions, question, "Scorer.from_pretrained"),
+            names=True,
         )
         if wanted is not None and len(wanted) > 1:
             raise errors.UserError(
@@ -367,7 +373,7 @@ def _score_columns(name_or_path, articles, summaries, wanted, kwargs) -> np.ndar
     # Checked before any model loads.
     articles = arguments.string_list(articles, "articles")
     summaries = arguments.string_list(summaries, "summaries")
-    wanted = arguments.parse_questions(wanted) or constants.QUESTIONS
+    wanted = arguments.parse_questions(wanted, names=True) or constants.QUESTIONS
     columns, family = questions_lib.plan_columns(name_or_path, wanted)
     if not family and columns[0].prompt is None:
         raise errors.UserError(

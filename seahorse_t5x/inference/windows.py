@@ -135,7 +135,7 @@ def encode_windows(
     articles: Sequence[str],
     summaries: Sequence[str],
     max_input_length: int,
-    question: int | None = None,
+    question: int | str | None = None,
     overlap: int = DEFAULT_OVERLAP,
     markers: Sequence[str] | None = None,
 ) -> WindowedInputs:
@@ -146,7 +146,8 @@ def encode_windows(
     for any article token, the row gets one window cut as `keep_summary` cuts it.
 
     Args:
-      question: 1..6 to name the question in every input (multi-question models).
+      question: 1..6 (or a prompt's text) to name the question in every input
+        (multi-question models).
       markers: instead of `question`, each row's marker text (`input_format.marker_text`),
         as a task's rows name their own questions.
 

@@ -119,7 +119,7 @@ def default_validation_tasks(mixture_or_task_name: str) -> list[str]:
     registered = set(seqio.TaskRegistry.names())
     result = []
     for name in names:
-        if distillation.validation_task(name) is not None:  # measured on SEAHORSE's labels
+        if distillation.validation_task(name) is not None:  # the questions' human labels
             result.append(distillation.validation_task(name))
             continue
         base, _, language = name.partition(".")
@@ -347,6 +347,7 @@ class Trainer:
 
     def _checkpoint_meta(self, model_config: MT5Config) -> dict[str, Any]:
         from seahorse_t5x.tasks import distillation
+        from seahorse_t5x.tasks import ratings as rating_tasks
 
         cfg = self.config
         meta = {
@@ -358,11 +359,13 @@ class Trainer:
             "task_feature_lengths": dict(cfg.task_feature_lengths),
             "optimizer": self._optimizer_settings(),
         }
-        # A distillation task's inputs are a SEAHORSE task's: `score` reads which (whether
-        # they name the question) from here, where the distillation set is not registered.
-        inputs_as = distillation.seahorse_task_of(cfg.mixture_or_task_name)
-        if inputs_as is not None:
-            meta["inputs_as"] = inputs_as
+        # What the inputs were (`formats.trained_inputs`): a distillation task's are a
+        # SEAHORSE task's or a rating set's, a rating set's multi-question inputs name each
+        # question by its prompt. `score` reads them here, where neither set is registered.
+        meta.update(
+            distillation.inputs_meta(cfg.mixture_or_task_name)
+            or rating_tasks.inputs_meta(cfg.mixture_or_task_name)
+        )
         return meta
 
     def _loop(self, run: _Run, actions: Sequence[actions_lib.Action]) -> None:
