@@ -144,6 +144,30 @@ def test_table5_numbers_equal_stats_on_the_same_rows(score_report):
     assert row[4] == tables.format_pair(expected["pearson"], expected["roc_auc"])
 
 
+def test_the_majority_baseline_has_roc_auc_one_half_in_table5(tmp_path):
+    # The same 0.5 as `baselines`, `evaluate` and the demo print: a constant score ties
+    # every (Yes, No) pair, counted one half.
+    from seahorse_t5x.scoring import baselines
+
+    split = [
+        {"gem_id": f"xsum-test-{i}", "language": "en", "dataset": "xsum", "system": "t5_base"}
+        | {"article": "An article.", "summary": "A summary."}
+        | {f"q{q}": (i + q) % 2 for q in range(1, 7)}
+        for i in range(8)
+    ]
+    path = tmp_path / "majority.jsonl"
+    rows = baselines.majority_score_rows(split, dict.fromkeys(range(1, 7), 0.6))
+    scorefiles.write_score_file(path, rows)
+    settings = report.ReportSettings(by=(), n_resamples=20, plots=False)
+    result = report.write_report(tmp_path / "out", score_paths=[path], settings=settings)
+    assert baselines.majority_metrics([r["label"] for r in rows[:8]])["roc_auc"] == 0.5
+    for entry in result["scores"]["results"]:
+        assert (entry["pearson"], entry["roc_auc"]) == (None, 0.5)
+    table5 = next(t for t in result["tables"] if t["name"] == "table5")
+    (row,) = table5["rows"]
+    assert row == ["majority", *["-/.50"] * 6]
+
+
 def test_table6_uses_graded_labels_for_rho_and_majority_for_roc(score_report):
     _, result = score_report
     rows = _rows("mt5_seahorse", "mface")

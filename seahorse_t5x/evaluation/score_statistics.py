@@ -60,8 +60,8 @@ def majority_metrics(labels: Sequence[float]) -> dict:
     """The majority baseline's agreement, stated rather than computed on constant scores.
 
     Every item gets the same score: ROC-AUC is 0.5 by construction (every positive/negative
-    pair is a tie) and Pearson rho is undefined (zero variance); a generic ROC routine
-    refuses constant scores.
+    pair is a tie, counted one half, as `stats.binary_metrics` counts it) and Pearson rho is
+    undefined (zero variance).
 
     Returns:
       `{"n", "pearson": None, "roc_auc": 0.5 (None with one class only), "accuracy": the

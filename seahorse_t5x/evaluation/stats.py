@@ -5,8 +5,10 @@ arrays. The paper's measures are Pearson rho between the score and the 0/1 label
 ROC-AUC; graded benchmarks (mFACE averages, METAL 0-2 scores) add Spearman and Kendall
 (tau-b as `kendall`, Stuart's tau-c as `kendall_c`: `rank_correlation`).
 
-A value that cannot be computed (an empty slice, one class only, constant or NaN scores) is
-`None`, and the result's `reasons` dict says why: never a crash, never a made-up 0.5.
+A value that cannot be computed (an empty slice, one class only, NaN scores, constant scores
+for a correlation) is `None`, and the result's `reasons` dict says why: never a crash. The
+ROC-AUC of constant scores is defined: every (Yes, No) pair is a tie, counted one half, so
+0.5 (as `sklearn.metrics.roc_auc_score` gives; the majority baseline's).
 Results are plain dicts of Python scalars, so they serialize to JSON as they are.
 
 Bootstrap resamples are drawn as per-item counts (a `(resamples, items)` matrix), so every
@@ -77,9 +79,7 @@ def _statistic_problem(name: str, labels: np.ndarray, scores: np.ndarray) -> str
         positives = int(labels.sum())
         if positives == 0 or positives == labels.size:
             return f"labels hold one class only (all {int(labels[0])})"
-        if constant_scores:
-            return "scores are constant: ROC-AUC would only count ties"
-        return None
+        return None  # constant scores: every pair a tie, counted one half: 0.5
     if labels.size < 2:
         return "fewer than 2 items"
     if bool(np.all(labels == labels[0])):

@@ -5,9 +5,9 @@ beside the learnt metrics.
 
 - `majority`: every item gets the same score, the training set's Yes rate for the question.
   A constant score ranks nothing: ROC-AUC is 0.5 by construction (every positive/negative
-  pair is a tie) and Pearson rho is undefined (zero variance). `majority_metrics`
-  (`evaluation.score_statistics`'s) states both, because a generic ROC routine refuses
-  constant scores.
+  pair is a tie, counted one half, as `evaluation.stats` and sklearn count it) and Pearson
+  rho is undefined (zero variance). `majority_metrics` (`evaluation.score_statistics`'s)
+  states both, with the accuracy of always answering the larger class.
 - `rouge_l`: ROUGE-L F-measure of the summary against its own article on SentencePiece
   tokens (`scoring/rouge.py`); the same score for all six questions.
 """
