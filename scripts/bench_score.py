@@ -6,7 +6,7 @@ compiling ahead", and the `score` line of "Blockwise attention at long buckets".
 
 Both score the same random-weight mT5-small-shaped model (built once in HF format and
 converted) on the same token inputs, with lengths drawn log-normal like news articles
-(clipped to [--min_length, --max_input_length]). HF is run as users run it: fp32, batches in
+(clipped to [--min_length, --input_length]). HF is run as users run it: fp32, batches in
 file order padded to their longest input, `model(input_ids, attention_mask,
 decoder_input_ids=[[0]])`, softmax over the two label logits. Ours is
 `seahorse_t5x.inference.engine.Engine`, the path `score`, `evaluate` and validation use. To
@@ -64,7 +64,7 @@ of an H100 or H200 SXM), with the peak device memory JAX's allocator saw
     python scripts/bench_score.py --device gpu --dtype bfloat16 --fused_attention auto,off \
         --ct2 bfloat16,int8_bfloat16 --hf_batch_size 32 --batch_size 16 --json gpu_small.json
     python scripts/bench_score.py --device gpu --size xxl --num_layers 2 --num_decoder_layers 2 \
-        --dtype bfloat16 --param_dtype int8 --max_input_length 1024 --json gpu_xxl.json
+        --dtype bfloat16 --param_dtype int8 --input_length 1024 --json gpu_xxl.json
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ from bench_common import (  # scripts/ is on sys.path when run
     report_results,
 )
 
+from seahorse_t5x.cli import flags
 from seahorse_t5x.inference import batching, executables, loading, placement, quantize
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.model import attention, configs, hf_checkpoints, mt5, partitioning
@@ -129,7 +130,9 @@ def parse_args() -> argparse.Namespace:
         "model config it recorded) instead of --size; weights are random either way",
     )
     parser.add_argument("--num_examples", type=int, default=300)
-    parser.add_argument("--max_input_length", type=int, default=2048)
+    # `--input_length`, as in `seahorse-t5x score`; the older spelling still works, with a note.
+    parser.add_argument("--input_length", dest="max_input_length", type=int, default=2048)
+    flags.add_alias(parser, "--max_input_length", "--input_length")
     parser.add_argument("--min_length", type=int, default=100)
     parser.add_argument("--median_length", type=float, default=450.0)
     parser.add_argument("--sigma", type=float, default=0.8, help="log-normal sigma")

@@ -126,7 +126,7 @@ step small 160 "${PYTHON}" scripts/bench_score.py --device gpu --size small \
 
 step xxl_2_layers 230 "${PYTHON}" scripts/bench_score.py --device gpu --size xxl \
   --num_layers 2 --num_decoder_layers 2 --dtype bfloat16 --param_dtype int8 \
-  --fused_attention auto,off --num_examples 64 --max_input_length 1024 \
+  --fused_attention auto,off --num_examples 64 --input_length 1024 \
   --batch_size 4 --hf_batch_size 8 --ladder 2 --chunks 2 --encoder_batches 4 \
   --json "${OUT}/xxl_2_layers.json"
 
