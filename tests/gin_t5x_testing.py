@@ -210,7 +210,14 @@ T5X_CONFIGURABLES: dict[str, tuple[str, ...]] = {
     ),
     # `import __main__ as infer_script` in a gin file run by `python -m t5x.infer`.
     "__main__.infer": ("mode", "checkpoint_period", "shard_id", "num_shards", "use_orbax"),
-    "__main__.train": ("eval_period", "eval_steps", "random_seed", "use_orbax", "total_steps"),
+    "__main__.train": (
+        "eval_period",
+        "eval_steps",
+        "random_seed",
+        "use_orbax",
+        "total_steps",
+        "train_eval_dataset_cfg",
+    ),
 }
 # The modes of t5x/infer.py.
 T5X_INFER_MODES = ("predict", "score", "predict_with_aux")
