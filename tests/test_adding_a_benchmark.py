@@ -85,7 +85,7 @@ def _report(tmp_path, benchmark: str) -> dict:
     scores.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     out = tmp_path / "report"
     argv = ["report", "--scores", str(scores), "--output_dir", str(out), "--bootstrap", "0"]
-    assert cli.main([*argv, "--no_plots", "--benchmark", benchmark]) == 0
+    assert cli.main([*argv, "--no_plots", "--only_benchmark", benchmark]) == 0
     return json.loads((out / "report.json").read_text(encoding="utf-8"))
 
 

@@ -308,7 +308,7 @@ def test_report_benchmark_flag_keeps_one_benchmark_and_counts_its_coverage(repor
             str(tmp_path / "frank"),
             "--bootstrap",
             "0",
-            "--benchmark",
+            "--only_benchmark",
             "frank",
             "--benchmark_path",
             str(DATA / "frank"),

@@ -208,7 +208,7 @@ def _metal_expected(metric: str, evaluator: str, prompt: str) -> tuple[list, lis
 
 def test_metal_llm_scores_become_score_files_and_reach_the_report(tmp_path, capsys):
     out = tmp_path / "metal_scores"
-    assert cli.main(["import-scores", "--metal_llm", str(METAL), "--output", str(out)]) == 0
+    assert cli.main(["import-scores", "--metal_llm", str(METAL), "--output_dir", str(out)]) == 0
     printed = capsys.readouterr()
     files = sorted(p.name for p in out.glob("*.jsonl"))
     assert files == [
@@ -255,7 +255,8 @@ def test_metal_llm_file_without_llm_scores_is_an_error_and_writes_nothing(tmp_pa
     # Human labels only: every record is dropped for want of LLM scores.
     labels_only = pathlib.Path(__file__).parent / "testdata" / "benchmarks" / "metal.json"
     out = tmp_path / "metal_scores"
-    assert cli.main(["import-scores", "--metal_llm", str(labels_only), "--output", str(out)]) == 2
+    argv = ["import-scores", "--metal_llm", str(labels_only), "--output_dir", str(out)]
+    assert cli.main(argv) == 2
     captured = capsys.readouterr()
     first_key = next(iter(json.loads(labels_only.read_text())))
     # 5 records x 5 metrics x 2 prompts, less the record without linguistic_acceptability
@@ -272,12 +273,41 @@ def test_metal_llm_file_without_llm_scores_is_an_error_and_writes_nothing(tmp_pa
     assert not out.exists()
     one = tmp_path / "one.json"
     one.write_text('{"k": {"XLSum_ID": 5}}')
-    assert cli.main(["import-scores", "--metal_llm", str(one), "--output", str(out)]) == 2
+    assert cli.main(["import-scores", "--metal_llm", str(one), "--output_dir", str(out)]) == 2
     err = capsys.readouterr().err
     assert (
         "no METAL LLM score kept: 1 records read, all dropped (5 drops by field: Language 5;" in err
     )
     assert not out.exists()
+
+
+def test_metal_llm_writes_into_output_dir_and_output_is_its_older_spelling(tmp_path, capsys):
+    # --output is a file in every command; --metal_llm writes a folder: --output_dir.
+    base = ["import-scores", "--metal_llm", str(METAL)]
+    assert cli.main([*base, "--output", str(tmp_path / "old")]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[0] == (
+        "seahorse-t5x import-scores: note: --output with --metal_llm is deprecated; use "
+        "--output_dir"
+    )
+    assert cli.main([*base, "--output_dir", str(tmp_path / "new")]) == 0
+    assert "note:" not in capsys.readouterr().err
+    names = sorted(p.name for p in (tmp_path / "new").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "old").iterdir()) and len(names) == 6
+    for name in names:
+        assert (tmp_path / "new" / name).read_bytes() == (tmp_path / "old" / name).read_bytes()
+    # Each source with its own output: one line naming the flag to give.
+    assert cli.main(base) == 2
+    assert capsys.readouterr().err == (
+        "seahorse-t5x import-scores: error: --metal_llm writes a folder of score files: give "
+        "--output_dir DIR\n"
+    )
+    external = ["import-scores", "--external", str(TIGERSCORE), "--metric", "t"]
+    assert cli.main([*external, "--output_dir", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err == (
+        "seahorse-t5x import-scores: error: --output_dir is the folder of --metal_llm: give "
+        "--output FILE for the score file\n"
+    )
 
 
 def test_csv_without_a_required_column_is_an_error_at_its_header(tmp_path, capsys):

@@ -250,3 +250,25 @@ def test_plan_cli_scoring_batch_with_int8_weights():
     expected = placement.bytes_per_device(one_layer, {"data": 2, "model": 2}, "int8")
     assert int8["params_bytes"] == expected < bf16["params_bytes"]
     assert int8["argument_bytes"] == expected + int8["batch_bytes"]
+
+
+def test_plan_cli_dtype_auto_is_deprecated_for_bfloat16(monkeypatch, capsys):
+    # `auto` chooses for the platform a command runs on (`score`: float32 on a CPU); a plan
+    # is for an accelerator, where it meant bfloat16: still taken so, after a note.
+    from seahorse_t5x.cli import main
+
+    requests = []
+    monkeypatch.setattr(plan, "plan_memory", lambda request, **_: requests.append(request) or 1 / 0)
+    argv = ["plan", "--size", "tiny", "--mesh", "data=1,model=1", "--batch_size", "8"]
+    with pytest.raises(ZeroDivisionError):
+        main([*argv, "--dtype", "auto"])
+    assert capsys.readouterr().err == (
+        "seahorse-t5x plan: note: --dtype auto is deprecated; use --dtype bfloat16\n"
+    )
+    with pytest.raises(ZeroDivisionError):
+        main([*argv, "--dtype", "bfloat16"])
+    assert capsys.readouterr().err == ""
+    assert [r.dtype for r in requests] == ["bfloat16", "bfloat16"]
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    assert "--dtype {float32,bfloat16}" in capsys.readouterr().out

@@ -641,6 +641,6 @@ def test_report_says_what_plain_score_output_lacks(tmp_path, capsys, columns):
     assert (
         f"{path} is `seahorse-t5x score` output ({shown} per row) without metric, benchmark, "
         "question, label: score rows that carry labels (`label`, or q1..q6) with "
-        "`seahorse-t5x score ... --metric NAME --benchmark seahorse`"
+        "`seahorse-t5x score ... --score_file --metric NAME`"
     ) in err
-    assert f"`seahorse-t5x import-scores --scores {path} --metric NAME --questions N" in err
+    assert f"`seahorse-t5x import-scores --external {path} --metric NAME --questions N" in err

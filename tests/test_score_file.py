@@ -405,14 +405,25 @@ def test_evaluate_data_dir_is_checked_before_the_model_and_then_read(
     np.testing.assert_allclose(scores, scorer.score(ARTICLES[:4], SUMMARIES[:4]), atol=1e-6)
 
 
-def test_benchmark_without_metric_is_refused_before_anything_is_read(tmp_path, capsys):
-    # --benchmark only labels the score-file rows --metric writes: alone it would do nothing.
+def test_rows_benchmark_without_score_file_is_refused_before_anything_is_read(tmp_path, capsys):
+    # --rows_benchmark only labels the score-file rows --score_file writes: alone it would do
+    # nothing.
     argv = ["score", "--checkpoint", str(tmp_path / "absent"), "--input", str(tmp_path / "in")]
-    argv += ["--output", str(tmp_path / "out.jsonl"), "--benchmark", "mface"]
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == (
-        "seahorse-t5x score: error: --benchmark names the benchmark of the score-file rows "
-        "--metric writes: give --metric NAME too, or leave --benchmark out"
+    argv += ["--output", str(tmp_path / "out.jsonl")]
+    assert cli.main([*argv, "--rows_benchmark", "mface"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "seahorse-t5x score: error: --rows_benchmark names the benchmark of the score-file rows "
+        "--score_file writes: give --score_file --metric NAME too, or leave --rows_benchmark out"
+    )
+    # Its older spelling, --benchmark, says so after a note.
+    assert cli.main([*argv, "--benchmark", "mface"]) == 2
+    note, error = capsys.readouterr().err.strip().splitlines()
+    assert note == "seahorse-t5x score: note: --benchmark is deprecated; use --rows_benchmark"
+    assert error.startswith("seahorse-t5x score: error: --rows_benchmark names the benchmark")
+    # --score_file names no metric of its own.
+    assert cli.main([*argv, "--score_file"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "seahorse-t5x score: error: --score_file writes score-file rows, which carry a metric "
+        "name: give --metric NAME"
     )
     assert not (tmp_path / "out.jsonl").exists()

@@ -176,7 +176,8 @@ def test_interrupted_family_run_resumes_per_question(family, pairs, tmp_path, mo
 
 def test_metric_writes_a_score_file_that_report_reads(family, pairs, single_runs, tmp_path, capsys):
     out = tmp_path / "scores.jsonl"
-    code = _score(family, pairs, out, "--questions", "1,4", "--metric", "tiny", "--vocab", "demo")
+    argv = ["--questions", "1,4", "--score_file", "--metric", "tiny", "--vocab", "demo"]
+    code = _score(family, pairs, out, *argv)
     assert code == 0
     frame = scorefiles.read_score_file(out)
     assert len(frame) == 5 + 3  # q1: every row; q4: the three labelled ones
@@ -219,7 +220,8 @@ def test_one_checkpoint_with_label_field_and_question(family, tmp_path):
         )
     )
     out = tmp_path / "q1.scores.jsonl"
-    assert _score(family / "q1", path, out, "--metric", "tiny", "--questions", "1") == 0
+    argv = ["--score_file", "--metric", "tiny", "--questions", "1"]
+    assert _score(family / "q1", path, out, *argv) == 0
     rows = _rows(out)
     assert [(r["question"], r["label"]) for r in rows] == [(1, q) for q in Q1]
 
@@ -228,8 +230,11 @@ def test_one_checkpoint_with_label_field_and_question(family, tmp_path):
     ("extra", "message"),
     [
         (["--questions", "1,4"], "--questions lists 2 questions, but"),
-        (["--metric", "tiny"], "--metric writes score-file rows, which name their question"),
-        (["--metric", "tiny", "--questions", "4"], "no row of"),
+        (
+            ["--score_file", "--metric", "tiny"],
+            "--metric writes score-file rows, which name their question",
+        ),
+        (["--score_file", "--metric", "tiny", "--questions", "4"], "no row of"),
         (["--questions", "1,1"], "--questions must list distinct numbers 1..6"),
     ],
 )
@@ -304,9 +309,11 @@ def test_plain_scores_through_import_scores_equal_the_metric_score_file(family, 
     split = prepared / "test.jsonl"
     plain, direct = tmp_path / "plain.jsonl", tmp_path / "direct.jsonl"
     assert _score(family, split, plain, "--questions", "1,4") == 0
-    assert _score(family, split, direct, "--questions", "1,4", "--metric", "tiny") == 0
+    assert (
+        _score(family, split, direct, "--questions", "1,4", "--score_file", "--metric", "tiny") == 0
+    )
     imported = tmp_path / "imported.jsonl"
-    argv = ["import-scores", "--scores", str(plain), "--score_field", "score_q4"]
+    argv = ["import-scores", "--external", str(plain), "--score_field", "score_q4"]
     argv += ["--metric", "tiny", "--questions", "4", "--data_dir", str(prepared)]
     assert cli.main([*argv, "--output", str(imported)]) == 0
     by_import = scorefiles.read_score_file(imported)

@@ -210,7 +210,8 @@ def test_score_mode_output_is_refused_with_a_hint(tmp_path):
 def test_command_writes_the_rows(tmp_path, capsys):
     output = tmp_path / "explained.jsonl"
     argv = ["t5x-explanations", "--infer_output", *map(str, SHARDS), "--input", str(SAMPLE)]
-    assert cli.main([*argv, "--output", str(output), "--metric", "smoke_t5x"]) == 0
+    argv_rows = [*argv, "--output", str(output), "--score_file", "--metric", "smoke_t5x"]
+    assert cli.main(argv_rows) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == (
         "wrote 9 explanations of metricinstruct (6 parsed, 3 did not parse and have a null "
@@ -219,6 +220,14 @@ def test_command_writes_the_rows(tmp_path, capsys):
     assert len(lines) == 4 and all(line.startswith("  did not parse: ") for line in lines[1:])
     rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert rows == t5x_explanations.convert([str(INFER)], SAMPLE, metric="smoke_t5x")[0]
-    # --benchmark names what --metric writes.
-    assert cli.main([*argv, "--output", str(output), "--benchmark", "b"]) == 2
-    assert "give --metric too" in capsys.readouterr().err
+    # --rows_benchmark names what --score_file writes.
+    assert cli.main([*argv, "--output", str(output), "--rows_benchmark", "b"]) == 2
+    assert "give --score_file --metric NAME too" in capsys.readouterr().err
+    # --metric alone, the older way to ask for score-file rows: the same rows after a note.
+    output.unlink()
+    assert cli.main([*argv, "--output", str(output), "--metric", "smoke_t5x"]) == 0
+    assert capsys.readouterr().err == (
+        "seahorse-t5x t5x-explanations: note: --metric without --score_file is deprecated; "
+        "use --score_file --metric NAME\n"
+    )
+    assert [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()] == rows

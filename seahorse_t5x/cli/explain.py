@@ -40,19 +40,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action=flags.Location,
         required=True,
         help="JSON Lines, input order: each row's ids, `score` (minus the reductions; null "
-        "when the text does not parse), `explanation`, `errors`, `parse_error`",
+        "when the text does not parse), `explanation`, `errors`, `parse_error`; with "
+        "--score_file, score-file rows",
+    )
+    flags.add_score_file(
+        parser, "row with a truth (`errors` or `label`), the truth's score as the label"
     )
     parser.add_argument(
         "--metric",
         default=None,
-        help="write score-file rows for `report` where a row has a truth (`errors` or "
-        "`label`): the truth's score is the label",
+        help="with --score_file: the metric name the score-file rows carry (needed)",
     )
-    parser.add_argument(
-        "--benchmark",
-        default=explain.DEFAULT_BENCHMARK,
-        help="only with --metric: the benchmark the rows carry (default: %(default)s)",
-    )
+    flags.add_rows_benchmark(parser, explain.DEFAULT_BENCHMARK, "any name")
     parser.add_argument(
         "--vocab", action=flags.Location, default=None, help="SentencePiece model, or `demo`"
     )
@@ -96,17 +95,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors
     from seahorse_t5x.inference import explain
 
-    if args.benchmark != explain.DEFAULT_BENCHMARK and args.metric is None:
-        raise errors.UserError("--benchmark names the rows --metric writes: give --metric too")
+    metric, benchmark = flags.score_file_rows(
+        args, "seahorse-t5x explain", explain.DEFAULT_BENCHMARK
+    )
     result = explain.explain_file(
         args.checkpoint,
         args.input,
         args.output,
-        metric=args.metric,
-        benchmark=args.benchmark,
+        metric=metric,
+        benchmark=benchmark,
         vocab=args.vocab,
         input_length=args.input_length,
         max_output_length=args.max_output_length,

@@ -221,6 +221,59 @@ def add_module(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_score_file(parser: argparse.ArgumentParser, row: str) -> None:
+    """`--score_file`: the command writes score-file rows for `report` (`row`: what one
+    stands for), each carrying `--metric` and `--rows_benchmark`, instead of its own rows."""
+    parser.add_argument(
+        "--score_file",
+        action="store_true",
+        help=f"write a score file for `report` instead: one row per {row}, carrying "
+        "--metric and --rows_benchmark",
+    )
+
+
+def add_rows_benchmark(parser: argparse.ArgumentParser, default: str, names: str) -> None:
+    """`--rows_benchmark NAME`: the benchmark the rows of `--score_file` carry (`names`: what
+    it may be; `default`: when not given). Its older spelling `--benchmark` is a hidden
+    alias: elsewhere `--benchmark` names a benchmark whose items the command reads."""
+    parser.add_argument(
+        "--rows_benchmark",
+        default=None,
+        metavar="NAME",
+        help=f"with --score_file: the benchmark the score-file rows carry, {names} "
+        f"(default: {default})",
+    )
+    add_alias(parser, "--benchmark", "--rows_benchmark")
+
+
+def score_file_rows(
+    args: argparse.Namespace, prog: str, default_benchmark: str
+) -> tuple[str | None, str]:
+    """(metric, benchmark) of the score-file rows that `--score_file`, `--metric` and
+    `--rows_benchmark` ask for; metric None: the command's own rows. `--metric` alone, its
+    older way to ask, still writes them after a one-line note.
+
+    Raises:
+      UserError: `--score_file` without `--metric`, or `--rows_benchmark` without them.
+    """
+    from seahorse_t5x import errors
+
+    score_file = args.score_file
+    if args.metric is not None and not score_file:
+        note_deprecated(prog, "--metric without --score_file", "--score_file --metric NAME")
+        score_file = True
+    if args.rows_benchmark is not None and not score_file:
+        raise errors.UserError(
+            "--rows_benchmark names the benchmark of the score-file rows --score_file writes: "
+            "give --score_file --metric NAME too, or leave --rows_benchmark out"
+        )
+    if score_file and args.metric is None:
+        raise errors.UserError(
+            "--score_file writes score-file rows, which carry a metric name: give --metric NAME"
+        )
+    return (args.metric if score_file else None), args.rows_benchmark or default_benchmark
+
+
 def add_distributed(parser: argparse.ArgumentParser, work: str) -> None:
     """`--coordinator_address`, `--num_processes`, `--process_id`: joining a multi-host run
     (`partitioning.maybe_initialize_distributed`); `work` names what the hosts do."""
@@ -292,31 +345,32 @@ def add_benchmark(
 
 
 def requested_benchmarks(
-    args: argparse.Namespace, also: Sequence[tuple[str, str, str]] = ()
+    args: argparse.Namespace,
+    also: Sequence[tuple[str, str, str]] = (),
+    flag: str = "--benchmark",
 ) -> list[tuple[str, str | None, str]]:
-    """(name, path or None, the flags as given) for each `--benchmark` of a repeatable
-    `add_benchmark`, after `also` (the same for the deprecated flags that name one).
+    """(name, path or None, the flags as given) for each `flag` (`--benchmark` of a
+    repeatable `add_benchmark`, `report --only_benchmark`) with its `--benchmark_path`,
+    after `also` (the same for the deprecated flags that name one).
 
     Raises:
-      UserError: `--benchmark_path` given, but not once per `--benchmark`; or one benchmark
+      UserError: `--benchmark_path` given, but not once per `flag`; or one benchmark
         named by two flags (`--true_dir DIR` and `--benchmark true`), whose second path
         would replace the first.
     """
     from seahorse_t5x import errors
 
-    names = args.benchmark or []
+    names = getattr(args, flag.removeprefix("--")) or []
     paths = args.benchmark_path or []
     if paths and len(paths) != len(names):
         raise errors.UserError(
-            f"--benchmark_path given {len(paths)} times for {len(names)} --benchmark: give one "
+            f"--benchmark_path given {len(paths)} times for {len(names)} {flag}: give one "
             "path per benchmark, in the same order (or none, to use their environment variables)"
         )
     out = list(also)
     for i, name in enumerate(names):
         path = paths[i] if paths else None
-        out.append(
-            (name, path, f"--benchmark {name}" + (f" --benchmark_path {path}" if path else ""))
-        )
+        out.append((name, path, f"{flag} {name}" + (f" --benchmark_path {path}" if path else "")))
     first: dict[str, str] = {}
     for name, _, given in out:
         if name in first:

@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action=flags.Location,
         metavar="METAL_dataset.json",
         help="write METAL's LLM_Scores_Simple/Detailed (GPT-4, GPT-3.5-Turbo, PaLM2) as one "
-        "score file per evaluator and prompt style into --output",
+        "score file per evaluator and prompt style into --output_dir",
     )
     source.add_argument(
         "--t5x_infer",
@@ -62,11 +62,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=argparse.SUPPRESS,
     )
+    # Not `required`: each source names its own (checked in `run`).
     parser.add_argument(
         "--output",
         action=flags.Location,
-        required=True,
-        help="score file to write (JSON Lines); with --metal_llm a folder",
+        metavar="FILE",
+        help="with --external: the score file to write (JSON Lines; needed)",
+    )
+    parser.add_argument(
+        "--output_dir",
+        action=flags.Location,
+        metavar="DIR",
+        help="with --metal_llm: the folder its score files go to (needed)",
     )
     parser.add_argument("--metric", help="metric name the rows carry (with --external)")
     parser.add_argument(
@@ -143,13 +150,26 @@ def _questions(text: str | None, benchmark: str, external: str) -> tuple[int, ..
 
 
 def _metal_llm(args: argparse.Namespace) -> int:
-    from seahorse_t5x import fileio
+    from seahorse_t5x import errors, fileio
     from seahorse_t5x.data import scorefiles
     from seahorse_t5x.scoring import import_scores
 
-    fileio.check_output_path(args.output, "directory", "--output")
+    folder = args.output_dir
+    if args.output is not None:
+        if folder is not None:
+            raise errors.UserError(
+                "--metal_llm writes a folder of score files: give --output_dir DIR only"
+            )
+        # Its older spelling: --output is a file wherever else it is given.
+        flags.note_deprecated(
+            "seahorse-t5x import-scores", "--output with --metal_llm", "--output_dir"
+        )
+        folder = args.output
+    if folder is None:
+        raise errors.UserError("--metal_llm writes a folder of score files: give --output_dir DIR")
+    fileio.check_output_path(folder, "directory", "--output_dir")
     result = import_scores.metal_llm_scores(args.metal_llm)
-    out = pathlib.Path(args.output)
+    out = pathlib.Path(folder)
     by_metric: dict[str, list[dict]] = {}
     for row in result.examples:
         by_metric.setdefault(row["metric"], []).append(row)
@@ -190,6 +210,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.metal_llm:
         return _metal_llm(args)
+    if args.output_dir is not None:
+        raise errors.UserError(
+            "--output_dir is the folder of --metal_llm: give --output FILE for the score file"
+        )
+    if args.output is None:
+        raise errors.UserError("give --output FILE: the score file to write")
     if not args.metric or not args.metric.strip():
         raise errors.UserError("--metric must name the imported metric (e.g. tigerscore)")
     if args.t5x_infer:

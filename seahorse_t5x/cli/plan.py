@@ -64,12 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--dtype",
+        # `auto` is still taken, after a note (`_plan_dtype`); --help shows the other two.
         choices=precision.CHOICES,
+        metavar="{" + ",".join(precision.DTYPES) + "}",
         default=inference_flags.DEFAULT_DTYPE,
         help="dtype of the model's matrix products, as in score and evaluate (bfloat16: "
-        "bfloat16 operands, float32 accumulation; auto: what auto chooses on the GPUs and "
-        "TPUs a plan is for, bfloat16); T5X trains mT5 with bfloat16 products: pass bfloat16 "
-        "to plan such a run",
+        "bfloat16 operands, float32 accumulation); T5X trains mT5 with bfloat16 products: "
+        "pass bfloat16 to plan such a run",
     )
     parser.add_argument(
         "--optimizer",
@@ -117,6 +118,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _plan_dtype(dtype: str) -> str:
+    """`--dtype`'s value. `auto`, which elsewhere chooses for the platform the command runs
+    on, chose bfloat16 here (the accelerators a plan is for): deprecated, still taken as
+    bfloat16 after a note."""
+    from seahorse_t5x.inference import precision
+
+    if dtype == precision.AUTO:
+        flags.note_deprecated("seahorse-t5x plan", "--dtype auto", "--dtype bfloat16")
+        return "bfloat16"
+    return dtype
+
+
 def run(args: argparse.Namespace) -> int:
     from seahorse_t5x import errors
     from seahorse_t5x.model import partitioning
@@ -133,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         input_length=args.input_length,
         target_length=args.target_length,
         microbatches=args.microbatches,
-        dtype=args.dtype,
+        dtype=_plan_dtype(args.dtype),
         optimizer=args.optimizer,
         num_layers=args.num_layers,
         dropout_rate=args.dropout_rate,

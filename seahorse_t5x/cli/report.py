@@ -73,14 +73,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=5,
         metavar="K",
-        help="for an explainable metric's rows (`explain --metric`): the K items per metric "
+        help="for an explainable metric's rows (`explain --score_file`): the K items per metric "
         "and question where its score and the label disagree most by rank, with their "
         "explanations, in disagreements.md (0: none)",
     )
     parser.add_argument("--no_plots", action="store_true", help="write tables only")
     from seahorse_t5x.data.benchmarks import registry
 
-    flags.add_benchmark(parser, repeatable=True, articles=False, choices=registry.choices())
+    choices = registry.choices()
+    parser.add_argument(
+        "--only_benchmark",
+        action=flags.LocationList,
+        choices=choices,
+        metavar="NAME",
+        help="report only this benchmark's score rows (repeatable; default: every benchmark "
+        f"the score files hold): {', '.join(choices)}",
+    )
+    # Its older spelling: elsewhere --benchmark names a benchmark whose items are read.
+    flags.add_alias(parser, "--benchmark", "--only_benchmark")
+    parser.add_argument(
+        "--benchmark_path",
+        action="append",
+        metavar="PATH",
+        help="with --only_benchmark: the benchmark's file or folder as released (one per "
+        "--only_benchmark, in the same order), read to say how many of its items each metric "
+        "scored",
+    )
     parser.add_argument(
         "--drop_duplicates",
         action="store_true",
@@ -102,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             "--duplicates needs --data_dir (rater agreement is a table of the dataset's)"
         )
     by = tuple(field.strip() for field in args.by.split(",") if field.strip())
-    chosen = flags.requested_benchmarks(args)
+    chosen = flags.requested_benchmarks(args, flag="--only_benchmark")
     settings = report.ReportSettings(
         by=by,
         n_resamples=args.bootstrap,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from seahorse_t5x import constants, errors
+from seahorse_t5x import constants
 from seahorse_t5x.cli import flags, inference_flags
 
 HELP = "score (article, summary) pairs with an mT5 metric checkpoint (length-bucketed P(yes))"
@@ -35,20 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the SEAHORSE questions to score: a family's members, one column each "
         "(default: all six); for a model trained on seahorse_all, the questions its inputs "
         "name (needed); for a one-question model, its question (checked against the -qN "
-        "its name ends in or its training task; needed for --metric)",
+        "its name ends in or its training task; needed for --score_file)",
     )
     flags.add_alias(parser, "--question", "--questions")
+    flags.add_score_file(parser, "labelled input row and question (labels from `label` or q1..q6)")
     parser.add_argument(
         "--metric",
         default=None,
-        help="write a score file for `report` instead: one row per labelled input row and "
-        "question (labels from `label` or q1..q6), carrying this metric name",
+        help="with --score_file: the metric name the score-file rows carry (needed)",
     )
-    parser.add_argument(
-        "--benchmark",
-        default=None,
-        help="only with --metric: the benchmark the rows carry, a registered benchmark or "
-        f"rating set (default: {constants.SEAHORSE_BENCHMARK})",
+    flags.add_rows_benchmark(
+        parser, constants.SEAHORSE_BENCHMARK, "a registered benchmark or rating set"
     )
     parser.add_argument(
         "--input",
@@ -60,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         action=flags.Location,
         required=True,
-        help="JSON Lines: each input row with `score` added, same order",
+        help="JSON Lines, the input's order: each input row with `score` added (several "
+        "questions: `score_q1` ... `score_q6`, one column each); with --score_file, "
+        "score-file rows",
     )
     inference_flags.add_arguments(parser)
     flags.add_alias(parser, "--max_input_length", "--input_length")
@@ -97,11 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.benchmark is not None and args.metric is None:
-        raise errors.UserError(
-            "--benchmark names the benchmark of the score-file rows --metric writes: give "
-            "--metric NAME too, or leave --benchmark out"
-        )
+    metric, benchmark = flags.score_file_rows(
+        args, "seahorse-t5x score", constants.SEAHORSE_BENCHMARK
+    )
     settings = inference_flags.settings(args)
     from seahorse_t5x.inference import score_file
 
@@ -111,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
             args.input,
             args.output,
             questions=args.questions,
-            metric=args.metric,
-            benchmark=args.benchmark or constants.SEAHORSE_BENCHMARK,
+            metric=metric,
+            benchmark=benchmark,
             resume=args.resume,
             overwrite=args.overwrite,
             skip_bad_rows=args.skip_bad_rows,

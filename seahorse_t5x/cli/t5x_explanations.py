@@ -4,7 +4,7 @@
 The sibling of `t5x-scores` for the explainable metric: `t5x.infer` with
 `gin/runs/infer_explain.gin` generates an error analysis per MetricInstruct row; this joins
 each to its row (checked by the prompt) and writes `explain`'s rows
-(`scoring/t5x_explanations.py`), score-file rows for `report` with `--metric`.
+(`scoring/t5x_explanations.py`), score-file rows for `report` with `--score_file --metric`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from seahorse_t5x.cli import flags
 HELP = "turn t5x/infer.py predict-mode output of an explanation task into explain's rows"
 EXAMPLE = (
     "seahorse-t5x t5x-explanations --infer_output infer/metricinstruct-predict.jsonl-00000-of-"
-    "00001 --input mi/test.jsonl --output explained.jsonl --metric explain_mt5_xxl_t5x"
+    "00001 --input mi/test.jsonl --output explained.jsonl --score_file --metric "
+    "explain_mt5_xxl_t5x"
 )
 
 
@@ -50,19 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action=flags.Location,
         required=True,
         help="JSON Lines, dataset order: explain's rows (ids, `score`, `explanation`, "
-        "`errors`, `parse_error`, `true_errors`)",
+        "`errors`, `parse_error`, `true_errors`); with --score_file, score-file rows",
     )
+    flags.add_score_file(parser, "row, the true analysis' score as the label")
     parser.add_argument(
         "--metric",
         default=None,
-        help="write score-file rows for `report`, the true analysis' score as the label "
-        "(default: none, explain's plain rows)",
+        help="with --score_file: the metric name the score-file rows carry (needed)",
     )
-    parser.add_argument(
-        "--benchmark",
-        default=t5x_explanations.DEFAULT_BENCHMARK,
-        help="only with --metric: the benchmark the rows carry (default: %(default)s)",
-    )
+    flags.add_rows_benchmark(parser, t5x_explanations.DEFAULT_BENCHMARK, "any name")
     parser.add_argument(
         "--join_by_position",
         action="store_true",
@@ -113,17 +110,17 @@ def write_explanations(
 
 
 def run(args: argparse.Namespace) -> int:
-    from seahorse_t5x import errors
     from seahorse_t5x.scoring import t5x_explanations
 
-    if args.benchmark != t5x_explanations.DEFAULT_BENCHMARK and args.metric is None:
-        raise errors.UserError("--benchmark names the rows --metric writes: give --metric too")
+    metric, benchmark = flags.score_file_rows(
+        args, "seahorse-t5x t5x-explanations", t5x_explanations.DEFAULT_BENCHMARK
+    )
     return write_explanations(
         args.infer_output,
         args.input,
         args.output,
         task=args.task,
-        metric=args.metric,
-        benchmark=args.benchmark,
+        metric=metric,
+        benchmark=benchmark,
         join_by_position=args.join_by_position,
     )

@@ -401,8 +401,8 @@ def check_not_plain_scores(row: object, path: str | pathlib.Path) -> None:
     raise errors.UserError(
         f"{path} is `seahorse-t5x score` output ({', '.join(columns)} per row) without "
         f"{', '.join(lacks)}: score rows that carry labels (`label`, or q1..q6) with "
-        "`seahorse-t5x score ... --metric NAME --benchmark seahorse`, or join these scores "
-        f"to a split's labels with `seahorse-t5x import-scores --scores {path} --metric NAME "
+        "`seahorse-t5x score ... --score_file --metric NAME`, or join these scores "
+        f"to a split's labels with `seahorse-t5x import-scores --external {path} --metric NAME "
         "--questions N --data_dir DIR --output FILE`"
     )
 

@@ -1,9 +1,10 @@
 """The report's part on explainable metrics: rows that carry a generated error analysis.
 
-`seahorse-t5x explain --metric NAME` writes score-file rows whose `score` is the generated
-analysis' score (null when the text did not parse), whose `label` is the truth's score,
-and which carry the generated text (`explanation`), its parsed errors (`errors`, null when
-it did not parse, with the reason in `parse_error`) and the truth's errors (`true_errors`).
+`seahorse-t5x explain --score_file --metric NAME` writes score-file rows whose `score` is
+the generated analysis' score (null when the text did not parse), whose `label` is the
+truth's score, and which carry the generated text (`explanation`), its parsed errors
+(`errors`, null when it did not parse, with the reason in `parse_error`) and the truth's
+errors (`true_errors`).
 For each benchmark holding such rows this module gives:
 
 - per (benchmark, metric, question), the rows and the rows without a score (for the

@@ -60,7 +60,7 @@ def evaluate_scores(frame: pd.DataFrame, settings: ReportSettings) -> dict:
         counted; the paired tests pair the rows first: `pairing.pair_rows`).
 
     Raises:
-      errors.UserError: a `--benchmark` without rows, a `--by` field no score row has, or a
+      errors.UserError: an `--only_benchmark` without rows, a `--by` field no score row has, or a
         baseline or teacher that is not a metric.
     """
     frame = _selected_benchmarks(frame, settings.benchmarks)
@@ -119,7 +119,7 @@ def _selected_benchmarks(frame: pd.DataFrame, benchmarks: Sequence[str]) -> pd.D
     absent = [b for b in benchmarks if b not in set(frame["benchmark"])]
     if absent:
         raise errors.UserError(
-            f"--benchmark {absent[0]}: no score row of it in the score files (benchmarks "
+            f"--only_benchmark {absent[0]}: no score row of it in the score files (benchmarks "
             f"there: {', '.join(sorted(set(frame['benchmark'])))})"
         )
     return frame[frame["benchmark"].isin(benchmarks)]
