@@ -4,12 +4,12 @@ distillation tasks learn from.
 Two forms are read, one per file, told apart by their rows:
 
 - **scored pairs**: rows with `article`, `summary` and one `score_{q}` column per question,
-  as `seahorse-t5x score --questions ...` writes them (without `--metric`): `score_q4` for
+  as `seahorse-t5x score --questions ...` writes them (without `--score_file`): `score_q4` for
   SEAHORSE's question 4, `score_polite` for a rating set's question `polite`; a file of one
   question's scores may carry it as `score` (`score --questions 4` on one column). A human
   label, when a row has one, is the question's own field (`q4`, `polite`: 1, 0 or null).
 - **score-file rows** (`data/scorefiles.py`): `metric`, `question`, `score`, `label` and the
-  pair's identity, as `score --metric`, `import-scores` (an LLM judge, a released metric)
+  pair's identity, as `score --score_file`, `import-scores` (an LLM judge, a released metric)
   and every other producer write them. The texts come from `pairs` files (JSON Lines with
   `article` and `summary`), joined on `key` (default `gem_id`, `system`, `summary`: the
   row identity of score files); `label` is the human label when it is 0 or 1.
