@@ -67,13 +67,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         action=flags.Location,
         metavar="FILE",
-        help="with --external: the score file to write (JSON Lines; needed)",
+        help="the score file to write, JSON Lines (required with --external)",
     )
     parser.add_argument(
         "--output_dir",
         action=flags.Location,
         metavar="DIR",
-        help="with --metal_llm: the folder its score files go to (needed)",
+        help="the folder --metal_llm writes its score files into (required with --metal_llm)",
     )
     parser.add_argument("--metric", help="metric name the rows carry (with --external)")
     parser.add_argument(

@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metric",
         default=None,
-        help="with --score_file: the metric name the score-file rows carry (needed)",
+        help="the metric name the score-file rows carry (required with --score_file)",
     )
     flags.add_rows_benchmark(
         parser, constants.SEAHORSE_BENCHMARK, "a registered benchmark or rating set"
