@@ -1,8 +1,11 @@
 """Flags that several commands share, each defined once, and the older spellings of flags.
 
 One concept has one spelling in every command (`--input_length`, `--metric`, `--data_dir`,
-`--module`, ...). A spelling that was renamed keeps working as a hidden alias
-(`add_alias`): it does what the new flag does, after one line on stderr,
+`--module`, ...), and one spelling one meaning in every command that shows it
+(docs/commands.md, "Flags shared by several commands": `--metric` names score-file rows,
+`--score_file` asks for them, `--benchmark` names a benchmark whose items are read). A
+spelling that was renamed keeps working as a hidden alias (`add_alias`): it does what the
+new flag does, after one line on stderr,
 
     seahorse-t5x score: note: --max_input_length is deprecated; use --input_length
 
