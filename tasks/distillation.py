@@ -44,6 +44,7 @@ import dataclasses
 import functools
 import json
 import os
+import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -120,8 +121,9 @@ def _opener(paths: Sequence[str]):
 
 @contextlib.contextmanager
 def _gfile_writer(path: str):
-    """A remote output written under a temporary name and renamed when complete."""
-    partial = f"{path}.partial"
+    """A remote output written under a temporary name and renamed when complete (a name of
+    its own: several hosts may join at once)."""
+    partial = f"{path}.{secrets.token_hex(4)}.partial"
     tf.io.gfile.makedirs(os.path.dirname(path))
     with tf.io.gfile.GFile(partial, "w") as out:
         yield out
