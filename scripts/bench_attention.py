@@ -35,7 +35,7 @@ import numpy as np
 from bench_common import load_average, machine, report_results  # scripts/ on sys.path
 
 from seahorse_t5x.inference import engine
-from seahorse_t5x.model import attention, configs, mt5
+from seahorse_t5x.model import attention, attention_bias, configs, layers, mt5
 
 LABEL_IDS = (3, 4)
 
@@ -57,7 +57,7 @@ def full_attention(q, k, v, bias, product):
     return product("bhqk,bhkd->bhqd", weights, v)
 
 
-class GatheredBias(mt5.BlockwiseBias):
+class GatheredBias(attention_bias.BlockwiseBias):
     """`BlockwiseBias` with each block's relative bias gathered value by value from the
     distance row (`jnp.take`), as the engine made it before `BlockwiseBias.block` copied
     each query's row of distances whole."""
@@ -70,7 +70,7 @@ class GatheredBias(mt5.BlockwiseBias):
         return relative[None] + self.segment_bias(start, size)
 
 
-def key_blocks(q, k, v, bias: mt5.BlockwiseBias, product, key_block: int):
+def key_blocks(q, k, v, bias: attention_bias.BlockwiseBias, product, key_block: int):
     """Flash-attention style: per query block, a running max and sum over key blocks (the
     length a multiple of both blocks)."""
     rows, heads, length, head_dim = q.shape
@@ -124,10 +124,10 @@ def attention_alone(config, length: int, rows: int, args) -> dict:
     tokens = np.ones((rows, length), np.int32)
     tokens[-1, length - length // 7 :] = 0  # one row padded
     segments = jnp.asarray(tokens)
-    product = functools.partial(mt5.einsum, dtype=jnp.float32)
+    product = functools.partial(layers.einsum, dtype=jnp.float32)
     positions = jnp.arange(2 * length - 1, dtype=jnp.int32) - (length - 1)
-    buckets = mt5.relative_position_bucket(positions, True, 32, 128)
-    blockwise = mt5.BlockwiseBias(jnp.take(table, buckets, axis=1), segments)
+    buckets = attention_bias.relative_position_bucket(positions, True, 32, 128)
+    blockwise = attention_bias.BlockwiseBias(jnp.take(table, buckets, axis=1), segments)
 
     @jax.jit
     def full(q, k, v, blockwise):
@@ -135,8 +135,8 @@ def attention_alone(config, length: int, rows: int, args) -> dict:
         query_pos = jnp.arange(length)[:, None]
         distance = jnp.arange(length)[None, :] - query_pos + (length - 1)
         relative = jnp.take(blockwise.by_distance, distance, axis=1)[None]
-        mask = mt5.encoder_self_mask(blockwise.segments, blockwise.segments)
-        return relative + mt5.mask_to_bias(mask)
+        mask = attention_bias.encoder_self_mask(blockwise.segments, blockwise.segments)
+        return relative + attention_bias.mask_to_bias(mask)
 
     bias = full(q, k, v, blockwise).block_until_ready()
     variants = {

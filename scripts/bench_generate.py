@@ -56,7 +56,7 @@ from bench_score import convert_to_ct2, cpu_model
 
 from seahorse_t5x.inference import engine as engine_lib
 from seahorse_t5x.inference import generation
-from seahorse_t5x.model import configs, decoding, families, mt5
+from seahorse_t5x.model import configs, decoding, families, layers
 
 # The decoder's residual dimension held at 1, and the weight of EOS's logit on it.
 FIXED_DIM = 0
@@ -247,7 +247,7 @@ def profile(generator, hf_model, tokens, batches, max_length: int) -> dict:
     @jax.jit
     def projections(h, w):
         def body(_, h):
-            best = jnp.argmax(mt5.dot(h, w, config.dtype), axis=-1)
+            best = jnp.argmax(layers.dot(h, w, config.dtype), axis=-1)
             return h + best[:, None].astype(jnp.float32) * 0.0
 
         return jax.lax.fori_loop(0, max_length, body, h)

@@ -22,7 +22,7 @@ from mt5_fixtures import (
 
 from seahorse_t5x import errors
 from seahorse_t5x.inference import engine
-from seahorse_t5x.model import attention, mt5
+from seahorse_t5x.model import attention, attention_bias, layers, mt5
 
 LONG = 2048
 LABEL_IDS = (7, 11)  # a program of this module's own (TracedOnce counts its traces)
@@ -66,7 +66,7 @@ def test_query_blocks_equal_softmax_attention_and_keep_masked_rows_finite(length
         sizes.append(size)
         return jax.lax.dynamic_slice_in_dim(jnp.asarray(bias, jnp.float32), start, size, axis=2)
 
-    product = functools.partial(mt5.einsum, dtype=jnp.float32)
+    product = functools.partial(layers.einsum, dtype=jnp.float32)
     got = jax.jit(lambda q, k, v: attention.query_blocks(q, k, v, block_bias, product, 256))(
         *(jnp.asarray(x, jnp.float32) for x in (q, k, v))
     )
@@ -88,15 +88,19 @@ def test_blockwise_bias_blocks_equal_the_full_bias():
         rng.standard_normal((TINY.num_heads, TINY.relative_attention_num_buckets)), jnp.float32
     )
     distance = jnp.arange(2 * length - 1) - (length - 1)
-    buckets = mt5.relative_position_bucket(
+    buckets = attention_bias.relative_position_bucket(
         distance, True, TINY.relative_attention_num_buckets, TINY.relative_attention_max_distance
     )
-    blockwise = mt5.BlockwiseBias(jnp.take(table, buckets, axis=1), jnp.asarray(segments))
+    blockwise = attention_bias.BlockwiseBias(
+        jnp.take(table, buckets, axis=1), jnp.asarray(segments)
+    )
     # The encoder's full bias, built independently of BlockwiseBias.
-    relpos = mt5.RelativePositionBiases(TINY, bidirectional=True).apply(
+    relpos = attention_bias.RelativePositionBiases(TINY, bidirectional=True).apply(
         {"params": {"rel_embedding": table}}, length, length
     )
-    full = np.asarray(relpos + mt5.mask_to_bias(mt5.encoder_self_mask(segments, segments)))
+    full = np.asarray(
+        relpos + attention_bias.mask_to_bias(attention_bias.encoder_self_mask(segments, segments))
+    )
     for start in (0, 256, length - 256):
         np.testing.assert_array_equal(
             np.asarray(blockwise.block(jnp.int32(start), 256)), full[:, :, start : start + 256]

@@ -1,4 +1,4 @@
-"""The scoring decoder's folded cross-attention (`mt5.MultiHeadAttention.fold_key_value`):
+"""The scoring decoder's folded cross-attention (`attention.MultiHeadAttention.fold_key_value`):
 the same logits as projecting the encoder output into keys and values (and as HF in
 float64), without those two projections in the program, and packed rows with as many
 decoder positions as `head_dim` keep them."""
@@ -21,7 +21,7 @@ from mt5_fixtures import (
 )
 
 from seahorse_t5x.inference import engine
-from seahorse_t5x.model import mt5
+from seahorse_t5x.model import attention
 
 LABEL_IDS = (5, 9)
 # Folded against unfolded: float32 rounding of the same products in another order.
@@ -39,13 +39,13 @@ def hf_and_params():
 @contextlib.contextmanager
 def _folding(fold: bool):
     """While tracing: folding as the engine has it, or turned off."""
-    original = mt5.folds_key_value
+    original = attention.folds_key_value
     if not fold:
-        mt5.folds_key_value = lambda query_length, config: False
+        attention.folds_key_value = lambda query_length, config: False
     try:
         yield
     finally:
-        mt5.folds_key_value = original
+        attention.folds_key_value = original
 
 
 @functools.cache

@@ -24,7 +24,7 @@ from mt5_fixtures import (
 
 from seahorse_t5x import errors
 from seahorse_t5x.inference import engine, executables
-from seahorse_t5x.model import attention, mt5
+from seahorse_t5x.model import attention, attention_bias
 
 LABEL_IDS = (5, 13)  # programs of this module's own (TracedOnce counts its traces)
 # The engine's bound against HF in float32 (tests/test_blockwise_attention.py), and fused
@@ -134,7 +134,7 @@ def test_where_cudnn_refuses_xla_attention_runs(hf_and_params, monkeypatch, capl
 
 
 def test_the_bias_cudnn_gets_is_finite_in_its_dtype(monkeypatch):
-    bias = jnp.asarray([[[[0.5, 10.0, mt5._MASK_BIAS]]]], jnp.float32)
+    bias = jnp.asarray([[[[0.5, 10.0, attention_bias.MASK_BIAS]]]], jnp.float32)
     assert attention.fused_bias(bias, jnp.bfloat16).dtype == jnp.float32  # XLA on a CPU
     monkeypatch.setattr(attention, "fused_implementation", lambda dtype: "cudnn")
     half = np.asarray(attention.fused_bias(bias, jnp.float16), np.float32)

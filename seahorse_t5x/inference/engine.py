@@ -47,7 +47,7 @@ from jax.sharding import Mesh
 from seahorse_t5x import constants, errors
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.inference import batching, executables, placement, quantize
-from seahorse_t5x.model import attention, families, mt5, partitioning
+from seahorse_t5x.model import attention, families, layers, mt5, partitioning
 from seahorse_t5x.model.configs import MT5Config
 
 logger = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ def label_logits(
     # Only the answer columns of the output projection: [embed, 2], with the model's dots.
     columns = jnp.asarray(label_ids, jnp.int32)
     kernel = quantize.answer_kernel(params, columns, jnp.float32)
-    return mt5.dot(hidden[:, 0], kernel, jnp.dtype(config.dtype))
+    return layers.dot(hidden[:, 0], kernel, jnp.dtype(config.dtype))
 
 
 def packed_label_logits(
@@ -163,7 +163,7 @@ def packed_label_logits(
         )
     columns = jnp.asarray(label_ids, jnp.int32)
     kernel = quantize.answer_kernel(params, columns, jnp.float32)
-    return mt5.einsum("rse,ec->rsc", hidden, kernel, jnp.dtype(config.dtype))
+    return layers.einsum("rse,ec->rsc", hidden, kernel, jnp.dtype(config.dtype))
 
 
 @functools.cache

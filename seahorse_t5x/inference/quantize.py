@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from seahorse_t5x.model import mt5
+from seahorse_t5x.model import layers
 
 INT8 = "int8"
 SCALE_SUFFIX = "_scale"
@@ -106,7 +106,7 @@ def _dequantize(next_fun, args, kwargs, context):
     module = context.module
     if (
         context.method_name == "__call__"
-        and isinstance(module, mt5.Dense)
+        and isinstance(module, layers.Dense)
         and module.has_variable("params", "kernel" + SCALE_SUFFIX)
     ):
         out = next_fun(*args, **kwargs)

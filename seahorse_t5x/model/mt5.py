@@ -5,7 +5,8 @@ one), and every parameter carries logical axis names for `flax.linen` partitioni
 numerics follow T5.1.1: RMS layer norm without bias or mean subtraction, gated-GELU MLP
 (tanh approximation), relative position buckets (one bias table per stack, shared by its
 layers), no biases, no 1/sqrt(d) scaling of attention logits (folded into the query init),
-untied output projection.
+untied output projection. The blocks live beside it: `layers.py` (products, norm, projections,
+MLP), `attention.py` (multi-head attention), `attention_bias.py` (relative positions, masks).
 
 Precision: `config.dtype` is the dtype of the operands of every matrix product (the
 projections, both attention products and the output projection). In `bfloat16` the
@@ -23,458 +24,30 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from seahorse_t5x.model import attention
+from seahorse_t5x.model import attention, layers
+from seahorse_t5x.model.attention import MultiHeadAttention
+from seahorse_t5x.model.attention_bias import (
+    BlockwiseBias,
+    RelativePositionBiases,
+    cross_mask,
+    decoder_self_mask,
+    encoder_self_mask,
+    mask_to_bias,
+)
 from seahorse_t5x.model.configs import MT5Config
+from seahorse_t5x.model.layers import Dense, GatedGeluMlp, RmsNorm, embedding_init
 
 Array = jax.Array
-# Large negative bias for masked attention logits; finite so fully masked rows stay NaN-free.
-_MASK_BIAS = -1e10
-
-# T5X's initialisers (examples/t5/layers.py): fan-in scaled kernels, unit-normal embeddings.
-_kernel_init = nn.initializers.variance_scaling(1.0, "fan_in", "truncated_normal")
-_attention_init = nn.initializers.variance_scaling(1.0, "fan_in", "normal")
-_relpos_init = nn.initializers.variance_scaling(1.0, "fan_avg", "uniform")
-_embedding_init = nn.initializers.normal(stddev=1.0)
 # Module names of the scanned layout: `encoder/layers/layer/...`, layers stacked on axis 0.
 SCANNED_LAYERS = "layers"
 SCANNED_LAYER = "layer"
-
-
-def _compute_dtype(config: MT5Config) -> jnp.dtype:
-    """The dtype of matrix-product operands (`float32` or `bfloat16`)."""
-    return jnp.dtype(config.dtype)
-
-
-def precision(dtype: jnp.dtype) -> jax.lax.Precision | None:
-    """The products' precision: `HIGHEST` for float32 operands, so that float32 is float32 on
-    every platform (JAX's default lets GPUs round float32 operands to TF32 and TPUs to
-    bfloat16); the platform's native bfloat16 product for bfloat16 operands. On CPUs both
-    are the plain product."""
-    return jax.lax.Precision.HIGHEST if jnp.dtype(dtype) == jnp.float32 else None
-
-
-def dot(x: Array, kernel: Array, dtype: jnp.dtype) -> Array:
-    """`x @ kernel` with operands in `dtype`, accumulated and returned in float32."""
-    return jnp.dot(
-        x.astype(dtype),
-        kernel.astype(dtype),
-        precision=precision(dtype),
-        preferred_element_type=jnp.float32,
-    )
-
-
-def einsum(spec: str, a: Array, b: Array, dtype: jnp.dtype) -> Array:
-    """`jnp.einsum(spec, a, b)` with operands in `dtype`, accumulated and returned in float32."""
-    return jnp.einsum(
-        spec,
-        a.astype(dtype),
-        b.astype(dtype),
-        precision=precision(dtype),
-        preferred_element_type=jnp.float32,
-    )
-
-
-class RmsNorm(nn.Module):
-    """T5 layer norm: scale * x / sqrt(mean(x^2) + eps), in float32."""
-
-    config: MT5Config
-
-    @nn.compact
-    def __call__(self, x: Array) -> Array:
-        scale = self.param(
-            "scale",
-            nn.with_logical_partitioning(nn.initializers.ones, ("embed",)),
-            (x.shape[-1],),
-            jnp.float32,
-        )
-        x32 = x.astype(jnp.float32)
-        variance = jnp.mean(jnp.square(x32), axis=-1, keepdims=True)
-        y = x32 * jax.lax.rsqrt(variance + self.config.layer_norm_epsilon)
-        return y * scale
-
-
-class Dense(nn.Module):
-    """Bias-free projection with a 2-D kernel (T5X stores attention kernels flattened)."""
-
-    features: int
-    axes: tuple[str, str]
-    config: MT5Config
-    kernel_init: Any = _kernel_init
-
-    @nn.compact
-    def __call__(self, x: Array) -> Array:
-        return dot(x, self._kernel(x), _compute_dtype(self.config))
-
-    def _kernel(self, x: Array) -> Array:
-        """The `[in, features]` kernel parameter for inputs like `x`."""
-        return self.param(
-            "kernel",
-            nn.with_logical_partitioning(self.kernel_init, self.axes),
-            (x.shape[-1], self.features),
-            jnp.float32,
-        )
-
-
-class DenseKernel(Dense):
-    """A `Dense`'s kernel itself, `[in, features]` in float32, for a caller that applies it
-    in another order (`MultiHeadAttention`'s folded keys and values). The same parameter
-    (`<name>/kernel`) as the `Dense` it stands for; int8 weights come back scaled column by
-    column, as a `Dense`'s outputs do (`inference.quantize.dequantizing`)."""
-
-    @nn.compact
-    def __call__(self, x: Array) -> Array:
-        return self._kernel(x).astype(jnp.float32)
-
-
-def folds_key_value(query_length: int, config: MT5Config) -> bool:
-    """Whether attention with this many queries folds its key and value projections
-    (`MultiHeadAttention.fold_key_value`): when `heads x queries` is below the projections'
-    width `heads x head_dim`, i.e. fewer queries than `head_dim` (one decoder step a row
-    when scoring; not the many steps of packed rows)."""
-    return query_length < config.head_dim
-
-
-def _query_init(head_dim: int):
-    """Query init divided by sqrt(head_dim): T5 never scales the attention logits."""
-
-    def init(key, shape, dtype=jnp.float32):
-        return _attention_init(key, shape, dtype) / jnp.sqrt(head_dim).astype(dtype)
-
-    return init
-
-
-class MultiHeadAttention(nn.Module):
-    """Dot-product attention with an additive bias (relative positions + mask).
-
-    `bias`: `[batch or 1, heads, q, k]`, or a `BlockwiseBias` (head-major only): then the
-    bias is made block by block and attention runs `attention.query_blocks`.
-
-    `head_major`: lay queries, keys and values out `[batch, heads, length, head_dim]` before
-    the two products, so each is a plain batched matrix product (on a CPU, 1.8x faster at
-    2048 tokens than contracting the `[batch, length, heads, head_dim]` layout; the same
-    values within float rounding, 3e-6 in the logits). The inference engine runs it; training
-    keeps the other layout, whose numbers its runs and the demo were made with.
-
-    `fused` (inference: without dropout; an array bias): both products and the softmax in one
-    `jax.nn.dot_product_attention` (`attention.fused`: cuDNN's flash attention on GPUs in
-    bfloat16, XLA's attention elsewhere), on the `[batch, length, heads, head_dim]` layout
-    as the projections make it, whatever `head_major` says.
-
-    `fold_key_value` (inference: without dropout, with fewer queries than `head_dim`,
-    `folds_key_value`): the keys and values of `inputs_kv` are never made. Each head's query
-    is taken into the width of `inputs_kv` through the key kernel (`q_h Wk_h^T`) and its
-    attention-weighted sum of `inputs_kv` out through the value kernel (`(w_h X) Wv_h`): the
-    same products in another order, `heads x queries` rows against the `length` rows of
-    the key and value projections. The scoring decoder's cross-attention (one query a row
-    against the whole encoder output): its key and value projections are 9-14% of mT5's
-    products when scoring, folded `1 / head_dim` of that.
-    """
-
-    config: MT5Config
-    head_major: bool = False
-    fused: bool = False
-    fold_key_value: bool = False
-    # Cached decoding (`model/decoding.py`): None, "self" or "cross" (`_cached`).
-    decode: str | None = None
-
-    @nn.compact
-    def __call__(
-        self,
-        inputs_q: Array,
-        inputs_kv: Array,
-        bias: Array,
-        enable_dropout: bool,
-        decode_position: Array | None = None,
-    ) -> Array:
-        cfg = self.config
-        inner = cfg.num_heads * cfg.head_dim
-        axes = ("embed", "joined_kv")
-        query = Dense(inner, axes, cfg, _query_init(cfg.head_dim), name="query")(inputs_q)
-        if self.decode is not None:
-            return self._cached(query, inputs_kv, bias, inner, axes, decode_position)
-        if (
-            self.fold_key_value
-            and not enable_dropout
-            and not isinstance(bias, BlockwiseBias)
-            and folds_key_value(inputs_q.shape[-2], cfg)
-        ):
-            return self._folded(query, inputs_kv, bias, inner, axes)
-        key = Dense(inner, axes, cfg, _attention_init, name="key")(inputs_kv)
-        value = Dense(inner, axes, cfg, _attention_init, name="value")(inputs_kv)
-        out = Dense(cfg.emb_dim, ("joined_kv", "embed"), cfg, _attention_init, name="out")
-        dtype = _compute_dtype(cfg)
-        if self.fused and not enable_dropout and not isinstance(bias, BlockwiseBias):
-            heads = (cfg.num_heads, cfg.head_dim)
-            query, key, value = (x.reshape(x.shape[:-1] + heads) for x in (query, key, value))
-            context = attention.fused(query, key, value, bias, dtype)
-            return out(context.reshape(context.shape[:-2] + (inner,)))
-
-        def split_heads(x: Array) -> Array:
-            x = x.reshape(x.shape[:-1] + (cfg.num_heads, cfg.head_dim))
-            return x.transpose(0, 2, 1, 3) if self.head_major else x
-
-        query, key, value = split_heads(query), split_heads(key), split_heads(value)
-        if isinstance(bias, BlockwiseBias):  # the engine's long inputs (`MT5.encode`)
-            context = attention.query_blocks(
-                query, key, value, bias.block, functools.partial(einsum, dtype=dtype)
-            ).transpose(0, 2, 1, 3)
-            context = context.reshape(context.shape[:-2] + (inner,))
-            return out(context)
-        if self.head_major:
-            logits = einsum("bhqd,bhkd->bhqk", query, key, dtype)
-        else:
-            logits = einsum("bqhd,bkhd->bhqk", query, key, dtype)
-        weights = jax.nn.softmax(logits + bias.astype(jnp.float32), axis=-1)
-        if enable_dropout and cfg.dropout_rate > 0:
-            weights = nn.Dropout(cfg.dropout_rate)(weights, deterministic=False)
-        if self.head_major:
-            context = einsum("bhqk,bhkd->bhqd", weights, value, dtype).transpose(0, 2, 1, 3)
-        else:
-            context = einsum("bhqk,bkhd->bqhd", weights, value, dtype)
-        context = context.reshape(context.shape[:-2] + (inner,))
-        return out(context)
-
-    def _cached(
-        self,
-        query: Array,
-        inputs_kv: Array,
-        bias: Array,
-        inner: int,
-        axes: tuple[str, str],
-        position: Array | None,
-    ) -> Array:
-        """One decoding step's attention over keys and values kept in the `cache`
-        collection, in the products' dtype (as HF's and T5X's caches keep them).
-
-        `decode="self"`: `inputs_kv` is this step's `[batch, 1, emb]`; its key and value are
-        written at `position` of `[batch, max_length, inner]` caches (`max_length` is the
-        bias's last axis; positions after `position` are masked by the bias).
-        `decode="cross"`: the encoder output's keys and values are projected on the first
-        step and read from the cache after it (HF's cross-attention cache; T5X projects
-        them again at every step).
-        """
-        cfg = self.config
-        dtype = _compute_dtype(cfg)
-        cached = self.has_variable("cache", "cached_key")
-        if self.decode == "cross" and cached:
-            key = self.get_variable("cache", "cached_key")
-            value = self.get_variable("cache", "cached_value")
-        else:
-            key = Dense(inner, axes, cfg, _attention_init, name="key")(inputs_kv).astype(dtype)
-            value = Dense(inner, axes, cfg, _attention_init, name="value")(inputs_kv)
-            value = value.astype(dtype)
-            if self.decode == "self":
-                batch, max_length = key.shape[0], bias.shape[-1]
-                shape = (batch, max_length, inner)
-                cache_key = self.variable("cache", "cached_key", jnp.zeros, shape, dtype)
-                cache_value = self.variable("cache", "cached_value", jnp.zeros, shape, dtype)
-                start = (0, position, 0)
-                key = jax.lax.dynamic_update_slice(cache_key.value, key, start)
-                value = jax.lax.dynamic_update_slice(cache_value.value, value, start)
-                cache_key.value, cache_value.value = key, value
-            else:
-                self.put_variable("cache", "cached_key", key)
-                self.put_variable("cache", "cached_value", value)
-        out = Dense(cfg.emb_dim, ("joined_kv", "embed"), cfg, _attention_init, name="out")
-        heads = (cfg.num_heads, cfg.head_dim)
-        query, key, value = (x.reshape(x.shape[:-1] + heads) for x in (query, key, value))
-        logits = einsum("bqhd,bkhd->bhqk", query, key, dtype)
-        weights = jax.nn.softmax(logits + bias.astype(jnp.float32), axis=-1)
-        context = einsum("bhqk,bkhd->bqhd", weights, value, dtype)
-        return out(context.reshape(context.shape[:-2] + (inner,)))
-
-    def _folded(
-        self, query: Array, inputs_kv: Array, bias: Array, inner: int, axes: tuple[str, str]
-    ) -> Array:
-        """Attention with the key and value projections folded into the query and the
-        context (`fold_key_value`); `query` is projected, `inputs_kv` is not."""
-        cfg = self.config
-        dtype = _compute_dtype(cfg)
-        heads = (cfg.num_heads, cfg.head_dim)
-        key_kernel = DenseKernel(inner, axes, cfg, _attention_init, name="key")(inputs_kv)
-        value_kernel = DenseKernel(inner, axes, cfg, _attention_init, name="value")(inputs_kv)
-        out = Dense(cfg.emb_dim, ("joined_kv", "embed"), cfg, _attention_init, name="out")
-        query = query.reshape(query.shape[:-1] + heads)
-        key_kernel = key_kernel.reshape(key_kernel.shape[:1] + heads)
-        value_kernel = value_kernel.reshape(value_kernel.shape[:1] + heads)
-        # [b, h, q, embed]: each head's query in the width of the keys' input.
-        query = einsum("bqhk,dhk->bhqd", query, key_kernel, dtype)
-        logits = einsum("bhqd,bld->bhql", query, inputs_kv, dtype)
-        weights = jax.nn.softmax(logits + bias.astype(jnp.float32), axis=-1)
-        mixed = einsum("bhql,bld->bhqd", weights, inputs_kv, dtype)
-        context = einsum("bhqd,dhk->bqhk", mixed, value_kernel, dtype)
-        return out(context.reshape(context.shape[:-2] + (inner,)))
-
-
-class GatedGeluMlp(nn.Module):
-    """wo(gelu(wi_0 x) * wi_1 x), GELU in its tanh approximation (HF `gelu_new`)."""
-
-    config: MT5Config
-
-    @nn.compact
-    def __call__(self, x: Array, enable_dropout: bool) -> Array:
-        cfg = self.config
-        gate = Dense(cfg.mlp_dim, ("embed", "mlp"), cfg, name="wi_0")(x)
-        linear = Dense(cfg.mlp_dim, ("embed", "mlp"), cfg, name="wi_1")(x)
-        hidden = jax.nn.gelu(gate, approximate=True) * linear
-        hidden = nn.Dropout(cfg.dropout_rate)(hidden, deterministic=not enable_dropout)
-        return Dense(cfg.emb_dim, ("mlp", "embed"), cfg, name="wo")(hidden)
-
-
-def relative_position_bucket(
-    relative_position: Array, bidirectional: bool, num_buckets: int, max_distance: int
-) -> Array:
-    """T5's bucket of `memory_position - query_position` (exact up to num_buckets/2, then log).
-
-    Matches Mesh TensorFlow and HF transformers (no epsilon inside the log).
-    """
-    bucket = jnp.zeros_like(relative_position)
-    if bidirectional:
-        num_buckets //= 2
-        bucket = bucket + (relative_position > 0).astype(jnp.int32) * num_buckets
-        distance = jnp.abs(relative_position)
-    else:
-        distance = -jnp.minimum(relative_position, 0)
-    max_exact = num_buckets // 2
-    is_small = distance < max_exact
-    # Guard log(0): those entries take the exact branch anyway.
-    safe = jnp.maximum(distance, 1).astype(jnp.float32)
-    if_large = max_exact + (
-        jnp.log(safe / max_exact) / np.log(max_distance / max_exact) * (num_buckets - max_exact)
-    ).astype(jnp.int32)
-    if_large = jnp.minimum(if_large, num_buckets - 1)
-    return bucket + jnp.where(is_small, distance, if_large)
-
-
-class RelativePositionBiases(nn.Module):
-    """Per-head bias for each relative position bucket: `rel_embedding` [heads, buckets]."""
-
-    config: MT5Config
-    bidirectional: bool
-    # The bias of each distance `key - query` = -(query_len - 1) ... key_len - 1 instead,
-    # [heads, query_len + key_len - 1] (for `BlockwiseBias`).
-    by_distance: bool = False
-
-    @nn.compact
-    def __call__(self, query_len: int, key_len: int, query_offset: int = 0) -> Array:
-        cfg = self.config
-        table = self.param(
-            "rel_embedding",
-            nn.with_logical_partitioning(_relpos_init, ("heads", "relpos_buckets")),
-            (cfg.num_heads, cfg.relative_attention_num_buckets),
-            jnp.float32,
-        )
-        if self.by_distance:
-            distance = jnp.arange(query_len + key_len - 1, dtype=jnp.int32) - (query_len - 1)
-            buckets = relative_position_bucket(
-                distance - query_offset,
-                self.bidirectional,
-                cfg.relative_attention_num_buckets,
-                cfg.relative_attention_max_distance,
-            )
-            return jnp.take(table, buckets, axis=1)
-        # Packed segments are contiguous, so arange distances equal within-segment distances.
-        # Positions come from iota in the program, not numpy constants: XLA would otherwise
-        # constant-fold the [q, k] bucket arithmetic at compile time (~10 s at 2048 on CPU).
-        query_pos = jnp.arange(query_len, dtype=jnp.int32)[:, None] + query_offset
-        key_pos = jnp.arange(key_len, dtype=jnp.int32)[None, :]
-        buckets = relative_position_bucket(
-            key_pos - query_pos,
-            self.bidirectional,
-            cfg.relative_attention_num_buckets,
-            cfg.relative_attention_max_distance,
-        )
-        return jnp.take(table, buckets, axis=1)[None]  # [1, heads, q, k]
-
-
-def mask_to_bias(mask: Array) -> Array:
-    """[b, q, k] bool -> [b, 1, q, k] additive float32 bias."""
-    return jnp.where(mask, 0.0, _MASK_BIAS).astype(jnp.float32)[:, None]
-
-
-class BlockwiseBias(NamedTuple):
-    """What blockwise self-attention makes each block's bias from, in place of the
-    `[batch, heads, length, length]` bias: the same numbers, block by block (`block`).
-
-    Attributes:
-      by_distance: [heads, 2 * length - 1], the relative-position bias of `key - query`
-        from -(length - 1) to length - 1 (`RelativePositionBiases(by_distance=True)`).
-      segments: [batch, length] int32: packed segment ids, or 1 for tokens and 0 for padding;
-        two positions attend to each other when both are in one segment (`encoder_self_mask`).
-    """
-
-    by_distance: Array
-    segments: Array
-
-    def block(self, start: Array, size: int) -> Array:
-        """[batch, heads, size, length] bias of queries `start ... start + size - 1`."""
-        length = self.segments.shape[1]
-        # Query `start + i` against every key is the distance row from `length - 1 - start
-        # - i` on: one contiguous slice of `length` values a query, copied whole instead of
-        # gathered value by value (10% of attention at 2048 tokens on a CPU, PERFORMANCE.md).
-        offsets = (length - 1) - start - jnp.arange(size, dtype=jnp.int32)
-        relative = jax.vmap(
-            lambda offset: jax.lax.dynamic_slice_in_dim(self.by_distance, offset, length, axis=1),
-            out_axes=1,
-        )(offsets)
-        return relative[None] + self.segment_bias(start, size)
-
-    def segment_bias(self, start: Array, size: int) -> Array:
-        """[batch, 1, size, length] the mask's part of the bias of queries `start ... start +
-        size - 1`: 0 within their segment, `_MASK_BIAS` elsewhere and on padding."""
-        query_segments = jax.lax.dynamic_slice_in_dim(self.segments, start, size, axis=1)
-        mask = (query_segments[:, :, None] == self.segments[:, None, :]) & (
-            self.segments[:, None, :] > 0
-        )
-        return mask_to_bias(mask)
-
-
-def encoder_self_mask(tokens: Array, segment_ids: Array | None) -> Array:
-    """[b, q, k]: both positions real, and in the same packed segment when packing."""
-    valid = tokens > 0 if segment_ids is None else segment_ids > 0
-    mask = valid[:, :, None] & valid[:, None, :]
-    if segment_ids is not None:
-        mask = mask & (segment_ids[:, :, None] == segment_ids[:, None, :])
-    return mask
-
-
-def decoder_self_mask(decoder_tokens: Array, segment_ids: Array | None) -> Array:
-    """[b, q, k]: causal, within one segment when packing.
-
-    The decoder input starts with id 0 (= padding id), so padding cannot come from the
-    tokens; causality already keeps trailing padding from reaching real positions.
-    """
-    length = decoder_tokens.shape[1]
-    causal = np.tril(np.ones((length, length), dtype=bool))[None]
-    mask = jnp.broadcast_to(causal, (decoder_tokens.shape[0], length, length))
-    if segment_ids is not None:
-        mask = mask & (segment_ids[:, :, None] == segment_ids[:, None, :])
-    return mask
-
-
-def cross_mask(
-    decoder_tokens: Array,
-    encoder_tokens: Array,
-    decoder_segment_ids: Array | None,
-    encoder_segment_ids: Array | None,
-) -> Array:
-    """[b, q, k]: real encoder positions of the decoder position's own segment."""
-    if encoder_segment_ids is None or decoder_segment_ids is None:
-        key_valid = encoder_tokens > 0 if encoder_segment_ids is None else encoder_segment_ids > 0
-        return jnp.broadcast_to(
-            key_valid[:, None, :],
-            (encoder_tokens.shape[0], decoder_tokens.shape[1], encoder_tokens.shape[1]),
-        )
-    return (decoder_segment_ids[:, :, None] == encoder_segment_ids[:, None, :]) & (
-        encoder_segment_ids[:, None, :] > 0
-    )
 
 
 class EncoderLayer(nn.Module):
@@ -610,7 +183,7 @@ class Encoder(nn.Module):
             )
             bias = bias + mask_to_bias(mask)
             if self.fused_attention and not enable_dropout:  # once, not in every layer
-                bias = attention.fused_bias(bias, _compute_dtype(cfg))
+                bias = attention.fused_bias(bias, layers.compute_dtype(cfg))
         x = nn.Dropout(cfg.dropout_rate)(embedded, deterministic=not enable_dropout)
         fused = self.fused_attention
         if self.scan_layers:
@@ -732,7 +305,7 @@ class MT5(nn.Module):
             features=cfg.emb_dim,
             dtype=jnp.float32,  # the residual stream is float32 in either dtype
             param_dtype=jnp.float32,
-            embedding_init=nn.with_logical_partitioning(_embedding_init, ("vocab", "embed")),
+            embedding_init=nn.with_logical_partitioning(embedding_init, ("vocab", "embed")),
             name="token_embedder",
         )
         self.encoder = Encoder(
