@@ -15,7 +15,7 @@ from seahorse_t5x.evaluation import tables, task_rows
 from seahorse_t5x.formats import vocab
 from seahorse_t5x.formats.task_names import question_of_task
 from seahorse_t5x.model import mt5
-from seahorse_t5x.scoring import baselines, evaluate
+from seahorse_t5x.scoring import baselines, evaluate, task_examples
 
 pytestmark = pytest.mark.usefixtures("runner_tasks")
 
@@ -38,7 +38,7 @@ def test_benchmark_tasks_score_rows_go_to_their_benchmark():
     }
     for task, expected in cases.items():
         assert task_rows.benchmark_of_task(task, ratings.rating_questions()) == expected, task
-    examples = evaluate.TaskExamples(
+    examples = task_examples.TaskExamples(
         "metal_hallucinations.de", 4, [np.zeros(3, np.int32)] * 2, np.array([1.0, 0.5]),
         [{"gem_id": "a"}, {"gem_id": "b"}],
     )  # fmt: skip
@@ -125,7 +125,7 @@ def test_evaluate_writes_score_files_metrics_and_table(checkpoint, tmp_path, cap
     assert "| question | task | n |" in table and runner_fixtures.SCORE_TASK in table
 
     # The bucketed, padded batch gives each example the score of a lone, unpadded pass.
-    examples = evaluate.load_task_examples(runner_fixtures.SCORE_TASK, "test", 64)
+    examples = task_examples.load_task_examples(runner_fixtures.SCORE_TASK, "test", 64)
     yes_id, no_id = vocab.label_token_ids(vocab.get_vocabulary())
     model = mt5.MT5(config)
     for index in (0, 17):

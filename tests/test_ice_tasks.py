@@ -15,7 +15,7 @@ import seahorse_t5x.tasks  # noqa: F401  (registers the tasks)
 from seahorse_t5x import constants, errors
 from seahorse_t5x.formats import ice_format, vocab
 from seahorse_t5x.formats.task_names import question_of_task
-from seahorse_t5x.scoring import evaluate
+from seahorse_t5x.scoring import task_examples
 from seahorse_t5x.tasks import ice as ice_tasks
 
 EOS = 1
@@ -326,7 +326,7 @@ def test_answer_words_come_from_the_environment(monkeypatch, demo_vocabulary):
 
 
 def test_evaluate_reads_ice_tasks_as_score_tasks():
-    examples = evaluate.load_task_examples("ice_q4_k2_uniform", "test", 128)
+    examples = task_examples.load_task_examples("ice_q4_k2_uniform", "test", 128)
     assert examples.question == QUESTION
     assert examples.labels.tolist() == [1.0, 0.0, 0.0, 1.0]
     assert [m["system"] for m in examples.metadata] == [

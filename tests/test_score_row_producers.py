@@ -15,7 +15,7 @@ import pytest
 
 from seahorse_t5x import constants
 from seahorse_t5x.data import benchmarks, scorefiles, splits
-from seahorse_t5x.scoring import baselines, evaluate, import_scores, t5x_scores
+from seahorse_t5x.scoring import baselines, evaluate, import_scores, t5x_scores, task_examples
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata"
 PREPARED = TESTDATA / "import_scores" / "prepared"
@@ -52,7 +52,7 @@ def _assert_built(produced: list[dict], built: list[dict], expected_rows: int) -
 
 
 def test_evaluate_rows(built):
-    examples = evaluate.TaskExamples(
+    examples = task_examples.TaskExamples(
         "seahorse_q4_score", 4, [np.zeros(3, np.int32)] * 2, np.array([1.0, 0.0]),
         [{"gem_id": "a", "language": "en", "dataset": "xsum", "system": "s", "split": "test"},
          {"gem_id": "b", "language": "de", "dataset": "mlsum", "system": "s"}],

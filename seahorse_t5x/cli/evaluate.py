@@ -79,14 +79,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _requested_tasks(args: argparse.Namespace) -> list[str]:
     """--tasks and the score tasks of --benchmark, once the user's modules are imported."""
     from seahorse_t5x import errors
-    from seahorse_t5x.scoring import evaluate
+    from seahorse_t5x.scoring import task_examples
     from seahorse_t5x.tasks import user_modules
 
     # The user's tasks are registered before any task name is resolved (or the model loaded).
     user_modules.import_modules(args.module)
     requested = args.tasks.split(",") if args.tasks else []
     if args.benchmark:
-        requested.append(evaluate.benchmark_tasks(args.benchmark, args.benchmark_path))
+        requested.append(task_examples.benchmark_tasks(args.benchmark, args.benchmark_path))
     elif args.benchmark_path:
         raise errors.UserError("--benchmark_path needs --benchmark NAME")
     if not requested:
@@ -97,7 +97,6 @@ def _requested_tasks(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     settings = inference_flags.settings(args)
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
-    from seahorse_t5x.evaluation import tables
     from seahorse_t5x.scoring import evaluate
 
     with inference_flags.flag_names(_FLAG_NAMES):
@@ -111,7 +110,5 @@ def run(args: argparse.Namespace) -> int:
             metric=args.metric,
             max_examples=args.max_examples,
         )
-    print()
-    print(tables.task_metrics_table(run.results, run.run_info["title"]).to_markdown())
     print(f"results in {pathlib.Path(args.output_dir).resolve()}, dtype {run.dtype}")
     return 0

@@ -45,7 +45,7 @@ from seahorse_t5x.runner import (
     train_step,
 )
 from seahorse_t5x.runner.train_config import BEST_METRICS, TrainConfig
-from seahorse_t5x.scoring import evaluate
+from seahorse_t5x.scoring import task_examples
 
 log = logging.getLogger(__name__)
 
@@ -504,7 +504,7 @@ class _Validator:
         self.trainer = trainer
         self.input_length = int(cfg.task_feature_lengths["inputs"])
         self.examples = [
-            evaluate.load_task_examples(
+            task_examples.load_task_examples(
                 name, cfg.validation_split, self.input_length, cfg.validation_max_examples
             )
             for name in task_names
