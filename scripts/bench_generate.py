@@ -54,8 +54,7 @@ import numpy as np
 from bench_common import draw_inputs, matmul_ceiling, report_results  # scripts/ on sys.path
 from bench_score import convert_to_ct2, cpu_model
 
-from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import generation
+from seahorse_t5x.inference import batching, generation
 from seahorse_t5x.model import configs, decoding, families, layers
 
 # The decoder's residual dimension held at 1, and the weight of EOS's logit on it.
@@ -351,9 +350,9 @@ def main() -> None:
         dtype="float32",
     )
     ceiling_before = matmul_ceiling()
-    buckets = engine_lib.bucket_lengths(args.input_length, generation.GENERATION_LADDER)
+    buckets = batching.bucket_lengths(args.input_length, generation.GENERATION_LADDER)
     # Ours' batches, as `generate_ids` plans them (indices into tokens).
-    batches = engine_lib.plan_batches(lengths, buckets, args.batch_size * args.input_length)
+    batches = batching.plan_batches(lengths, buckets, args.batch_size * args.input_length)
 
     clock = CompileClock()
     clock.counting = True

@@ -27,8 +27,7 @@ import numpy as np
 from bench_common import draw_inputs  # scripts/ is on sys.path when run
 from bench_generate import agreement, model_without_eos
 
-from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import generation
+from seahorse_t5x.inference import batching, generation
 from seahorse_t5x.model import decoding
 
 
@@ -97,8 +96,8 @@ def main() -> None:
         min_length=args.min_length,
     )
     lengths = [len(t) for t in tokens]
-    buckets = engine_lib.bucket_lengths(args.input_length, generation.GENERATION_LADDER)
-    batches = engine_lib.plan_batches(lengths, buckets, args.batch_size * args.input_length)
+    buckets = batching.bucket_lengths(args.input_length, generation.GENERATION_LADDER)
+    batches = batching.plan_batches(lengths, buckets, args.batch_size * args.input_length)
     order = [int(i) for b in batches for i in b.indices]
     print(
         f"{len(tokens)} inputs ({sum(lengths)} tokens, median {int(np.median(lengths))}), "

@@ -1,8 +1,8 @@
 """Text generation with a checkpoint: greedy decoding (`model/decoding.py`) over batches of
 similar input lengths.
 
-Inputs are grouped as the scoring engine groups them (`engine.plan_batches` over the
-`engine.bucket_lengths` ladder: longest first, each batch padded to its bucket, more rows
+Inputs are grouped as the scoring engine groups them (`batching.plan_batches` over the
+`batching.bucket_lengths` ladder: longest first, each batch padded to its bucket, more rows
 for shorter buckets), so a job compiles a few shapes and pads little. Each batch decodes
 until every row has written EOS or `max_output_length` tokens. On a mesh the rows are split
 over its `data` axis (the parameters replicated); outputs are put back in input order.
@@ -23,8 +23,7 @@ from jax.sharding import Mesh
 
 from seahorse_t5x import errors
 from seahorse_t5x.formats import vocab as vocab_lib
-from seahorse_t5x.inference import engine as engine_lib
-from seahorse_t5x.inference import precision
+from seahorse_t5x.inference import batching, precision
 from seahorse_t5x.model import checkpoint_layout, checkpoints, decoding, partitioning
 from seahorse_t5x.model.configs import MT5Config
 
@@ -143,11 +142,14 @@ class Generator:
             raise errors.UserError(
                 f"an input has {max(lengths)} tokens, over input_length {self.input_length}"
             )
-        buckets = engine_lib.bucket_lengths(self.input_length, GENERATION_LADDER)
-        batches = engine_lib.plan_batches(
+        buckets = batching.bucket_lengths(self.input_length, GENERATION_LADDER)
+        batches = batching.plan_batches(
             lengths, buckets, self.batch_size * self.input_length, self._row_multiple
         )
-        program = decoding.compiled_greedy_search(self.config, self.max_output_length)
+        platform = None if self.mesh is None else self.mesh.devices.flat[0].platform
+        program = decoding.compiled_greedy_search(
+            self.config, self.max_output_length, platform=platform
+        )
         outputs: list[list[int]] = [[] for _ in inputs]
         for batch in batches:
             tokens = np.zeros((batch.rows, batch.length), np.int32)

@@ -91,11 +91,25 @@ def greedy_search(
     return tokens
 
 
+# XLA's CPU compiler hands matrix products to YNNPACK by default. A decoding step's
+# products are a few rows (one position a row) against whole weight matrices, where XLA's
+# own dot kernels measured 1.5x faster a step on mT5-small's shape, with the same tokens
+# (PERFORMANCE.md, "Generation (greedy, float32) on a CPU"); scoring's programs keep the
+# default, under which their numbers were made.
+CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
 @functools.cache
-def compiled_greedy_search(config: MT5Config, max_length: int, eos_id: int = EOS_ID):
+def compiled_greedy_search(
+    config: MT5Config, max_length: int, eos_id: int = EOS_ID, platform: str | None = None
+):
     """`greedy_search` jitted for one config and output length (each input shape compiles
-    once; the parameters and tokens are arguments)."""
-    return jax.jit(functools.partial(greedy_search, config, max_length=max_length, eos_id=eos_id))
+    once; the parameters and tokens are arguments), for the devices of `platform` (JAX's
+    default backend when None): on CPUs with `CPU_COMPILER_OPTIONS`."""
+    platform = platform or jax.default_backend()
+    options = CPU_COMPILER_OPTIONS if platform == "cpu" else None
+    search = functools.partial(greedy_search, config, max_length=max_length, eos_id=eos_id)
+    return jax.jit(search, compiler_options=options)
 
 
 def strip(tokens: Any, eos_id: int = EOS_ID) -> list[list[int]]:
