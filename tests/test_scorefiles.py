@@ -6,7 +6,7 @@ import math
 import pytest
 
 from seahorse_t5x import errors
-from seahorse_t5x.data import scorefiles
+from seahorse_t5x.data import score_paths, scorefiles
 
 
 def _row(**overrides):
@@ -172,7 +172,7 @@ def test_a_linked_folder_is_followed_once_and_two_links_to_it_name_the_file(tmp_
     folder = tmp_path / "scores"
     folder.mkdir()
     (folder / "one").symlink_to(tmp_path / "kept", target_is_directory=True)
-    assert scorefiles.score_files_in(folder) == [folder / "one" / "a.jsonl"]
+    assert score_paths.score_files_in(folder) == [folder / "one" / "a.jsonl"]
     assert scorefiles.read_score_files([folder])["metric"].tolist() == ["a"]
     (folder / "two").symlink_to(tmp_path / "kept", target_is_directory=True)
     with pytest.raises(errors.UserError, match="score file given twice: .*two/a.jsonl"):
@@ -180,7 +180,7 @@ def test_a_linked_folder_is_followed_once_and_two_links_to_it_name_the_file(tmp_
     (folder / "two").unlink()
     (tmp_path / "kept" / "up").symlink_to(folder, target_is_directory=True)
     with pytest.raises(errors.UserError, match=r"^score folder .*: the symbolic link .*up leads"):
-        scorefiles.score_files_in(folder)
+        score_paths.score_files_in(folder)
 
 
 def test_one_score_file_given_bare_is_refused_not_read_as_its_characters(tmp_path):

@@ -31,13 +31,12 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import pathlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING
 
-from seahorse_t5x import arguments, constants, errors, fileio
-from seahorse_t5x.data import ratings
+from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x.data import ratings, score_paths
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built: `--help` stays light
     import pandas as pd
@@ -147,6 +146,43 @@ def validate_row(
         out["question"] = normalize_question(row["question"])
     except ValueError as e:
         raise errors.DataError(path, line, "question", f"{e} (got {row['question']!r})") from None
+    out["label"] = _checked_label(
+        row, out["benchmark"], path, line, exact_labels, binary_benchmarks
+    )
+    # A numbered SEAHORSE question is 1..6. A named one is the score task's name, which
+    # `evaluate` writes for tasks that are not one question's (e.g. the NLI score tasks).
+    if (
+        out["benchmark"] == constants.SEAHORSE_BENCHMARK
+        and _is_number(out["question"])
+        and out["question"] not in _SEAHORSE_QUESTIONS
+    ):
+        raise errors.DataError(
+            path, line, "question", f"SEAHORSE questions are 1..6, got {row['question']!r}"
+        )
+    out["score"] = _checked_score(row["score"], path, line)
+    for field in (*constants.SLICE_FIELDS, "summary"):
+        value = row.get(field)
+        if isinstance(value, float) and math.isnan(value):
+            out[field] = value = None  # a missing value in a pandas-made row
+        if value is not None and not isinstance(value, str):
+            raise errors.DataError(path, line, field, f"expected a string or null, got {value!r}")
+    return out
+
+
+def _checked_label(
+    row: Mapping,
+    benchmark: str,
+    path: str,
+    line: int,
+    exact_labels: bool,
+    binary_benchmarks: frozenset[str] | None,
+) -> float:
+    """The row's label as a float, checked as `validate_row` says (with its `label_kind`).
+
+    Raises:
+      errors.DataError: a label that is no finite number, a bad `label_kind`, or a label
+        other than 0/1 (with `exact_labels`, the integers 0/1) where the labels are binary.
+    """
     label = row["label"]
     if isinstance(label, bool):
         # bool is an int subclass; the split files refuse true/false as labels too.
@@ -161,7 +197,6 @@ def validate_row(
         raise errors.DataError(
             path, line, "label", f"expected 0/1 or a finite number, got {label!r}"
         )
-    out["label"] = float(label)
     kind = row.get(LABEL_KIND_FIELD)
     if kind is not None and kind not in LABEL_KINDS:
         raise errors.DataError(
@@ -172,18 +207,14 @@ def validate_row(
         )
     if binary_benchmarks is None:
         binary_benchmarks = binary_label_benchmarks()
-    binary_benchmark = out["benchmark"] in binary_benchmarks
-    binary = (
-        binary_benchmark
-        or kind == LABEL_KIND_BINARY
-        or ratings.is_rating_benchmark(out["benchmark"])
-    )
-    if binary and out["label"] not in (0.0, 1.0):
+    binary_benchmark = benchmark in binary_benchmarks
+    binary = binary_benchmark or kind == LABEL_KIND_BINARY or ratings.is_rating_benchmark(benchmark)
+    if binary and float(label) not in (0.0, 1.0):
         raise errors.DataError(
             path,
             line,
             "label",
-            f"{out['benchmark']} labels are 0 (No) or 1 (Yes), got {label!r}; "
+            f"{benchmark} labels are 0 (No) or 1 (Yes), got {label!r}; "
             + (
                 "graded labels belong to graded benchmarks "
                 f"({', '.join(graded_label_benchmarks())})"
@@ -199,34 +230,23 @@ def validate_row(
             path,
             line,
             "label",
-            f"{out['benchmark']} labels are 0 (No) or 1 (Yes), got {label!r}; write 1 or 0, "
-            "not a decimal",
+            f"{benchmark} labels are 0 (No) or 1 (Yes), got {label!r}; write 1 or 0, not a decimal",
         )
-    # A numbered SEAHORSE question is 1..6. A named one is the score task's name, which
-    # `evaluate` writes for tasks that are not one question's (e.g. the NLI score tasks).
-    if (
-        out["benchmark"] == constants.SEAHORSE_BENCHMARK
-        and _is_number(out["question"])
-        and out["question"] not in _SEAHORSE_QUESTIONS
-    ):
-        raise errors.DataError(
-            path, line, "question", f"SEAHORSE questions are 1..6, got {row['question']!r}"
-        )
-    score = row["score"]
+    return float(label)
+
+
+def _checked_score(score: object, path: str, line: int) -> float:
+    """A row's score as a float: NaN for a missing one (null), -inf (log 0) or NaN, which
+    the report counts as missing.
+
+    Raises:
+      errors.DataError: a score that is neither a number nor null.
+    """
     if score is None:
-        out["score"] = math.nan
-    elif isinstance(score, bool) or not isinstance(score, _NUMBER):
+        return math.nan
+    if isinstance(score, bool) or not isinstance(score, _NUMBER):
         raise errors.DataError(path, line, "score", f"expected a number or null, got {score!r}")
-    else:
-        # -inf (log 0) and NaN are kept as NaN: counted as missing by the report.
-        out["score"] = float(score) if math.isfinite(score) else math.nan
-    for field in (*constants.SLICE_FIELDS, "summary"):
-        value = row.get(field)
-        if isinstance(value, float) and math.isnan(value):
-            out[field] = value = None  # a missing value in a pandas-made row
-        if value is not None and not isinstance(value, str):
-            raise errors.DataError(path, line, field, f"expected a string or null, got {value!r}")
-    return out
+    return float(score) if math.isfinite(score) else math.nan
 
 
 def score_row(
@@ -442,72 +462,6 @@ def _normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def score_files_in(folder: str | pathlib.Path) -> list[pathlib.Path]:
-    """The `*.jsonl` files in a folder and its sub-folders (e.g. `scores/` holding
-    `baselines`' `scores/baselines/`), in sorted order of their paths.
-
-    Only names ending in `.jsonl` count: a run's `OUTPUT.partial` and a writer's temporary
-    `.NAME.<random>.tmp` are never read. Hidden files and folders (a leading `.`) are
-    skipped. A symbolic link to a folder is followed like a folder (its files are listed
-    under the link's path); one that leads back to a folder it is inside, or nowhere, is
-    refused.
-
-    Raises:
-      errors.UserError: a link that makes a loop or leads nowhere, naming it.
-    """
-    found: list[pathlib.Path] = []
-
-    def visit(path: pathlib.Path, inside: tuple[pathlib.Path, ...]) -> None:
-        real = path.resolve()
-        # A folder that holds (or is) one this walk is inside would lead back into it.
-        if any(real == outer or real in outer.parents for outer in inside):
-            raise errors.UserError(
-                f"score folder {folder}: the symbolic link {path} leads to {real}, a folder "
-                "it is inside (a loop): remove the link, or give the folders to read"
-            )
-        for entry in sorted(os.scandir(path), key=lambda e: e.name):
-            if entry.name.startswith("."):
-                continue
-            if entry.is_dir():  # (a link to a folder too)
-                visit(pathlib.Path(path, entry.name), (*inside, real))
-            elif entry.is_symlink() and not os.path.exists(entry.path):
-                raise errors.UserError(
-                    f"score folder {folder}: the symbolic link {entry.path} leads nowhere (its "
-                    "target is missing, or links lead back to each other): remove or fix it"
-                )
-            elif entry.name.endswith(".jsonl"):
-                found.append(pathlib.Path(path, entry.name))
-
-    visit(pathlib.Path(folder), ())
-    return sorted(found)
-
-
-def expand_score_paths(paths: Sequence[str | pathlib.Path]) -> list[pathlib.Path]:
-    """Score file paths, a folder standing for the `*.jsonl` files in it and its sub-folders
-    (`score_files_in`; e.g. `evaluate`'s `OUT/scores/`, or `scores/` with `scores/baselines/`
-    in it), in the order given, each folder's files sorted.
-
-    Raises:
-      errors.UserError: one path given bare (`arguments.path_list`), no paths, a folder
-        without `.jsonl` files, or a symbolic link in one that makes a loop.
-    """
-    paths = arguments.path_list(paths, "paths")
-    if not paths:
-        raise errors.UserError("no score files given")
-    out: list[pathlib.Path] = []
-    for path in map(pathlib.Path, paths):
-        if path.is_dir():
-            found = score_files_in(path)
-            if not found:
-                raise errors.UserError(
-                    f"no .jsonl score files in folder {path} (nor in its sub-folders)"
-                )
-            out += found
-        else:
-            out.append(path)
-    return out
-
-
 def read_score_files(
     paths: Sequence[str | pathlib.Path], drop_duplicates: bool = False
 ) -> pd.DataFrame:
@@ -515,7 +469,7 @@ def read_score_files(
 
     Args:
       paths: score files, or folders standing for the `*.jsonl` files in them and their
-        sub-folders (`expand_score_paths`).
+        sub-folders (`score_paths.score_file_paths`).
       drop_duplicates: keep the first row of each duplicated item and record how many were
         dropped in `frame.attrs["duplicates_dropped"]` (`{"metric/benchmark/question": n}`)
         instead of raising.
@@ -534,23 +488,7 @@ def read_score_files(
     """
     import pandas as pd
 
-    paths = arguments.path_list(paths, "paths")
-    folders = any(pathlib.Path(p).is_dir() for p in paths)
-    paths = expand_score_paths(paths)
-    seen: set[pathlib.Path] = set()
-    for path in paths:
-        resolved = pathlib.Path(path).resolve()
-        if resolved in seen:
-            # Reading a file twice would count every item twice in every statistic.
-            raise errors.UserError(
-                f"score file given twice: {path}"
-                + (
-                    " (a folder stands for the .jsonl files of its sub-folders too)"
-                    if folders
-                    else ""
-                )
-            )
-        seen.add(resolved)
+    paths = score_paths.score_file_paths(paths)
     frame = pd.concat([read_score_file(p) for p in paths], ignore_index=True, sort=False)
     frame = _normalize_columns(frame)
     frame = _handle_duplicates(frame, drop_duplicates)
