@@ -1,9 +1,12 @@
 """A user's own rating data as SeqIO tasks, registered with one call (`register_rating_tasks`).
 
 Rows of `{data_dir}/{split}.jsonl` rated for questions of the user's own (format and checks:
-`seahorse_t5x.data.ratings`) become tasks shaped exactly like SEAHORSE's: the same
-premise/hypothesis chain, summary-keeping truncation, postprocessors and metrics
-(`premise_hypothesis.add_premise_hypothesis_task`). For a set `chat` with the question `polite`:
+`seahorse_t5x.data.rating_rows`) become tasks shaped exactly like SEAHORSE's: the same
+premise/hypothesis chain (`premise: {article} hypothesis: {summary}`), summary-keeping
+truncation (gin `seahorse_t5x.tasks.preprocessors.configured_truncation.mode` as for SEAHORSE),
+postprocessors and metrics (score tasks: `postprocessors.score_postprocessor` and
+`seqio_metrics.score_metrics`; the others `predict_postprocessor` and `predict_metrics`;
+`premise_hypothesis.add_premise_hypothesis_task`). For a set `chat` with the question `polite`:
 
   chat_polite                  target "1"/"0" from the `polite` rating (training, predict)
   chat_polite.{lang}           the same, one language (when the rows carry `language`)
@@ -17,6 +20,17 @@ premise/hypothesis chain, summary-keeping truncation, postprocessors and metrics
 Nothing is registered at import; nothing is read at registration unless the languages are
 left to be found in the data (`languages=None`). Bad rows are dropped and counted (logged
 once per file when it is first read; `drop_report(name)` returns the counts).
+
+The examples carry SEAHORSE's features (`inputs`, `targets`, `label`, `gem_id`, `language`,
+`dataset`, `system`, the truncation counters) but no int `question`: the task name says
+which question. A registered set is recorded in `seahorse_t5x.data.ratings`
+(`get_rating_set(name)`, `rating_task_of(task_name)`), so that in the same process
+`evaluate` writes the score rows of `chat_polite_score` (and of `chat_all_score`'s tasks)
+with `"benchmark": "chat"`, `"question": "polite"` and `"label_kind": "binary"`; `report`
+gives the set its own table (rows = metrics, one column per question, ρ/roc with bootstrap
+intervals). The trainer validates `chat_polite` on `chat_polite_score` and `chat_all` on
+`chat_all_score`: the `_score` suffix is how it finds them. T5X and `train` see the tasks
+when a gin file imports the module that registers them.
 """
 
 from __future__ import annotations
@@ -31,7 +45,7 @@ import tensorflow as tf
 from absl import logging
 
 from seahorse_t5x import constants, errors
-from seahorse_t5x.data import ratings
+from seahorse_t5x.data import rating_rows, ratings
 from seahorse_t5x.formats import trained_inputs, vocab
 from seahorse_t5x.tasks import premise_hypothesis
 
@@ -48,7 +62,7 @@ def _gfile_opener(path: str):
     return tf.io.gfile.GFile(path, "r")
 
 
-def _opener(path: str) -> ratings.Opener | None:
+def _opener(path: str) -> rating_rows.Opener | None:
     # Local files go through fileio (lines that are not UTF-8 are dropped and counted);
     # remote folders (gs://) through tf.io.gfile.
     return _gfile_opener if "://" in path else None
@@ -75,11 +89,11 @@ def _split_path(rating_set: ratings.RatingSet, split: str) -> str:
 
 
 @functools.cache
-def _read(path: str, size: int, mtime: int, questions: tuple[str, ...]) -> ratings.RatingsFile:
+def _read(path: str, size: int, mtime: int, questions: tuple[str, ...]) -> rating_rows.RatingsFile:
     """Reads a rating split file once per process (again when it changes) and logs its
     drop report."""
     del size, mtime  # cache keys only
-    result = ratings.read_file(path, questions, _opener(path))
+    result = rating_rows.read_file(path, questions, _opener(path))
     if result.dropped or result.unasked_questions() or not result.rows_read:
         logging.warning("%s", result.summary())
     else:
@@ -87,13 +101,13 @@ def _read(path: str, size: int, mtime: int, questions: tuple[str, ...]) -> ratin
     return result
 
 
-def _ratings_file(rating_set: ratings.RatingSet, split: str) -> ratings.RatingsFile:
+def _ratings_file(rating_set: ratings.RatingSet, split: str) -> rating_rows.RatingsFile:
     path = _split_path(rating_set, split)
     stat = tf.io.gfile.stat(path)
     return _read(path, stat.length, stat.mtime_nsec, rating_set.questions)
 
 
-def ratings_file(name: str, split: str) -> ratings.RatingsFile:
+def ratings_file(name: str, split: str) -> rating_rows.RatingsFile:
     """The counts and drops of one split file of a registered set (read once, then cached).
 
     Raises:
@@ -119,7 +133,7 @@ def _examples(
 ) -> Iterator[dict]:
     path = _split_path(rating_set, split)
     prompt = rating_set.prompts[question]
-    for _, row in ratings.iter_rows(path, rating_set.questions, _opener(path)):
+    for _, row in rating_rows.iter_rows(path, rating_set.questions, _opener(path)):
         if isinstance(row, errors.DataError):
             continue  # counted in the file's drop report
         label = row["labels"][question]
@@ -278,93 +292,19 @@ def _add_tasks(rating_set: ratings.RatingSet, output_features: Mapping[str, seqi
     )
 
 
-def register_rating_tasks(
+def _new_rating_set(
     name: str,
     data_dir: str | os.PathLike | None,
     questions: Sequence[str],
-    *,
-    languages: Sequence[str] | None = None,
-    vocabulary: seqio.Vocabulary | str | None = None,
-    prompts: Mapping[str, str] | None = None,
-    splits: Sequence[str] = constants.SPLITS,
-) -> list[str]:
-    """Registers SeqIO tasks and mixtures for a user's own rating data, like SEAHORSE's.
-
-    The data is a folder of JSON Lines files `{data_dir}/{split}.jsonl`, one object per
-    rated summary: `article` and `summary` (non-empty strings), one field per question
-    holding 1 (Yes), 0 (No) or null (a row without the field is unlabelled for it), and
-    optionally `language` (a lowercase code such as `en`), `system`, `dataset` and `gem_id`
-    (or `id`). A row that breaks these rules (not JSON, no article, a label such as "yes",
-    true or 1.0) is dropped and counted with its file, line and field: logged once per file
-    when it is first read, and returned by `seahorse_t5x.tasks.ratings.drop_report(name)`
-    (per split: rows read, kept and dropped, kept + dropped = read; drops per field; the
-    first drops as `file:line field 'polite': reason`; yes/no/null counts per question).
-
-    Example (docs/tasks.md, "Your own rating data")::
-
-      from seahorse_t5x.tasks import register_rating_tasks
-
-      register_rating_tasks("chat", "/data/chat_ratings", ["polite", "formal"])
-      # -> ["chat_polite", "chat_polite.de", ..., "chat_all", "chat_all_score"]
-
-    For each question `q` it registers, with `{name}` the set's name:
-
-      {name}_{q}                 training and predict mode: target "1"/"0"
-      {name}_{q}.{lang}          the same on one language's rows, for each language
-      {name}_all_{q}             the multi-question input `question: {prompt} premise: ...`
-      {name}_{q}_score           T5X score mode (`evaluate`): constant target "1", gold
-                                 label in `label`
-      {name}_{q}_score.{lang}    the same on one language's rows
-      {name}_all_{q}_score       score mode for the multi-question model
-
-    and the mixtures `{name}_all` (the `{name}_all_{q}` tasks, each at the rate of its
-    labelled train rows) and `{name}_all_score` (their score tasks). A task's examples are
-    the rows labelled 1 or 0 for its question, in file order. The inputs are
-    `premise: {article} hypothesis: {summary}`, cut inside the article so the summary
-    always fits (gin `seahorse_t5x.tasks.preprocessors.configured_truncation.mode` as for
-    SEAHORSE). Score tasks use `postprocessors.score_postprocessor` and
-    `seqio_metrics.score_metrics`, the others `predict_postprocessor` and `predict_metrics`.
-
-    The examples carry SEAHORSE's features (`inputs`, `targets`, `label`, `gem_id`,
-    `language`, `dataset`, `system`, the truncation counters) but no int `question`: the
-    task name says which question. The set is recorded in `seahorse_t5x.data.ratings`
-    (`get_rating_set(name)`, `rating_task_of(task_name)`), so that in the same process
-    `evaluate` writes the score rows of `{name}_{q}_score` (and of `{name}_all_score`'s
-    tasks) with `"benchmark": name`, `"question": q` and `"label_kind": "binary"`;
-    `report` gives the set its own table (rows = metrics, one column per question, ρ/roc
-    with bootstrap intervals). The trainer validates `{name}_{q}` on `{name}_{q}_score`
-    and `{name}_all` on `{name}_all_score`: the `_score` suffix is how it finds them. T5X
-    and `train` see the tasks when a gin file imports the module that makes this call.
-
-    Args:
-      name: the set's name, a lowercase identifier (`chat`); also the `benchmark` of its
-        score rows. Not one of the project's own (`seahorse`, `mface`, `true`, `metal`, ...).
-      data_dir: the folder of the split files, looked up when a dataset is built (a
-        `gs://` folder works). None: gin
-        `seahorse_t5x.data.ratings.rating_data_dirs.paths = {"chat": PATH}`, else the
-        environment variable `SEAHORSE_RATINGS_DIR_{NAME}` (`SEAHORSE_RATINGS_DIR_CHAT`).
-      questions: the question names, lowercase identifiers that are also the rows' label
-        fields (`["polite", "formal"]`); not `all`, `score`, `q4`-like, starting with
-        `all_` or ending with `_score`, nor a row field such as `article`.
-      languages: the languages that get their own tasks. None: every `language` found in
-        the rows (the split files are read now, so the folder must be reachable); a list to
-        register without reading; () for none.
-      vocabulary: the inputs' and targets' vocabulary: None for the project's
-        (`vocab.deferred_vocabulary()`: gin, SEAHORSE_VOCAB, else mT5's, chosen when used),
-        a SentencePiece model path or `demo`, or a `seqio.Vocabulary`. It must be the
-        model's.
-      prompts: the text that names each question in the multi-question inputs
-        (`{"polite": "polite to the reader"}`); by default the question's name.
-      splits: the split files the set has (any of train, validation, test).
-
-    Returns:
-      The registered names: the tasks in the order above (per question: training then
-      score mode), then `{name}_all` and `{name}_all_score`.
+    languages: Sequence[str] | None,
+    prompts: Mapping[str, str] | None,
+    splits: Sequence[str],
+) -> ratings.RatingSet:
+    """The rating set `register_rating_tasks` is given, its names checked, its languages
+    found in the data when not given, none of its names registered already.
 
     Raises:
-      UserError: a name, question, language, prompt or split that is not valid (nothing
-        is registered then), a name already registered (call `remove_rating_tasks` first),
-        or, with `languages=None`, a data folder that is not set or a missing split file.
+      UserError: as `register_rating_tasks` says.
     """
     name, questions, _ = ratings.check_rating_names(name, questions)
     if isinstance(languages, str):
@@ -401,9 +341,84 @@ def register_rating_tasks(
             + (f" and {len(clashes) - 5} more" if len(clashes) > 5 else "")
             + "; choose another name or question"
         )
+    return rating_set
+
+
+def register_rating_tasks(
+    name: str,
+    data_dir: str | os.PathLike | None,
+    questions: Sequence[str],
+    *,
+    languages: Sequence[str] | None = None,
+    vocabulary: seqio.Vocabulary | str | None = None,
+    prompts: Mapping[str, str] | None = None,
+    splits: Sequence[str] = constants.SPLITS,
+) -> list[str]:
+    """Registers SeqIO tasks and mixtures for a user's own rating data, like SEAHORSE's.
+
+    The data is a folder of JSON Lines files `{data_dir}/{split}.jsonl`, one object per
+    rated summary: `article`, `summary`, one field per question holding 1 (Yes), 0 (No) or
+    null, optional slice fields (`seahorse_t5x.data.rating_rows`). A row that breaks these
+    rules is dropped and counted with its file, line and field: logged once per file when
+    it is first read, and returned by `seahorse_t5x.tasks.ratings.drop_report(name)` (per
+    split: rows read, kept and dropped; drops per field; yes/no/null counts per question).
+
+    Example (docs/tasks.md, "Your own rating data")::
+
+      from seahorse_t5x.tasks import register_rating_tasks
+
+      register_rating_tasks("chat", "/data/chat_ratings", ["polite", "formal"])
+      # -> ["chat_polite", "chat_polite.de", ..., "chat_all", "chat_all_score"]
+
+    For each question it registers the six kinds of task the module's docstring lists
+    (training, per language, multi-question, and their score tasks for `evaluate`), and the
+    mixtures `{name}_all` (the `{name}_all_{q}` tasks, each at the rate of its labelled train
+    rows) and `{name}_all_score` (their score tasks), shaped as SEAHORSE's are. A task's
+    examples are the rows labelled 1 or 0 for its question, in file order.
+    The set is recorded in `seahorse_t5x.data.ratings`: what `evaluate`, `report` and the
+    trainer then do with its tasks is the module docstring's.
+
+    Args:
+      name: the set's name, a lowercase identifier (`chat`); also the `benchmark` of its
+        score rows. Not one of the project's own (`seahorse`, `mface`, `true`, `metal`, ...).
+      data_dir: the folder of the split files, looked up when a dataset is built (a
+        `gs://` folder works). None: gin
+        `seahorse_t5x.data.ratings.rating_data_dirs.paths = {"chat": PATH}`, else the
+        environment variable `SEAHORSE_RATINGS_DIR_{NAME}` (`SEAHORSE_RATINGS_DIR_CHAT`).
+      questions: the question names, lowercase identifiers that are also the rows' label
+        fields (`["polite", "formal"]`); not `all`, `score`, `q4`-like, starting with
+        `all_` or ending with `_score`, nor a row field such as `article`.
+      languages: the languages that get their own tasks. None: every `language` found in
+        the rows (the split files are read now, so the folder must be reachable); a list to
+        register without reading; () for none.
+      vocabulary: the inputs' and targets' vocabulary: None for the project's
+        (`vocab.deferred_vocabulary()`: gin, SEAHORSE_VOCAB, else mT5's, chosen when used),
+        a SentencePiece model path or `demo`, or a `seqio.Vocabulary`. It must be the
+        model's.
+      prompts: the text that names each question in the multi-question inputs
+        (`{"polite": "polite to the reader"}`); by default the question's name.
+      splits: the split files the set has (any of train, validation, test).
+
+    Returns:
+      The registered names: the tasks in the order above (per question: training then
+      score mode), then `{name}_all` and `{name}_all_score`.
+
+    Raises:
+      UserError: a name, question, language, prompt or split that is not valid (nothing
+        is registered then), a name already registered (call `remove_rating_tasks` first),
+        or, with `languages=None`, a data folder that is not set or a missing split file.
+    """
+    rating_set = _new_rating_set(name, data_dir, questions, languages, prompts, splits)
     output_features = premise_hypothesis.output_features(
         None if vocabulary is None else vocab.get_vocabulary(vocabulary)
     )
+    _register(rating_set, output_features)
+    return rating_set.names
+
+
+def _register(rating_set: ratings.RatingSet, output_features: Mapping) -> None:
+    """Adds the set's tasks and mixtures to SeqIO (none of them, if one fails) and records
+    the set in `seahorse_t5x.data.ratings`."""
     try:
         _add_tasks(rating_set, output_features)
     except Exception:
@@ -412,12 +427,11 @@ def register_rating_tasks(
     ratings.add_rating_set(rating_set)
     logging.info(
         "registered the rating set %s: %d tasks and 2 mixtures (questions %s, languages %s)",
-        name,
-        len(task_list),
-        ", ".join(questions),
-        ", ".join(languages) or "none",
+        rating_set.name,
+        len(rating_set.task_names),
+        ", ".join(rating_set.questions),
+        ", ".join(rating_set.languages) or "none",
     )
-    return rating_set.names
 
 
 def inputs_meta(task_or_mixture: str) -> dict:

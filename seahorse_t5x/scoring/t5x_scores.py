@@ -62,7 +62,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from seahorse_t5x import constants, errors, fileio
-from seahorse_t5x.data import ratings, scorefiles, splits
+from seahorse_t5x.data import rating_rows, ratings, scorefiles, splits
 from seahorse_t5x.formats import ice_format, input_format, task_names
 
 _SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
@@ -378,7 +378,7 @@ def _rating_rows(task: ScoreTask, data_dir: str | None, split: str) -> _TaskRows
     # Local files as the task reads them (lines that are not UTF-8 dropped and counted).
     opener = _open if "://" in path else None
     rows, dropped = [], 0
-    for _, row in ratings.iter_rows(path, rating_set.questions, opener):
+    for _, row in rating_rows.iter_rows(path, rating_set.questions, opener):
         if isinstance(row, errors.DataError):
             dropped += 1
             continue
