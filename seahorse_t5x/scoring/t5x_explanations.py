@@ -11,7 +11,7 @@ object per example, in dataset order (T5X's `write_inferences_to_file`),
 
 `inputs` holds more fields when `write_inferences_to_file.input_fields_to_include` names
 them (`id`, the token ids `inputs`), and `prediction_tokens` follows with `output_ids`. With
-`infer.num_shards = n`, shard k holds examples k, k + n, ... (`t5x_scores.read_infer_records`
+`infer.num_shards = n`, shard k holds examples k, k + n, ... (`infer_output.read_infer_records`
 puts them back in order).
 
 The task's examples are the kept rows of the MetricInstruct file its split read, in file
@@ -45,7 +45,7 @@ from seahorse_t5x import errors, fileio
 from seahorse_t5x.data import metric_instruct
 from seahorse_t5x.formats import error_analysis, task_names
 from seahorse_t5x.inference import explain
-from seahorse_t5x.scoring import t5x_scores
+from seahorse_t5x.scoring import infer_output
 
 DEFAULT_BENCHMARK = explain.DEFAULT_BENCHMARK
 PREDICT_MODE_EXPECTED = "one T5X predict-mode record per line (infer.py with mode='predict')"
@@ -258,7 +258,7 @@ def convert(
         infer_paths = [infer_paths]
     infer_paths = [os.fspath(p) for p in infer_paths]
     explanation_task = resolve_task(task, infer_paths)
-    records = t5x_scores.read_infer_records(
+    records = infer_output.read_infer_records(
         infer_paths, _check_predict_record, PREDICT_MODE_EXPECTED
     )
     items, dropped = task_inputs(input_path, explanation_task.task_type)

@@ -14,7 +14,8 @@ The run gins' model is `t5x_models.LabelScoringModel`: `score` is log P(yes) and
 decoder step (ICE: the answer words' first pieces), so exp(score) + exp(log_p_no) = 1, and
 the converter writes `score` = exp(score) = P(yes), what `seahorse-t5x score` computes, with
 `log_p_yes` beside it. With `infer.num_shards = n`, shard k holds the examples k, k + n,
-k + 2n, ... (SeqIO's `Dataset.shard`), in files `...-0000k-of-0000n`.
+k + 2n, ... (SeqIO's `Dataset.shard`), in files `...-0000k-of-0000n` (read back in order by
+`infer_output`).
 
 Output of T5X's own `EncoderDecoderModel` (gins before `LabelScoringModel`, or a model gin
 of one's own) has no `aux.log_p_no`: its score is log P(target) over the whole vocabulary,
@@ -58,14 +59,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x import constants, errors
 from seahorse_t5x.data import rating_rows, ratings, scorefiles, splits
 from seahorse_t5x.formats import ice_format, input_format, task_names
-
-_SHARD_PATTERN = re.compile(r"-(\d{5})-of-(\d{5})$")
+from seahorse_t5x.scoring import infer_output
 
 # `score_kind` of the rows written: P(yes) of the two-way softmax (`LabelScoringModel`
 # output), or T5X's log P(target) over the whole vocabulary (its own model).
@@ -193,116 +192,6 @@ def score_task(task: str) -> ScoreTask:
     )
 
 
-def _open(path: str):
-    if "://" in path:
-        import tensorflow as tf  # only for remote (gs://) paths
-
-        return tf.io.gfile.GFile(path, "r")
-    # A byte-order mark is dropped; bytes that are not UTF-8 are reported as file:line.
-    return fileio.open_text_input(path)
-
-
-def _exists(path: str) -> bool:
-    if "://" in path:
-        import tensorflow as tf
-
-        return tf.io.gfile.exists(path)
-    return os.path.exists(path)
-
-
-def _json_lines(path: str) -> Iterator[tuple[int, dict]]:
-    return fileio.iter_json_objects(path, opener=_open)
-
-
-def order_shards(paths: Sequence[str]) -> list[str]:
-    """The infer output files in shard order, checked to be one complete set.
-
-    A single file without a shard suffix is returned as it is.
-
-    Raises:
-      UserError: for no files, a mix of shard sets, duplicates or missing shards.
-    """
-    if not paths:
-        raise errors.UserError("no --infer_output file given")
-    for path in paths:
-        if not _exists(path):
-            raise errors.UserError(f"infer output not found: {path}")
-    shards: dict[int, str] = {}
-    totals = set()
-    for path in paths:
-        match = _SHARD_PATTERN.search(path)
-        if match is None:
-            if len(paths) > 1:
-                raise errors.UserError(
-                    f"{path} has no -NNNNN-of-NNNNN shard suffix; give one unsharded file, "
-                    "or all shards of one inference run"
-                )
-            return [path]
-        index, total = int(match.group(1)), int(match.group(2))
-        if index in shards:
-            raise errors.UserError(f"shard {index} given twice: {shards[index]} and {path}")
-        shards[index] = path
-        totals.add(total)
-    if len(totals) != 1:
-        raise errors.UserError(f"the files come from runs with different shard counts {totals}")
-    total = totals.pop()
-    missing = sorted(set(range(total)) - set(shards))
-    if missing:
-        raise errors.UserError(
-            f"shards {missing} of {total} are missing; T5X writes one file per shard_id and "
-            "the examples are interleaved across them, so all are needed"
-        )
-    return [shards[i] for i in range(total)]
-
-
-def read_infer_records(
-    paths: Sequence[str],
-    check_record: Callable[[str, int, dict], None],
-    expected: str,
-) -> list[tuple[str, int, dict]]:
-    """The records of one infer.py run's output files in dataset order, each as (file, line,
-    record): a single file as it is, shards interleaved back (shard k of n holds examples
-    k, k + n, ...).
-
-    Args:
-      paths: the output file, or all its `-NNNNN-of-NNNNN` shard files (`order_shards`).
-      check_record: raises a DataError for a record of the wrong kind.
-      expected: what one line holds, for the message about empty files.
-
-    Raises:
-      UserError / DataError: for incomplete shard sets, bad JSON, records `check_record`
-        refuses, no record at all, or shard sizes no round-robin split gives.
-    """
-    ordered = order_shards(paths)
-    per_shard = []
-    for path in ordered:
-        records = []
-        for number, record in _json_lines(path):
-            check_record(path, number, record)
-            records.append((path, number, record))
-        per_shard.append(records)
-    n = len(per_shard)
-    # A later shard may be empty (a split with fewer examples than shards); all empty is not.
-    if not any(per_shard):
-        raise fileio.empty_file_error(ordered[0], expected)
-    if n == 1:
-        return per_shard[0]
-    # Shard k holds examples k, k + n, ...: its sizes are equal or one less than shard 0's.
-    sizes = [len(records) for records in per_shard]
-    if any(not (sizes[0] - 1 <= size <= sizes[0]) for size in sizes) or any(
-        a < b for a, b in zip(sizes, sizes[1:], strict=False)
-    ):
-        raise errors.UserError(
-            f"shard sizes {sizes} cannot come from one dataset split round-robin into {n}"
-        )
-    merged = []
-    for position in range(sizes[0]):
-        for records in per_shard:
-            if position < len(records):
-                merged.append(records[position])
-    return merged
-
-
 def _check_score_record(path: str, number: int, record: dict) -> None:
     """A score-mode record: a numeric `score`.
 
@@ -323,7 +212,7 @@ def read_infer_output(paths: Sequence[str]) -> list[tuple[str, int, dict]]:
       UserError / DataError: for incomplete shard sets, bad JSON, or a record without a
         numeric `score` (predict-mode output, or scores with intermediates).
     """
-    return read_infer_records(
+    return infer_output.read_infer_records(
         paths,
         _check_score_record,
         "one T5X score-mode record per line (infer.py with mode='score')",
@@ -347,7 +236,7 @@ def _seahorse_rows(task: ScoreTask, data_dir: str | None, split: str) -> _TaskRo
             f"--data_dir is needed for {task.name}: the prepared data folder the infer run read"
         )
     path = splits.split_path(data_dir, split)
-    if not _exists(path):
+    if not infer_output.exists(path):
         raise errors.UserError(
             f"split file not found: {path} (written by `seahorse-t5x prepare`; --data_dir "
             "must be the folder the infer run read)"
@@ -355,9 +244,11 @@ def _seahorse_rows(task: ScoreTask, data_dir: str | None, split: str) -> _TaskRo
     field = splits.label_field(task.question)
     rows = [
         {**row, "label": int(row[field])}
-        for row in splits.labelled_rows(path, task.question, task.language, opener=_open)
+        for row in splits.labelled_rows(
+            path, task.question, task.language, opener=infer_output.open_text
+        )
     ]
-    if not rows and splits.is_empty(path, opener=_open):
+    if not rows and splits.is_empty(path, opener=infer_output.open_text):
         # The split the infer run read: its output cannot come from an empty file.
         raise splits.empty_split_error(path)
     return _TaskRows(f"{data_dir}/{split}.jsonl", rows)
@@ -370,13 +261,13 @@ def _rating_rows(task: ScoreTask, data_dir: str | None, split: str) -> _TaskRows
     rating_set = task.rating_set
     folder = data_dir or rating_set.resolved_data_dir()
     path = os.path.join(folder, f"{split}.jsonl")
-    if not _exists(path):
+    if not infer_output.exists(path):
         raise errors.UserError(
             f"rating split file not found: {path} (--data_dir, or else the rating set "
             f"{rating_set.name!r}'s own folder, must be the folder the infer run read)"
         )
     # Local files as the task reads them (lines that are not UTF-8 dropped and counted).
-    opener = _open if "://" in path else None
+    opener = infer_output.open_text if "://" in path else None
     rows, dropped = [], 0
     for _, row in rating_rows.iter_rows(path, rating_set.questions, opener):
         if isinstance(row, errors.DataError):
@@ -493,6 +384,88 @@ def _score_row(
     )
 
 
+def _checked_task(task: str, split: str, metric: str) -> ScoreTask:
+    """`score_task(task)`, checked to have `split`, once `metric` is checked to name one.
+
+    Raises:
+      UserError: an empty metric name, an unknown task, or a split the task lacks.
+    """
+    if not metric.strip():
+        raise errors.UserError("--metric must name the metric (e.g. seahorse_q4_xxl_t5x)")
+    inferred = score_task(task)
+    if split not in inferred.splits:
+        raise errors.UserError(
+            f"--split {split!r}: {task} has the splits {', '.join(inferred.splits)}"
+        )
+    return inferred
+
+
+def _rows_for_records(task: ScoreTask, data_dir: str | None, split: str, records: int) -> _TaskRows:
+    """The rows the task read (`_seahorse_rows`, `_rating_rows`), one per infer record.
+
+    Raises:
+      UserError: the rows are not as many as the records.
+    """
+    read_rows = _seahorse_rows if task.rating_set is None else _rating_rows
+    source = read_rows(task, data_dir, split)
+    if records != len(source.rows):
+        where = f" in {task.language}" if task.language else ""
+        raise errors.UserError(
+            f"the infer output has {records} examples but {source.path} has "
+            f"{len(source.rows)} rows labelled for {task.question_name}{where}: was it "
+            f"inferred with task {task.name}, split {split} and this data folder?"
+        )
+    return source
+
+
+def _checked_inputs(path: str, number: int, record: dict, target: str | None) -> dict:
+    """The record's `inputs` (`{}` when it has none), its `targets_pretokenized`, when given,
+    checked to be the task's constant target (`target`; None: any, as ICE's answer words).
+
+    Raises:
+      DataError: `inputs` is not an object, or holds another target.
+    """
+    inputs = record.get("inputs") or {}
+    if not isinstance(inputs, dict):
+        raise errors.DataError(path, number, "inputs", f"expected an object, got {inputs!r}")
+    given = inputs.get("targets_pretokenized")
+    if target is not None and given is not None and given != target:
+        raise errors.DataError(
+            path,
+            number,
+            "inputs.targets_pretokenized",
+            f"expected the constant target {target!r} of a score task, got "
+            f"{given!r}: the score is then not log P(yes)",
+        )
+    return inputs
+
+
+def _is_two_way(
+    path: str, number: int, record: dict, log_p_yes: float, first_kind: bool | None
+) -> bool:
+    """Whether the record's score is `LabelScoringModel`'s two-way log P(yes) (it carries
+    `aux.log_p_no`, and the two probabilities sum to 1) rather than T5X's log P(target).
+
+    Raises:
+      DataError: a kind other than the first record's (`first_kind`; None: this is the
+        first), or a two-way pair whose probabilities do not sum to 1.
+    """
+    log_p_no = _log_p_no(path, number, record)
+    two_way = log_p_no is not None
+    if first_kind is not None and two_way != first_kind:
+        raise errors.DataError(
+            path,
+            number,
+            f"aux.{AUX_LOG_P_NO}",
+            f"{'present' if two_way else 'missing'}, unlike the first record: the files "
+            "mix two-way log P(yes) (LabelScoringModel) and whole-vocabulary log "
+            "P(target) scores; convert each run's output on its own",
+        )
+    if two_way:
+        _check_two_way(path, number, log_p_yes, log_p_no)
+    return two_way
+
+
 def convert(
     infer_paths: Sequence[str],
     task: str,
@@ -537,40 +510,15 @@ def convert(
         a file mixing two-way and whole-vocabulary scores, or a two-way pair whose
         probabilities do not sum to 1.
     """
-    if not metric.strip():
-        raise errors.UserError("--metric must name the metric (e.g. seahorse_q4_xxl_t5x)")
-    inferred = score_task(task)
-    if split not in inferred.splits:
-        raise errors.UserError(
-            f"--split {split!r}: {task} has the splits {', '.join(inferred.splits)}"
-        )
+    inferred = _checked_task(task, split, metric)
     records = read_infer_output(infer_paths)
-    read_rows = _seahorse_rows if inferred.rating_set is None else _rating_rows
-    source = read_rows(inferred, data_dir, split)
-    if len(records) != len(source.rows):
-        where = f" in {inferred.language}" if inferred.language else ""
-        raise errors.UserError(
-            f"the infer output has {len(records)} examples but {source.path} has "
-            f"{len(source.rows)} rows labelled for {inferred.question_name}{where}: was it "
-            f"inferred with task {task}, split {split} and this data folder?"
-        )
+    source = _rows_for_records(inferred, data_dir, split, len(records))
     out = []
     non_finite = unchecked = 0
     first_non_finite: str | None = None
     two_way_kind: bool | None = None  # the first record's kind; every record must match it
     for (path, number, record), row in zip(records, source.rows, strict=True):
-        inputs = record.get("inputs") or {}
-        if not isinstance(inputs, dict):
-            raise errors.DataError(path, number, "inputs", f"expected an object, got {inputs!r}")
-        given = inputs.get("targets_pretokenized")
-        if inferred.target is not None and given is not None and given != inferred.target:
-            raise errors.DataError(
-                path,
-                number,
-                "inputs.targets_pretokenized",
-                f"expected the constant target {inferred.target!r} of a score task, got "
-                f"{given!r}: the score is then not log P(yes)",
-            )
+        inputs = _checked_inputs(path, number, record, inferred.target)
         row_name = (
             f"row {len(out) + 1} labelled for {inferred.question_name} in {split}.jsonl for "
             f"{task} (gem_id {row.get('gem_id')!r})"
@@ -579,21 +527,9 @@ def convert(
             path, number, inputs, inferred.tail(row), row_name, join_by_position
         )
         score = float(record["score"])
-        log_p_no = _log_p_no(path, number, record)
-        two_way = log_p_no is not None
+        two_way = _is_two_way(path, number, record, score, two_way_kind)
         if two_way_kind is None:
             two_way_kind = two_way
-        elif two_way != two_way_kind:
-            raise errors.DataError(
-                path,
-                number,
-                f"aux.{AUX_LOG_P_NO}",
-                f"{'present' if two_way else 'missing'}, unlike the first record: the files "
-                "mix two-way log P(yes) (LabelScoringModel) and whole-vocabulary log "
-                "P(target) scores; convert each run's output on its own",
-            )
-        if two_way:
-            _check_two_way(path, number, score, log_p_no)
         if not math.isfinite(score):
             non_finite += 1
             first_non_finite = first_non_finite or f"{path}:{number}"
