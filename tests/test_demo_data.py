@@ -12,7 +12,7 @@ import sentencepiece as spm
 from sklearn.metrics import roc_auc_score
 
 from seahorse_t5x import constants
-from seahorse_t5x.data import demo_data
+from seahorse_t5x.data import demo_articles, demo_data
 from seahorse_t5x.formats import vocab
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -109,7 +109,7 @@ def test_defects_are_visible_in_the_text():
         return sum(bool(holds(r)) for r in chosen) / len(chosen)
 
     def lexicon(row):
-        return demo_data.LEXICONS[constants.WORKER_LANG_TO_LANGUAGE[row["worker_lang"]]]
+        return demo_articles.LEXICONS[constants.WORKER_LANG_TO_LANGUAGE[row["worker_lang"]]]
 
     def mean_words(q, label):
         lengths = [len(r["summary"].split()) for r in rows if r[f"question{q}"] == label]

@@ -8,7 +8,7 @@ import pathlib
 import pytest
 
 from seahorse_t5x import constants
-from seahorse_t5x.data import demo_data, demo_explanations, metric_instruct
+from seahorse_t5x.data import demo_articles, demo_data, demo_explanations, metric_instruct
 from seahorse_t5x.formats import error_analysis
 
 ASPECT_OF = {
@@ -89,7 +89,7 @@ def test_each_defect_kind_yields_its_aspect_and_its_words(demo):
     seen = collections.Counter()
     for _, row, defects in _pairs(data):
         summary = row["summary"]
-        lexicon = demo_data.LEXICONS[constants.WORKER_LANG_TO_LANGUAGE[row["worker_lang"]]]
+        lexicon = demo_articles.LEXICONS[constants.WORKER_LANG_TO_LANGUAGE[row["worker_lang"]]]
         for defect in defects.shown:
             error = demo_explanations.explained_error(summary, defect)
             assert error.aspect == ASPECT_OF[defect.question]

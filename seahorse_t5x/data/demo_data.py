@@ -42,10 +42,9 @@ import random
 import re
 import string
 from collections.abc import Callable
-from importlib import resources
 
 from seahorse_t5x import constants, fileio
-from seahorse_t5x.data import demo_explanations
+from seahorse_t5x.data import demo_articles, demo_explanations
 from seahorse_t5x.data.demo_explanations import Defect, SummaryDefects
 
 # Rows per split, like a small slice of SEAHORSE's 59/9/21 train/validation/test shares.
@@ -62,10 +61,7 @@ INVENTED_ENTITY_SHARE = 0.85  # of Q4 defects, how many use a never-seen entity
 STRAY_PUNCTUATION = (",", ".")  # Q3: marks standing alone between words
 LOOP_LENGTH = (8, 10)  # Q2: how often the looped word is said, inclusive range
 LOOP_STRIP = ".,"  # Q2: marks dropped from the looped word
-CLOSING_SENTENCE_RATE = 0.25  # articles ending with a closing remark (kept short otherwise)
 SUMMARIES_PER_ARTICLE = (2, 6)  # inclusive range; SEAHORSE has several systems per article
-# Each language's words and sentence templates (`Lexicon` fields), shipped beside this module.
-LEXICONS_FILE = "lexicons.json"
 
 # Share of Yes per system and question, from the paper's Table 3 (Q1..Q6).
 SYSTEM_YES_RATES: dict[str, tuple[float, ...]] = {
@@ -101,77 +97,7 @@ LANGUAGE_DATASET_WEIGHTS: dict[tuple[str, str], int] = {
 WORKER_LANG: dict[str, str] = {v: k for k, v in constants.WORKER_LANG_TO_LANGUAGE.items()}
 
 
-@dataclasses.dataclass(frozen=True)
-class Lexicon:
-    """One language's words and sentence templates.
-
-    Slots: {person} {role} {org} {event} {city} {day} {num} {num2} in the main sentences;
-    {person2} {city2} {job} {thing} {weather} {month} in the side sentences. Cities are
-    stored in the form every template uses (e.g. Russian prepositional, Turkish locative).
-    """
-
-    names: tuple[str, ...]
-    invented_names: tuple[str, ...]  # never appear in an article: Q4 hallucinations
-    cities: tuple[str, ...]
-    invented_cities: tuple[str, ...]
-    orgs: tuple[str, ...]
-    roles: tuple[str, ...]
-    events: tuple[str, ...]
-    days: tuple[str, ...]
-    jobs: tuple[str, ...]
-    things: tuple[str, ...]
-    weathers: tuple[str, ...]
-    months: tuple[str, ...]
-    article_main: str
-    article_number: str
-    article_sides: tuple[str, ...]
-    article_closings: tuple[str, ...]
-    summary_mains: tuple[str, ...]  # the last one mentions {num}
-    summary_vagues: tuple[str, ...]  # Q5 No: names the place, not what happened ({city})
-    summary_fillers: tuple[str, ...]  # Q6 No: empty padding; never in an article
-    alphabet: str  # letters of garbled (Q1) words
-
-
-def _load_lexicons() -> dict[str, Lexicon]:
-    """The per-language lexicons from the package's `lexicons.json` (language -> fields).
-
-    Lists there become tuples here, so a lexicon is hashable and read-only like the rest of
-    the generator's constants.
-    """
-    text = resources.files("seahorse_t5x.data").joinpath(LEXICONS_FILE).read_text("utf-8")
-    return {
-        language: Lexicon(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
-        for language, fields in json.loads(text).items()
-    }
-
-
-LEXICONS: dict[str, Lexicon] = _load_lexicons()
-
 _ENTITY_SLOTS = ("person", "city")  # the entity slots of the summary templates
-
-
-@dataclasses.dataclass(frozen=True)
-class _Sentence:
-    template: str
-    slots: dict[str, str]
-
-    def render(self, **overrides: str) -> str:
-        text = self.template.format(**{**self.slots, **overrides})
-        return text[0].upper() + text[1:]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Article:
-    gem_id: str
-    language: str
-    main_slots: dict[str, str]
-    sentences: tuple[_Sentence, ...]  # main, number, side details..., closing
-    sides: tuple[_Sentence, ...]
-    entities: frozenset[str]  # every name, city and number the article mentions
-
-    @property
-    def text(self) -> str:
-        return " ".join(s.render() for s in self.sentences)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,68 +116,9 @@ class DemoDataset:
     defects: dict[str, list[SummaryDefects]] = dataclasses.field(default_factory=dict)
 
 
-def _gem_id(language: str, dataset: str, source_split: str, number: int) -> str:
-    """The gem_id form SEAHORSE uses for each source dataset (see docs/data.md)."""
-    name = constants.LANGUAGE_NAMES[language]
-    if dataset == "xlsum":
-        return f"xlsum_{name}-{source_split}-{number}"
-    if dataset == "mlsum":
-        return f"mlsum_{language}-{source_split}-{number}"
-    if dataset == "xsum":
-        return f"xsum-{source_split}-{number}"
-    # GEM v1 WikiLingua ids spell the validation split `val`.
-    short_split = "val" if source_split == "validation" else source_split
-    return f"wiki_lingua_{name}_{language}-{short_split}-{number}"
-
-
-def _make_article(rng: random.Random, language: str, gem_id: str) -> _Article:
-    lex = LEXICONS[language]
-    person, *side_people = rng.sample(lex.names, 7)
-    city, *side_cities = rng.sample(lex.cities, 7)
-    num = str(rng.randrange(2, 100))
-    main_slots = {
-        "person": person,
-        "role": rng.choice(lex.roles),
-        "org": rng.choice(lex.orgs),
-        "event": rng.choice(lex.events),
-        "city": city,
-        "day": rng.choice(lex.days),
-        "num": num,
-        "num2": str(rng.randrange(200, 9000, 50)),
-    }
-    side_templates = rng.sample(lex.article_sides, rng.randint(2, 4))
-    sides = tuple(
-        _Sentence(
-            template,
-            {
-                "person2": side_people[i],
-                "city2": side_cities[i],
-                "job": rng.choice(lex.jobs),
-                "thing": rng.choice(lex.things),
-                "weather": rng.choice(lex.weathers),
-                "month": rng.choice(lex.months),
-            },
-        )
-        for i, template in enumerate(side_templates)
-    )
-    sentences = (
-        _Sentence(lex.article_main, main_slots),
-        _Sentence(lex.article_number, main_slots),
-        *sides,
-    )
-    if rng.random() < CLOSING_SENTENCE_RATE:
-        sentences += (_Sentence(rng.choice(lex.article_closings), {}),)
-    entities = {person, city, num, main_slots["num2"]}
-    for side in sides:
-        for slot in ("person2", "city2"):
-            if "{" + slot + "}" in side.template:
-                entities.add(side.slots[slot])
-    return _Article(gem_id, language, main_slots, sentences, sides, frozenset(entities))
-
-
-def _invented_entity(rng: random.Random, article: _Article, slot: str) -> str:
+def _invented_entity(rng: random.Random, article: demo_articles.Article, slot: str) -> str:
     """An entity of the slot's kind that the article does not mention (Q4 defect)."""
-    lex = LEXICONS[article.language]
+    lex = demo_articles.LEXICONS[article.language]
     invented, regular = (
         (lex.invented_names, lex.names)
         if slot.startswith("person")
@@ -301,7 +168,7 @@ def _words(
     return words
 
 
-def _rendered_words(sentence: _Sentence, overrides: dict[str, str]) -> list[_Word]:
+def _rendered_words(sentence: demo_articles.Sentence, overrides: dict[str, str]) -> list[_Word]:
     """`sentence.render(**overrides)` as words, the overridden slots' words marked."""
     values = {**sentence.slots, **overrides}
     spans, position = {}, 0
@@ -354,22 +221,22 @@ def _span(offsets: list[int], words: list[_Word], chosen: list[int]) -> tuple[in
 
 
 def _shown_defects(
-    article: _Article,
-    base: _Sentence,
+    article: demo_articles.Article,
+    base: demo_articles.Sentence,
     overrides: dict[str, str],
     defects: dict[int, bool],
     words: list[_Word],
     before_loop: str,
 ) -> SummaryDefects:
     """Where the summary's words show each defect it was built with (`demo_explanations`)."""
-    lex = LEXICONS[article.language]
+    lex = demo_articles.LEXICONS[article.language]
     offsets, position = [], 0
     for word in words:
         offsets.append(position)
         position += len(word.text) + 1
     # The main sentence in order, with the article's person and place (never invented ones).
-    in_order = _Sentence(base.template, article.main_slots).render()
-    main_point = _Sentence(lex.summary_mains[0], article.main_slots).render()
+    in_order = demo_articles.Sentence(base.template, article.main_slots).render()
+    main_point = demo_articles.Sentence(lex.summary_mains[0], article.main_slots).render()
     drawn = tuple(q for q in constants.QUESTIONS if defects[q])
     shown: list[Defect] = []
     if defects[1]:
@@ -420,18 +287,18 @@ def _shown_defects(
 
 
 def _make_summary(
-    rng: random.Random, article: _Article, defects: dict[int, bool]
+    rng: random.Random, article: demo_articles.Article, defects: dict[int, bool]
 ) -> tuple[str, SummaryDefects]:
     """Renders one summary of `article` with the given defects (True = the question's No).
 
     Returns:
       The summary, and where its words show each defect (for `demo_explanations`).
     """
-    lex = LEXICONS[article.language]
+    lex = demo_articles.LEXICONS[article.language]
     if defects[5]:  # vague: names the place, not what happened
-        base = _Sentence(rng.choice(lex.summary_vagues), article.main_slots)
+        base = demo_articles.Sentence(rng.choice(lex.summary_vagues), article.main_slots)
     else:
-        base = _Sentence(rng.choice(lex.summary_mains), article.main_slots)
+        base = demo_articles.Sentence(rng.choice(lex.summary_mains), article.main_slots)
     overrides = {}
     if defects[4]:  # every person and place in the summary is one the article lacks
         for slot in _ENTITY_SLOTS:
@@ -512,8 +379,8 @@ def generate(seed: int = 0, split_sizes: dict[str, int] | None = None) -> DemoDa
             key = (language, dataset, source_split)
             number = next_number.get(key, rng.randrange(0, 50)) + rng.randint(1, 30)
             next_number[key] = number
-            gem_id = _gem_id(language, dataset, source_split, number)
-            article = _make_article(rng, language, gem_id)
+            gem_id = demo_articles.gem_id(language, dataset, source_split, number)
+            article = demo_articles.make_article(rng, language, gem_id)
             articles[gem_id] = article.text
             wanted = min(rng.randint(*SUMMARIES_PER_ARTICLE), sizes[split] - len(split_rows))
             seen: set[str] = set()

@@ -201,20 +201,11 @@ def _task_settings(data_dir: str):
         yield
 
 
-def _train_and_evaluate(
-    output_dir: pathlib.Path,
-    settings: DemoSettings,
-    log: Callable[[str], None],
-    started: float,
-) -> dict[str, Any]:
-    from seahorse_t5x.inference import loading
-    from seahorse_t5x.inference import settings as scoring_settings
-    from seahorse_t5x.runner import checkpointing, trainer
-    from seahorse_t5x.scoring import evaluate
+def _train(model_dir: pathlib.Path, settings: DemoSettings) -> Any:
+    """The demo metric trained into `model_dir` (`trainer.train`'s result)."""
+    from seahorse_t5x.runner import trainer
 
-    log(f"== 2/3 training a small mT5-shaped model on {MIXTURE} (all six questions) ==")
-    model_dir = output_dir / "model"
-    result = trainer.train(
+    return trainer.train(
         model_dir=str(model_dir),
         mixture_or_task_name=MIXTURE,
         task_feature_lengths={
@@ -240,6 +231,22 @@ def _train_and_evaluate(
         validation_max_examples=settings.validation_max_examples,
         log_period=max(1, min(25, settings.train_steps // 10)),
     )
+
+
+def _train_and_evaluate(
+    output_dir: pathlib.Path,
+    settings: DemoSettings,
+    log: Callable[[str], None],
+    started: float,
+) -> dict[str, Any]:
+    from seahorse_t5x.inference import loading
+    from seahorse_t5x.inference import settings as scoring_settings
+    from seahorse_t5x.runner import checkpointing
+    from seahorse_t5x.scoring import evaluate
+
+    log(f"== 2/3 training a small mT5-shaped model on {MIXTURE} (all six questions) ==")
+    model_dir = output_dir / "model"
+    result = _train(model_dir, settings)
     params = result.params
     best = result.best
     if best is not None and int(best["step"]) != result.step:
