@@ -31,7 +31,7 @@ import os
 import pathlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import IO, Any
 
 from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.data import explanation_rows, metric_instruct, scorefiles
@@ -302,13 +302,7 @@ def explain_file(
 
     start = time.perf_counter()
     input_path, output = pathlib.Path(input_path), pathlib.Path(output)
-    if input_path.is_dir():
-        raise errors.UserError(f"`input` {input_path} is a folder; give a JSON Lines file")
-    if not input_path.is_file():
-        raise errors.UserError(f"`input` {input_path} not found")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise errors.UserError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    resume_lib.check_output_names(output, input_path, resume, overwrite)
+    _check_paths(input_path, output, chunk_size, resume, overwrite)
     items = read_inputs(input_path)
     result = ExplainFileResult(output=output, total_rows=len(items))
     settings = {
@@ -346,16 +340,7 @@ def explain_file(
         for chunk in _chunks(items, done, chunk_size):
             explanations, cut = explain_texts(generator, chunk)
             result.cut_sources += cut
-            for item, explanation in zip(chunk, explanations, strict=True):
-                row = output_row(item, explanation, metric, benchmark)
-                result.labelled += "metric" in row
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                if explanation.analysis is None:
-                    result.unparsed += 1
-                    if len(result.problems) < MAX_REPORTED:
-                        result.problems.append(f"{input_path}:{item.line}: {explanation.problem}")
-                else:
-                    result.parsed += 1
+            _write_rows(out, chunk, explanations, metric, benchmark, result, input_path)
             out.flush()
             os.fsync(out.fileno())
             result.rows += len(chunk)
@@ -366,6 +351,52 @@ def explain_file(
     resume_lib.run_path(output).unlink(missing_ok=True)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _check_paths(
+    input_path: pathlib.Path,
+    output: pathlib.Path,
+    chunk_size: object,
+    resume: bool,
+    overwrite: bool,
+) -> None:
+    """The input file, the chunk size and the output's names, checked before anything is
+    read.
+
+    Raises:
+      UserError: an input that is a folder or missing, a chunk size that is not a positive
+        integer, or an output that cannot be written as asked.
+    """
+    if input_path.is_dir():
+        raise errors.UserError(f"`input` {input_path} is a folder; give a JSON Lines file")
+    if not input_path.is_file():
+        raise errors.UserError(f"`input` {input_path} not found")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise errors.UserError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    resume_lib.check_output_names(output, input_path, resume, overwrite)
+
+
+def _write_rows(
+    out: IO[str],
+    chunk: Sequence[ExplainInput],
+    explanations: Sequence[Explanation],
+    metric: str | None,
+    benchmark: str,
+    result: ExplainFileResult,
+    input_path: pathlib.Path,
+) -> None:
+    """Writes a chunk's output rows and counts them in `result` (the first unparsed texts'
+    problems named by input line)."""
+    for item, explanation in zip(chunk, explanations, strict=True):
+        row = output_row(item, explanation, metric, benchmark)
+        result.labelled += "metric" in row
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if explanation.analysis is None:
+            result.unparsed += 1
+            if len(result.problems) < MAX_REPORTED:
+                result.problems.append(f"{input_path}:{item.line}: {explanation.problem}")
+        else:
+            result.parsed += 1
 
 
 def _chunks(items: Sequence[ExplainInput], skip: int, size: int) -> Iterator[list[ExplainInput]]:

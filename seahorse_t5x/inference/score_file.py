@@ -29,7 +29,7 @@ from typing import Any
 
 from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.inference import columns as columns_lib
-from seahorse_t5x.inference import input_rows
+from seahorse_t5x.inference import input_rows, precision
 from seahorse_t5x.inference import questions as questions_lib
 from seahorse_t5x.inference import resume as resume_lib
 from seahorse_t5x.inference import settings as settings_lib
@@ -132,11 +132,10 @@ def score_file(
       UserError: for a bad setting, input row, output path or checkpoint, naming it.
     """
     questions = arguments.questions_with_deprecated(questions, question, "score_file")
-    settings = settings_lib.settings_from(settings, setting_values)
     job = Job(
         input_path=pathlib.Path(input),
         output=pathlib.Path(output),
-        settings=settings,
+        settings=settings_lib.settings_from(settings, setting_values),
         metric=metric,
         benchmark=benchmark,
         resume=resume,
@@ -147,42 +146,48 @@ def score_file(
         on_chunk=on_chunk,
     )
     job.check()
+    return _run(job, checkpoint, questions, (coordinator_address, num_processes, process_id))
+
+
+def _run(
+    job: Job,
+    checkpoint: str | os.PathLike,
+    questions: int | str | list[int] | tuple[int, ...] | None,
+    distributed: tuple[str | None, int | None, int | None],
+) -> ScoreFileResult:
+    """`score_file`'s job, once its input, output and columns are checked (before any model
+    loads) and `auto` is decided: one column, or several joined.
+
+    Args:
+      distributed: `(coordinator_address, num_processes, process_id)` of a multi-host run.
+    """
+    settings = job.settings
     wanted = arguments.parse_questions(questions, names=True)
     family = questions_lib.family_columns(checkpoint, wanted)  # (reads no checkpoint)
-    total, bad = input_rows.check_input(job.input_path, skip_bad_rows)
+    total, bad = input_rows.check_input(job.input_path, job.skip_bad_rows)
     # Output-path mistakes first: a Hub model may take long to fetch.
     resume_lib.check_output_names(job.output, job.input_path, job.resume, job.overwrite)
-    columns = _resolved_columns(
-        checkpoint, family, wanted, coordinator_address, num_processes, process_id
-    )
-    if metric is not None and columns[0].question is None:
+    columns = _resolved_columns(checkpoint, family, wanted, *distributed)
+    if job.metric is not None and columns[0].question is None:
         raise errors.UserError(
             "`metric` writes score-file rows, which name their question: pass `questions` "
             f"(N), the question {checkpoint} answers"
         )
-    if metric is not None:
+    if job.metric is not None:
         columns_lib.check_labels(
-            job.input_path, [c.question for c in columns], metric, benchmark, skip_bad_rows
+            job.input_path,
+            [c.question for c in columns],
+            job.metric,
+            job.benchmark,
+            job.skip_bad_rows,
         )
-    from seahorse_t5x.inference import precision
-
-    # `auto` (dtype, batch size) is decided here, for this platform; the run records what
-    # it chose.
-    choice = precision.choose(settings.dtype)
-    job.settings = dataclasses.replace(
-        settings,
-        dtype=choice.dtype,
-        batch_size=settings_lib.choose_batch_size(settings.batch_size, choice.platform),
-    )
-    if progress and settings.dtype == precision.AUTO and _is_writer():
-        # Said as the scoring starts (a one-column run's summary line says it again).
-        job.announce = f"dtype {choice.describe()}"
+    choice = _choose_auto(job)
     result = ScoreFileResult(
         job.output,
         settings,
-        metric,
-        benchmark,
-        columns=family is not None or metric is not None or len(columns) > 1,
+        job.metric,
+        job.benchmark,
+        columns=family is not None or job.metric is not None or len(columns) > 1,
         questions=tuple(c.question for c in columns),
         total_rows=total,
         bad_rows=bad,
@@ -191,6 +196,22 @@ def score_file(
     if result.columns:
         return _score_columns(job, columns, result)
     return _score_one(job, columns[0], result)
+
+
+def _choose_auto(job: Job) -> precision.Choice:
+    """`auto` (dtype, batch size) decided for this platform, into `job.settings` (the run
+    records what it chose); the dtype's choice."""
+    settings = job.settings
+    choice = precision.choose(settings.dtype)
+    job.settings = dataclasses.replace(
+        settings,
+        dtype=choice.dtype,
+        batch_size=settings_lib.choose_batch_size(settings.batch_size, choice.platform),
+    )
+    if job.progress and settings.dtype == precision.AUTO and _is_writer():
+        # Said as the scoring starts (a one-column run's summary line says it again).
+        job.announce = f"dtype {choice.describe()}"
+    return choice
 
 
 def _is_writer() -> bool:

@@ -75,6 +75,32 @@ def warn_on_vocabulary_mismatch(meta: dict[str, Any], checkpoint: Any, vocab: An
     log.warning("%s was trained with the vocabulary %s; using %s", checkpoint, trained, used)
 
 
+def _checked_question(question: int | str | None) -> int | str | None:
+    """The question the inputs name: SEAHORSE's 1..6, a prompt's text, or None.
+
+    Raises:
+      UserError: anything else.
+    """
+    if question is not None and question not in constants.QUESTIONS:
+        if not isinstance(question, str) or not question.strip():
+            raise errors.UserError(
+                f"question must be one of 1..6 or a prompt's text, got {question!r}"
+            )
+    return question
+
+
+def _label_ids(
+    vocab: Any, label_ids: tuple[int, int] | None, label_words: Sequence[str] | None
+) -> tuple[int, int]:
+    """The (yes, no) token ids: as given, else the answer words' first pieces, else the
+    vocabulary's `1` and `0`."""
+    if label_ids is None and label_words is not None:
+        label_ids = vocab_lib.answer_token_ids(vocab, label_words)
+    if label_ids is None:
+        label_ids = vocab_lib.label_token_ids(vocab)
+    return label_ids
+
+
 class Scorer:
     """P(yes) of one mT5 metric for (article, summary) pairs.
 
@@ -136,12 +162,7 @@ class Scorer:
                 stacklevel=2,
             )
             input_length = max_input_length if input_length is None else input_length
-        if question is not None and question not in constants.QUESTIONS:
-            if not isinstance(question, str) or not question.strip():
-                raise errors.UserError(
-                    f"question must be one of 1..6 or a prompt's text, got {question!r}"
-                )
-        self.question = question
+        self.question = _checked_question(question)
         settings.check_batch_size(batch_size)
         if mesh is None:  # every device: on a CPU, one per core if JAX has not started
             partitioning.one_cpu_device_per_core()
@@ -166,10 +187,7 @@ class Scorer:
         )
         warn_on_vocabulary_mismatch(meta, checkpoint, self.vocab)
         self.meta = meta  # how a runner checkpoint was trained ({} for other formats)
-        if label_ids is None and label_words is not None:
-            label_ids = vocab_lib.answer_token_ids(self.vocab, label_words)
-        if label_ids is None:
-            label_ids = vocab_lib.label_token_ids(self.vocab)
+        label_ids = _label_ids(self.vocab, label_ids, label_words)
 
         def placement(config: MT5Config) -> placement.Placer:
             # Called once the checkpoint's config is read, before any weight is.

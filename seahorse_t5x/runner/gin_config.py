@@ -26,6 +26,7 @@ import contextlib
 import difflib
 import logging
 import math
+import pathlib
 import re
 import tokenize
 import types
@@ -338,6 +339,36 @@ def parse(
         (`check_macro_types`), a macro that nothing reads (naming the closest one that is
         read), or a required macro left unset (naming the flag that sets it).
     """
+    found = _checked_files(gin_files, search_paths)
+    # Each binding parsed as the files were: a syntax error names the binding.
+    gin_includes.check_bindings(bindings)
+    try:
+        with _quiet_lookups():
+            gin.parse_config_files_and_bindings(
+                [str(path) for path in found], list(bindings), finalize_config=False
+            )
+        bind_default_macros()
+        check_macro_types()
+        if check_macros:
+            check_macros_read()
+        if finalize:
+            gin.finalize()
+    except errors.UserError:
+        raise
+    except Exception as e:
+        error = _parse_error(e)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _checked_files(gin_files: Sequence[str], search_paths: Sequence[str]) -> list[pathlib.Path]:
+    """The gin files found, their includes checked and the modules they import imported.
+
+    Raises:
+      UserError: no file, a missing file, an include cycle, a file that is not gin or not
+        UTF-8, or a module a gin file imports that is missing or raises.
+    """
     if not gin_files:
         raise errors.UserError("give at least one --gin_file (e.g. local/train.gin)")
     for path in gin_search_paths(search_paths):
@@ -360,45 +391,36 @@ def parse(
     # line naming the gin file and line (gin would pass a module's own error on as is).
     for module, at in imports:
         user_modules.import_module(module, at=at)
-    # Each binding parsed as the files were: a syntax error names the binding.
-    gin_includes.check_bindings(bindings)
-    try:
-        with _quiet_lookups():
-            gin.parse_config_files_and_bindings(
-                [str(path) for path in found], list(bindings), finalize_config=False
-            )
-        bind_default_macros()
-        check_macro_types()
-        if check_macros:
-            check_macros_read()
-        if finalize:
-            gin.finalize()
-    except errors.UserError:
-        raise
-    except ImportError as e:
-        raise _gin_import_error(e) from None
-    except OSError as e:
-        raise errors.UserError(f"gin: {e}") from None
-    except tokenize.TokenError as e:  # (the files and bindings were tokenized above)
-        raise errors.UserError(f"gin: {e.args[0]} (at line {e.args[1][0]})") from None
-    except ValueError as e:
+    return found
+
+
+def _parse_error(e: Exception) -> errors.UserError | None:
+    """What gin's parse raised, as one line for the user; None for an error of ours to
+    raise as it is."""
+    if isinstance(e, ImportError):
+        return _gin_import_error(e)
+    if isinstance(e, OSError):
+        return errors.UserError(f"gin: {e}")
+    if isinstance(e, tokenize.TokenError):  # (the files and bindings were tokenized above)
+        return errors.UserError(f"gin: {e.args[0]} (at line {e.args[1][0]})")
+    if isinstance(e, ValueError):
         macro = _required_macro(str(e))
         if macro:
-            raise errors.UserError(
+            return errors.UserError(
                 f"gin macro {macro} is required: pass --gin.{macro}=VALUE or bind it in a gin file"
-            ) from None
-        raise errors.UserError(f"gin: {str(e).splitlines()[0]}") from None
-    except TypeError as e:
+            )
+        return errors.UserError(f"gin: {str(e).splitlines()[0]}")
+    if isinstance(e, TypeError):
         # gin's package-resource lookup of a relative include fails this way when a folder
         # of that name without `__init__.py` is importable (e.g. `runs/` in the current one).
         if "NoneType" not in str(e):
-            raise
-        raise errors.UserError(
+            return None
+        return errors.UserError(
             f"gin: an include could not be looked up ({' '.join(str(e).split())}); a folder of "
             "the include's first name in the current folder hides it: include the package's "
             "gins as 'seahorse_t5x/gin/...'"
-        ) from None
-    except Exception as e:  # gin's parser raises SyntaxError and its own error types
-        if type(e).__module__.startswith("gin") or isinstance(e, SyntaxError):
-            raise errors.UserError(f"gin: {' '.join(str(e).split())}") from None
-        raise
+        )
+    # gin's parser raises SyntaxError and its own error types.
+    if type(e).__module__.startswith("gin") or isinstance(e, SyntaxError):
+        return errors.UserError(f"gin: {' '.join(str(e).split())}")
+    return None

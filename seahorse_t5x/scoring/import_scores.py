@@ -373,6 +373,45 @@ def _show(key: tuple[str, ...]) -> str:
     return " | ".join(v if len(v) <= 60 else v[:57] + "..." for v in key)
 
 
+def _usable_scores(external: ExternalScores, report: JoinReport) -> dict[tuple[str, ...], float]:
+    """The external score of each key given once; the keys given more often are counted and
+    noted in `report` as duplicated."""
+    usable: dict[tuple[str, ...], float] = {}
+    for k, found in external.by_key.items():
+        if len(found) > 1:
+            report.duplicated_keys += 1
+            report.duplicated_rows += len(found)
+            report.note("duplicated", f"{_show(k)} at {', '.join(w for w, _ in found[:3])}")
+        else:
+            usable[k] = found[0][1]
+    return usable
+
+
+def _item_keys(
+    items: Sequence[Mapping], key: Sequence[str], benchmark: str
+) -> list[tuple[str, ...]]:
+    """Each benchmark item's values of the join fields, normalized as the external rows'.
+
+    Raises:
+      UserError: an item lacks a join field (naming the benchmark's natural key when the
+        join is on another).
+    """
+    item_keys: list[tuple[str, ...]] = []
+    for item in items:
+        values = tuple(normalize_key_value(f, item.get(f)) for f in key)
+        if any(v is None for v in values):
+            missing = [f for f, v in zip(key, values, strict=True) if v is None][0]
+            natural = ",".join(default_key(benchmark))
+            hint = ""
+            if missing == "article":
+                hint = " (give --xlsum_articles for METAL's articles)"
+            elif missing not in default_key(benchmark):
+                hint = f" (its natural key is {natural}: pass --key {natural}, or leave --key out)"
+            raise errors.UserError(f"{benchmark} items have no {missing!r} to join on{hint}")
+        item_keys.append(values)
+    return item_keys
+
+
 def join_scores(
     external: ExternalScores,
     items: Sequence[Mapping],
@@ -401,30 +440,11 @@ def join_scores(
     report = JoinReport(external_rows=external.rows, invalid_rows=len(external.invalid))
     for problem in external.invalid:
         report.note("invalid", str(problem))
-    usable: dict[tuple[str, ...], float] = {}
-    for k, found in external.by_key.items():
-        if len(found) > 1:
-            report.duplicated_keys += 1
-            report.duplicated_rows += len(found)
-            report.note("duplicated", f"{_show(k)} at {', '.join(w for w, _ in found[:3])}")
-        else:
-            usable[k] = found[0][1]
-
+    usable = _usable_scores(external, report)
     report.benchmark_items = len(items)
+    item_keys = _item_keys(items, key, benchmark)
     by_question: dict[tuple[object, tuple[str, ...]], list[int]] = collections.defaultdict(list)
-    item_keys: list[tuple[str, ...]] = []
-    for index, item in enumerate(items):
-        values = tuple(normalize_key_value(f, item.get(f)) for f in key)
-        if any(v is None for v in values):
-            missing = [f for f, v in zip(key, values, strict=True) if v is None][0]
-            natural = ",".join(default_key(benchmark))
-            hint = ""
-            if missing == "article":
-                hint = " (give --xlsum_articles for METAL's articles)"
-            elif missing not in default_key(benchmark):
-                hint = f" (its natural key is {natural}: pass --key {natural}, or leave --key out)"
-            raise errors.UserError(f"{benchmark} items have no {missing!r} to join on{hint}")
-        item_keys.append(values)
+    for index, (item, values) in enumerate(zip(items, item_keys, strict=True)):
         by_question[(item["question"], values)].append(index)
     benchmark_keys = set(item_keys)
 

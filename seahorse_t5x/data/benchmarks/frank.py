@@ -47,6 +47,51 @@ def _key(record: dict) -> tuple[str, str]:
     return str(record["hash"]).strip(), str(record["model_name"]).strip()
 
 
+def _texts_by_key(
+    data_path: os.PathLike, drops: list[errors.DataError]
+) -> tuple[dict[tuple[str, str], dict], set[tuple[str, str]]]:
+    """The benchmark data's records by (hash, model_name), and the keys given twice; a
+    record without a field is a drop (its 1-based position locates it)."""
+    texts: dict[tuple[str, str], dict] = {}
+    repeated: set[tuple[str, str]] = set()
+    for position, record in enumerate(_records(data_path), start=1):
+        missing = [f for f in _DATA_FIELDS if not isinstance(record, dict) or f not in record]
+        if missing:
+            drops.append(errors.DataError(str(data_path), position, missing[0], "field missing"))
+            continue
+        key = _key(record)
+        if key in texts:
+            repeated.add(key)
+        texts[key] = record
+    return texts, repeated
+
+
+def _annotation_problem(
+    record: dict,
+    key: tuple[str, str],
+    split: str | None,
+    one_to_one: bool,
+    texts: dict[tuple[str, str], dict],
+) -> tuple[str, str] | None:
+    """(field, reason) that drops an annotation record, or None to keep it."""
+    factuality = record["Factuality"]
+    if not one_to_one:
+        return "hash", f"{key} is not one to one"
+    if (
+        isinstance(factuality, bool)
+        or not isinstance(factuality, (int, float))
+        or not (math.isfinite(factuality) and 0 <= factuality <= 1)
+    ):
+        return "Factuality", f"{factuality!r} not in [0, 1]"
+    if split is None:
+        return "split", f"{record['split']!r}"
+    if key not in texts:
+        return "hash", f"{key} not in {FRANK_BENCHMARK_DATA}"
+    if not str(texts[key]["article"]).strip() or not str(texts[key]["summary"]).strip():
+        return "summary", "empty article or summary"
+    return None
+
+
 def read_frank(directory: str | os.PathLike) -> list[common.ReadResult]:
     """Reads FRANK's annotations joined with its articles and summaries.
 
@@ -70,17 +115,7 @@ def read_frank(directory: str | os.PathLike) -> list[common.ReadResult]:
         folder / FRANK_BENCHMARK_DATA, "FRANK benchmark data", FRANK_SOURCE
     )
     drops: list[errors.DataError] = []
-    texts: dict[tuple[str, str], dict] = {}
-    repeated: set[tuple[str, str]] = set()
-    for position, record in enumerate(_records(data_path), start=1):
-        missing = [f for f in _DATA_FIELDS if not isinstance(record, dict) or f not in record]
-        if missing:
-            drops.append(errors.DataError(str(data_path), position, missing[0], "field missing"))
-            continue
-        key = _key(record)
-        if key in texts:
-            repeated.add(key)
-        texts[key] = record
+    texts, repeated = _texts_by_key(data_path, drops)
     annotations = _records(annotations_path)
     counts = collections.Counter(
         _key(r) for r in annotations if isinstance(r, dict) and "hash" in r and "model_name" in r
@@ -93,27 +128,13 @@ def read_frank(directory: str | os.PathLike) -> list[common.ReadResult]:
             drops.append(errors.DataError(at, position, missing[0], "field missing"))
             continue
         key = _key(record)
-        factuality = record["Factuality"]
         split = FRANK_SPLITS.get(str(record["split"]).strip().lower())
-        if counts[key] > 1 or key in repeated:
-            drops.append(errors.DataError(at, position, "hash", f"{key} is not one to one"))
-        elif (
-            isinstance(factuality, bool)
-            or not isinstance(factuality, (int, float))
-            or not (math.isfinite(factuality) and 0 <= factuality <= 1)
-        ):
-            drops.append(
-                errors.DataError(at, position, "Factuality", f"{factuality!r} not in [0, 1]")
-            )
-        elif split is None:
-            drops.append(errors.DataError(at, position, "split", f"{record['split']!r}"))
-        elif key not in texts:
-            drops.append(
-                errors.DataError(at, position, "hash", f"{key} not in {FRANK_BENCHMARK_DATA}")
-            )
-        elif not str(texts[key]["article"]).strip() or not str(texts[key]["summary"]).strip():
-            drops.append(errors.DataError(at, position, "summary", "empty article or summary"))
+        one_to_one = counts[key] == 1 and key not in repeated
+        problem = _annotation_problem(record, key, split, one_to_one, texts)
+        if problem is not None:
+            drops.append(errors.DataError(at, position, *problem))
         else:
+            factuality = record["Factuality"]
             examples.append(
                 {
                     "premise": str(texts[key]["article"]).strip(),
