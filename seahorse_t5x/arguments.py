@@ -185,3 +185,15 @@ def questions_with_deprecated(questions: object, question: int | None, where: st
         f"{where}(question=N) is deprecated; use questions=[N]", FutureWarning, stacklevel=3
     )
     return (question,) if questions is None else questions
+
+
+def renamed_argument(
+    value: object, old_value: object, names: tuple[str, str], where: str
+) -> object:
+    """`value` as given, or the value given under a parameter's deprecated name (`names`:
+    (old, new); with a FutureWarning naming `where`, the function called). None: neither."""
+    if old_value is None:
+        return value
+    old, new = names
+    warnings.warn(f"{where}({old}=...) is deprecated; use {new}=...", FutureWarning, stacklevel=3)
+    return old_value if value is None else value

@@ -16,7 +16,15 @@ from seahorse_t5x.scoring import evaluate
 
 # Parameters that are Python's own (callbacks, an already built object, the deprecated
 # spelling of a parameter, **kwargs).
-_PYTHON_ONLY = {"settings", "progress", "on_chunk", "question", "setting_values", "log"}
+_PYTHON_ONLY = {
+    "settings",
+    "progress",
+    "on_chunk",
+    "question",
+    "benchmark",
+    "setting_values",
+    "log",
+}
 # Flags that only the command line needs: its output, the cache switch's other half, and the
 # flags `evaluate` turns into task names (a benchmark's) or imports (a module).
 _CLI_ONLY = {"verbose", "no_compilation_cache", "benchmark_path", "module"}
@@ -41,7 +49,8 @@ SETTING_FIELDS = {f.name for f in dataclasses.fields(settings.ScoringSettings)}
 @pytest.mark.parametrize(
     "command, function, cli_only",
     [
-        ("score", score_file.score_file, set()),
+        # `score --score_file` asks for score-file rows; in Python, `metric=` given asks.
+        ("score", score_file.score_file, {"score_file"}),
         # `evaluate --benchmark NAME` stands for the benchmark's task names (`tasks`).
         ("evaluate", evaluate.evaluate_checkpoint, {"benchmark"}),
     ],

@@ -50,3 +50,13 @@ def test_paths_come_back_as_a_list_and_one_bare_path_is_refused(tmp_path):
             arguments.path_list(bare, "paths")
     with pytest.raises(errors.UserError, match=r"^`paths`\[1\] is int \(3\), not a path"):
         arguments.path_list(["a.jsonl", 3], "paths")
+
+
+def test_a_renamed_argument_takes_its_old_name_with_a_warning():
+    names = ("benchmark", "rows_benchmark")
+    with pytest.warns(FutureWarning, match=r"score_file\(benchmark=\.\.\.\) is deprecated"):
+        assert arguments.renamed_argument(None, "frank", names, "score_file") == "frank"
+    with pytest.warns(FutureWarning):  # both given: the new name wins
+        assert arguments.renamed_argument("mface", "frank", names, "score_file") == "mface"
+    assert arguments.renamed_argument("mface", None, names, "score_file") == "mface"
+    assert arguments.renamed_argument(None, None, names, "score_file") is None

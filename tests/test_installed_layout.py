@@ -28,7 +28,7 @@ def _clean_gin():
 
 def test_the_gin_folder_is_the_package_s():
     assert gin_includes.package_gin_dir() == GIN_DIR
-    assert len(SOURCE_GINS) == 101
+    assert len(SOURCE_GINS) == 102
     assert {"local/train.gin", "local/small_from_scratch.gin", "smoke/train.gin"} <= set(
         SOURCE_GINS
     )

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         args.input,
         args.output,
         metric=metric,
-        benchmark=benchmark,
+        rows_benchmark=benchmark,
         vocab=args.vocab,
         input_length=args.input_length,
         max_output_length=args.max_output_length,

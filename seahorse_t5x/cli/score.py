@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             args.output,
             questions=args.questions,
             metric=metric,
-            benchmark=benchmark,
+            rows_benchmark=benchmark,
             resume=args.resume,
             overwrite=args.overwrite,
             skip_bad_rows=args.skip_bad_rows,

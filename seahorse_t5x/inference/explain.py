@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
-from seahorse_t5x import constants, errors, fileio
+from seahorse_t5x import arguments, constants, errors, fileio
 from seahorse_t5x.data import explanation_rows, metric_instruct, scorefiles
 from seahorse_t5x.formats import error_analysis, input_format
 from seahorse_t5x.inference import resume as resume_lib
@@ -281,7 +281,7 @@ def explain_file(
     output: str | os.PathLike,
     *,
     metric: str | None = None,
-    benchmark: str = DEFAULT_BENCHMARK,
+    rows_benchmark: str | None = None,
     vocab: str | None = None,
     input_length: int = 1024,
     max_output_length: int = 512,
@@ -291,8 +291,13 @@ def explain_file(
     resume: bool = False,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
+    benchmark: str | None = None,
 ) -> ExplainFileResult:
     """Explains every row of `input_path` into `output` (see the module docstring).
+
+    `metric`, `rows_benchmark` (`explanations` when None): write score-file rows carrying
+    them, graded against each row's true analysis. `benchmark`: the deprecated spelling of
+    `rows_benchmark`.
 
     Raises:
       UserError: for bad settings, paths or checkpoints, in one line.
@@ -301,6 +306,12 @@ def explain_file(
     from seahorse_t5x.inference import loading
 
     start = time.perf_counter()
+    benchmark = (
+        arguments.renamed_argument(
+            rows_benchmark, benchmark, ("benchmark", "rows_benchmark"), "explain_file"
+        )
+        or DEFAULT_BENCHMARK
+    )
     input_path, output = pathlib.Path(input_path), pathlib.Path(output)
     _check_paths(input_path, output, chunk_size, resume, overwrite)
     items = read_inputs(input_path)

@@ -85,7 +85,7 @@ def score_file(
     *,
     questions: int | str | list[int] | tuple[int, ...] | None = None,
     metric: str | None = None,
-    benchmark: str = constants.SEAHORSE_BENCHMARK,
+    rows_benchmark: str | None = None,
     resume: bool = False,
     overwrite: bool = False,
     skip_bad_rows: bool = False,
@@ -97,6 +97,7 @@ def score_file(
     num_processes: int | None = None,
     process_id: int | None = None,
     question: int | None = None,
+    benchmark: str | None = None,
     **setting_values: Any,
 ) -> ScoreFileResult:
     """Scores every row of `input` with `checkpoint` into `output` (JSON Lines).
@@ -109,7 +110,8 @@ def score_file(
         `score_qN`; with `metric`: score-file rows).
       questions: the questions to score (`inference.questions`): SEAHORSE's (`"1,4"`, `4`,
         `[1, 4]`), or a rating set's by name (`"polite"`) for a model of that set.
-      metric, benchmark: write a score file for `report` instead, its rows carrying these.
+      metric, rows_benchmark: write a score file for `report` instead, its rows carrying
+        these (the benchmark: `seahorse` when None).
       resume: continue an interrupted run from the rows in `OUTPUT.partial`; a finished
         `output` is left as it is when its fingerprint (`OUTPUT.run.json`) is this run's,
         and refused when it was written from another input or with other settings.
@@ -124,6 +126,7 @@ def score_file(
       coordinator_address, num_processes, process_id: join a multi-host run
         (`jax.distributed`); process 0 writes the output.
       question: deprecated spelling of `questions`.
+      benchmark: deprecated spelling of `rows_benchmark`.
 
     Returns:
       What the run did (`ScoreFileResult`).
@@ -132,12 +135,15 @@ def score_file(
       UserError: for a bad setting, input row, output path or checkpoint, naming it.
     """
     questions = arguments.questions_with_deprecated(questions, question, "score_file")
+    rows_benchmark = arguments.renamed_argument(
+        rows_benchmark, benchmark, ("benchmark", "rows_benchmark"), "score_file"
+    )
     job = Job(
         input_path=pathlib.Path(input),
         output=pathlib.Path(output),
         settings=settings_lib.settings_from(settings, setting_values),
         metric=metric,
-        benchmark=benchmark,
+        benchmark=rows_benchmark or constants.SEAHORSE_BENCHMARK,
         resume=resume,
         overwrite=overwrite,
         skip_bad_rows=skip_bad_rows,
