@@ -406,7 +406,9 @@ def analysis_postprocessor(
 ) -> dict:
     """`postprocess_fn`: an analysis text to `{"score", "num_errors", "parse_error"}`.
 
-    A text `parse_analysis` refuses gives `score` and `num_errors` None and its reason in
+    Texts are read as `explain` reads what it generates
+    (`error_analysis.read_generated_analysis`: a first line that disagrees with the errors
+    is scored by the errors). A text that does not parse gives `score` and `num_errors` None and its reason in
     `parse_error` (None for a parsed text). Targets and predictions are parsed alike, after
     `error_analysis.restore_line_breaks`: T5X decodes a prediction with SentencePiece, which
     turns the analysis' line breaks into spaces (a target keeps its lines), as `explain`
@@ -417,7 +419,7 @@ def analysis_postprocessor(
         output_or_target = output_or_target.decode("utf-8")
     try:
         restored = error_analysis.restore_line_breaks(output_or_target)
-        analysis = error_analysis.parse_analysis(restored)
+        analysis, _ = error_analysis.read_generated_analysis(restored)
     except error_analysis.AnalysisParseError as e:
         return {"score": None, "num_errors": None, "parse_error": e.reason}
     return {"score": analysis.score, "num_errors": analysis.num_errors, "parse_error": None}

@@ -371,3 +371,31 @@ def test_an_analysis_decoded_by_sentencepiece_parses_after_its_line_breaks_are_r
         assert error_analysis.parse_analysis(restored).errors == tuple(errors)
     rendered = error_analysis.render_analysis(errors_in)
     assert error_analysis.restore_line_breaks(rendered) == rendered
+
+
+def test_a_generated_analysis_is_scored_by_its_errors_when_its_first_line_disagrees():
+    text = error_analysis.render_analysis([MONDAY, BRIDGE])
+    header, rest = text.split("\n", 1)
+    miscounted = header.replace("2 errors", "3 errors") + "\n" + rest
+    with pytest.raises(AnalysisParseError, match="states 3 errors; 2 follow"):
+        error_analysis.parse_analysis(miscounted)
+    analysis, note = error_analysis.read_generated_analysis(miscounted)
+    assert analysis.errors == (MONDAY, BRIDGE)
+    assert analysis.score == -(MONDAY.score_reduction + BRIDGE.score_reduction)
+    assert note == "the first line states 3 errors; 2 follow"
+    total = f"{MONDAY.score_reduction + BRIDGE.score_reduction}"
+    mistotalled = header.replace(f"of {total}", "of 9.5") + "\n" + rest
+    analysis, note = error_analysis.read_generated_analysis(mistotalled)
+    assert analysis.score == -(MONDAY.score_reduction + BRIDGE.score_reduction)
+    assert note.startswith("the first line states a total score reduction of 9.5")
+    assert error_analysis.read_generated_analysis(text) == (
+        error_analysis.parse_analysis(text),
+        None,
+    )
+
+
+def test_a_generated_first_line_with_errors_but_none_following_does_not_parse():
+    # Nothing to score but a perfect 0: refused, as a truncated analysis is.
+    header = error_analysis.render_analysis([MONDAY]).split("\n", 1)[0]
+    with pytest.raises(AnalysisParseError, match="states 1 errors; 0 follow"):
+        error_analysis.read_generated_analysis(header)

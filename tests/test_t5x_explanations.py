@@ -31,7 +31,9 @@ SCORE_MODE = TESTDATA / "t5x_infer" / "seahorse_q4_score-score.jsonl-00000-of-00
 # The rows' lines in the sample (a JSON array: each row's opening `{`).
 SAMPLE_LINES = (2, 9, 16, 23, 30, 37, 44, 51, 58)
 PREDICTS_TRUTH = (0, 3, 5, 6, 8)  # positions whose prediction is the row's own analysis
-UNPARSED = {2: "no first line", 4: "the first line states 2 errors; 1 follows", 7: "Severity 1"}
+UNPARSED = {2: "no first line", 7: "Severity 1"}
+# A prediction whose first line states 2 errors where 1 follows: scored by its error, noted.
+DISAGREEING = {4: "the first line states 2 errors; 1 follows"}
 
 
 def _records(path: pathlib.Path = INFER) -> list[dict]:
@@ -67,8 +69,8 @@ def test_rows_are_explains_rows_joined_in_file_order():
     rows, result = t5x_explanations.convert([str(INFER)], SAMPLE)
     sample = json.loads(SAMPLE.read_text(encoding="utf-8"))
     assert result.task == "metricinstruct"
-    assert (result.rows, result.checked, result.parsed, result.unparsed) == (9, 9, 6, 3)
-    assert result.dropped == 0 and result.labelled == 0
+    assert (result.rows, result.checked, result.parsed, result.unparsed) == (9, 9, 7, 2)
+    assert result.dropped == 0 and result.labelled == 0 and result.disagreeing == 1
     assert [r["id"] for r in rows] == [f"mix_instruct_sample:{n}" for n in SAMPLE_LINES]
     for position in PREDICTS_TRUTH:
         row = rows[position]
@@ -85,12 +87,27 @@ def test_rows_are_explains_rows_joined_in_file_order():
         assert rows[position]["score"] is None and rows[position]["errors"] is None
         assert reason in rows[position]["parse_error"]
     # The text as T5X decoded it, kept whole; the unparsed named by file and line.
+    for position, note in DISAGREEING.items():
+        assert rows[position]["score"] == -sum(
+            e["score_reduction"] for e in rows[position]["errors"]
+        )
+        assert len(rows[position]["errors"]) == 1 and rows[position]["parse_note"] == note
+        assert rows[position]["parse_error"] is None
+    assert all(rows[p]["parse_note"] is None for p in PREDICTS_TRUTH)
     assert rows[2]["explanation"] == "The summary reads well and covers the article."
     assert [p.split(": ", 1)[0] for p in result.problems] == [
         f"{INFER}:{p + 1} ({SAMPLE}:{SAMPLE_LINES[p]})" for p in UNPARSED
     ]
     # explain's row fields, in its order.
-    assert list(rows[0]) == ["id", "score", "explanation", "errors", "parse_error", "true_errors"]
+    assert list(rows[0]) == [
+        "id",
+        "score",
+        "explanation",
+        "errors",
+        "parse_error",
+        "parse_note",
+        "true_errors",
+    ]
 
 
 def test_shards_are_put_back_in_dataset_order():
@@ -111,7 +128,7 @@ def test_metric_writes_score_file_rows_with_the_true_score_as_label(tmp_path):
     frame = scorefiles.read_score_file(output)
     assert len(frame) == 9
     assert set(frame["metric"]) == {"smoke_t5x"} and set(frame["benchmark"]) == {"mi_sample"}
-    assert frame["score"].isna().sum() == 3
+    assert frame["score"].isna().sum() == 2
 
 
 def test_prompt_is_the_tasks_own(tmp_path):
@@ -177,7 +194,7 @@ def test_output_without_prompts_needs_join_by_position(tmp_path):
     with pytest.raises(errors.DataError, match=r":1 field 'inputs.inputs_pretokenized': missing"):
         t5x_explanations.convert([str(infer)], SAMPLE)
     rows, result = t5x_explanations.convert([str(infer)], SAMPLE, join_by_position=True)
-    assert (result.rows, result.checked, result.parsed) == (9, 0, 6)
+    assert (result.rows, result.checked, result.parsed) == (9, 0, 7)
     assert rows == t5x_explanations.convert([str(INFER)], SAMPLE)[0]
 
 
@@ -214,10 +231,11 @@ def test_command_writes_the_rows(tmp_path, capsys):
     assert cli.main(argv_rows) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == (
-        "wrote 9 explanations of metricinstruct (6 parsed, 3 did not parse and have a null "
-        f"score) to {output}"
+        "wrote 9 explanations of metricinstruct (7 parsed, 2 did not parse and have a null "
+        "score, 1 parsed with a first line that disagrees with their errors (scored by the "
+        f"errors, see parse_note)) to {output}"
     )
-    assert len(lines) == 4 and all(line.startswith("  did not parse: ") for line in lines[1:])
+    assert len(lines) == 3 and all(line.startswith("  did not parse: ") for line in lines[1:])
     rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert rows == t5x_explanations.convert([str(INFER)], SAMPLE, metric="smoke_t5x")[0]
     # --rows_benchmark names what --score_file writes.

@@ -119,10 +119,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"{result.output} is already complete; nothing to resume")
         return 0
     resumed = f", resumed after {result.resumed_after}" if result.resumed_after else ""
+    disagreeing = (
+        f" ({result.disagreeing} with a first line that disagrees with their errors: "
+        "scored by the errors, see parse_note)"
+        if result.disagreeing
+        else ""
+    )
     print(
-        f"explained {result.rows} rows ({result.parsed} parsed, {result.unparsed} did not "
-        f"parse and have a null score, {result.cut_sources} sources cut to fit{resumed}) in "
-        f"{result.seconds:.1f} s -> {result.output}"
+        f"explained {result.rows} rows ({result.parsed} parsed{disagreeing}, {result.unparsed} "
+        f"did not parse and have a null score, {result.cut_sources} sources cut to fit"
+        f"{resumed}) in {result.seconds:.1f} s -> {result.output}"
     )
     for problem in result.problems:
         print(f"  did not parse: {problem}")

@@ -96,6 +96,11 @@ def write_explanations(
     t5x_explanations.write_rows(output, rows)
     unchecked = result.rows - result.checked
     notes = [f"{result.unparsed} did not parse and have a null score"]
+    if result.disagreeing:
+        notes.append(
+            f"{result.disagreeing} parsed with a first line that disagrees with their errors "
+            "(scored by the errors, see parse_note)"
+        )
     if result.dropped:
         notes.append(f"{result.dropped} bad rows of {input_path} skipped, as the task skips them")
     if unchecked:

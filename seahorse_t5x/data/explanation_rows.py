@@ -19,6 +19,9 @@ TEXT_FIELD = "explanation"
 ERRORS_FIELD = "errors"
 # Why the text did not parse (one line), or null.
 PROBLEM_FIELD = "parse_error"
+# How a parsed text's first line disagrees with its errors (another count or total; the
+# score is its errors'), or null.
+NOTE_FIELD = "parse_note"
 # The known errors of the row's truth, where it has one.
 TRUE_ERRORS_FIELD = "true_errors"
 
@@ -33,13 +36,15 @@ def details(
     analysis: error_analysis.ErrorAnalysis | None,
     problem: str | None,
     truth: error_analysis.ErrorAnalysis | None = None,
+    note: str | None = None,
 ) -> dict[str, Any]:
     """The explanation fields of one row: the text, its errors (None when `analysis` is
-    None) and the parse problem, and the true errors when a truth is known."""
+    None), the parse problem and note, and the true errors when a truth is known."""
     fields: dict[str, Any] = {
         TEXT_FIELD: text,
         ERRORS_FIELD: None if analysis is None else error_dicts(analysis),
         PROBLEM_FIELD: problem,
+        NOTE_FIELD: note,
     }
     if truth is not None:
         fields[TRUE_ERRORS_FIELD] = error_dicts(truth)

@@ -394,6 +394,33 @@ def parse_analysis(text: str | bytes) -> ErrorAnalysis:
       AnalysisParseError: saying, in one line, what was wrong (with the error's number and
         the field's label when the problem is in one error).
     """
+    analysis, disagreement = _parse(text)
+    if disagreement is not None:
+        raise AnalysisParseError(disagreement)
+    return analysis
+
+
+def read_generated_analysis(text: str | bytes) -> tuple[ErrorAnalysis, str | None]:
+    """Reads a generated analysis as TIGERScore's released decoder reads one: by its
+    errors' labelled lines, each checked as `parse_analysis` checks it, the first line
+    present but not required to agree with them. The score is minus the sum of the errors'
+    reductions; a first line that states another count or total comes back as a one-line
+    note (None when it agrees), for the caller to count and show.
+
+    A first line that states errors where none follow does not parse: nothing would be left
+    to score but a perfect 0.
+
+    Raises:
+      AnalysisParseError: as `parse_analysis`, except for the first line's count and total.
+    """
+    analysis, disagreement = _parse(text)
+    if disagreement is not None and not analysis.errors:
+        raise AnalysisParseError(disagreement)
+    return analysis, disagreement
+
+
+def _parse(text: str | bytes) -> tuple[ErrorAnalysis, str | None]:
+    """The analysis, and how its first line disagrees with its errors (None: it agrees)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     header = _HEADER_RE.search(text)
@@ -408,19 +435,17 @@ def parse_analysis(text: str | bytes) -> ErrorAnalysis:
     numbers = sorted(blocks)
     if numbers != list(range(1, len(numbers) + 1)):
         raise AnalysisParseError(f"errors numbered {numbers}; expected 1..{len(numbers)}")
+    analysis = ErrorAnalysis.of(_error(number, blocks[number]) for number in numbers)
     if len(numbers) != count:
         follow = f"{len(numbers)} follows" if len(numbers) == 1 else f"{len(numbers)} follow"
-        raise AnalysisParseError(f"the first line states {count} errors; {follow}")
-    errors = []
-    for number in numbers:
-        errors.append(_error(number, blocks[number]))
-    total = total_reduction(errors)
+        return analysis, f"the first line states {count} errors; {follow}"
+    total = total_reduction(analysis.errors)
     if not math.isclose(stated_total, total, rel_tol=0.0, abs_tol=1e-6):
-        raise AnalysisParseError(
+        return analysis, (
             f"the first line states a total score reduction of {header['total']}, the errors "
             f"sum to {_number_text(total)}"
         )
-    return ErrorAnalysis.of(errors)
+    return analysis, None
 
 
 def _error(number: int, block: dict[str, str]) -> ExplainedError:

@@ -169,11 +169,14 @@ def encode_prompt(vocab: Any, item: ExplainInput, input_length: int) -> tuple[li
 
 @dataclasses.dataclass(frozen=True)
 class Explanation:
-    """A generated analysis: its text, and its errors or why it does not parse."""
+    """A generated analysis: its text, and its errors or why it does not parse; `note`:
+    how its first line disagrees with its errors, when it does (scored by its errors,
+    `error_analysis.read_generated_analysis`)."""
 
     text: str
     analysis: error_analysis.ErrorAnalysis | None
     problem: str | None
+    note: str | None = None
 
     @property
     def score(self) -> float | None:
@@ -181,10 +184,12 @@ class Explanation:
 
     @classmethod
     def of(cls, text: str) -> Explanation:
-        """Parsed with its line breaks restored (`error_analysis.restore_line_breaks`)."""
+        """Read with its line breaks restored (`error_analysis.restore_line_breaks`), as
+        TIGERScore reads a generated analysis (`error_analysis.read_generated_analysis`)."""
         try:
             restored = error_analysis.restore_line_breaks(text)
-            return cls(text, error_analysis.parse_analysis(restored), None)
+            analysis, note = error_analysis.read_generated_analysis(restored)
+            return cls(text, analysis, None, note)
         except error_analysis.AnalysisParseError as e:
             return cls(text, None, str(e))
 
@@ -206,7 +211,7 @@ def output_row(
     match and aspect accuracy (`evaluation/explanation_quality.py`).
     """
     details = explanation_rows.details(
-        explanation.text, explanation.analysis, explanation.problem, item.truth
+        explanation.text, explanation.analysis, explanation.problem, item.truth, explanation.note
     )
     label = item.truth.score if item.truth is not None else item.label
     if metric is None or label is None:
@@ -240,6 +245,8 @@ class ExplainFileResult:
       rows: rows explained by this run (after `resumed_after`); total_rows: in the input.
       parsed, unparsed: this run's analyses that parsed and that did not; `problems` names
         the first few unparsed (`input:LINE: reason`).
+      disagreeing: parsed analyses whose first line states another count or total than
+        their errors (scored by their errors; the row's `parse_note` says how).
       cut_sources: rows whose source was cut to fit `input_length`.
       already_complete: a resumed run found the output finished by the same run.
       labelled: rows written as score-file rows (with a `metric` and a truth).
@@ -252,6 +259,7 @@ class ExplainFileResult:
     parsed: int = 0
     unparsed: int = 0
     problems: list[str] = dataclasses.field(default_factory=list)
+    disagreeing: int = 0
     cut_sources: int = 0
     resumed_after: int = 0
     already_complete: bool = False
@@ -273,6 +281,11 @@ def _record(
         else str(checkpoint),
         **settings,
     }
+
+
+# The first settings of a run's record, under the names it keeps them by (`input_length` is
+# recorded as `max_input_length`; a record is compared whole when a run resumes).
+_RECORDED = ("vocab", "max_input_length", "max_output_length", "batch_size")
 
 
 def explain_file(
@@ -316,16 +329,10 @@ def explain_file(
     _check_paths(input_path, output, chunk_size, resume, overwrite)
     items = read_inputs(input_path)
     result = ExplainFileResult(output=output, total_rows=len(items))
-    settings = {
-        "vocab": vocab,
-        "max_input_length": input_length,
-        "max_output_length": max_output_length,
-        "batch_size": batch_size,
-        "dtype": dtype,
-        "chunk_size": chunk_size,
-        "metric": metric,
-        "benchmark": benchmark,
-    }
+    settings = dict(
+        zip(_RECORDED, (vocab, input_length, max_output_length, batch_size), strict=True)
+    )
+    settings.update(dtype=dtype, chunk_size=chunk_size, metric=metric, benchmark=benchmark)
     record = _record(input_path, checkpoint, settings)
     found = {"columns": [record]}
     if resume and output.exists() and not overwrite:
@@ -408,6 +415,7 @@ def _write_rows(
                 result.problems.append(f"{input_path}:{item.line}: {explanation.problem}")
         else:
             result.parsed += 1
+            result.disagreeing += explanation.note is not None
 
 
 def _chunks(items: Sequence[ExplainInput], skip: int, size: int) -> Iterator[list[ExplainInput]]:

@@ -213,6 +213,8 @@ class ConversionResult:
       rows: rows converted (one per record); checked: joined rows whose prompt was checked.
       parsed, unparsed: generated analyses that parsed and that did not; `problems` names
         the first few unparsed (`infer file:LINE (input:LINE): reason`).
+      disagreeing: parsed analyses whose first line states another count or total than
+        their errors (scored by their errors; the row's `parse_note` says how).
       dropped: bad rows of the MetricInstruct file (the task dropped them as well).
       labelled: rows written as score-file rows (with a `metric`).
     """
@@ -223,6 +225,7 @@ class ConversionResult:
     parsed: int = 0
     unparsed: int = 0
     problems: list[str] = dataclasses.field(default_factory=list)
+    disagreeing: int = 0
     dropped: int = 0
     labelled: int = 0
 
@@ -291,6 +294,7 @@ def convert(
                 )
         else:
             result.parsed += 1
+            result.disagreeing += explanation.note is not None
     result.rows = len(rows)
     return rows, result
 
