@@ -371,6 +371,62 @@ def _joined(
     return folder, read
 
 
+def _settings(scores, questions, pairs, key, metric, human_labels) -> tuple:
+    """A registration's settings, checked, in the form a repeated registration is compared
+    in (and a join is known by)."""
+    return (
+        _paths(scores),
+        arguments.parse_questions(questions, names=True),
+        None if pairs is None else _paths(pairs),
+        tuple(arguments.string_list(key, "key", "field name")),
+        metric,
+        bool(human_labels),
+    )
+
+
+def _prompts(wanted: Sequence[Question], rating_set: str | None) -> dict[Question, str]:
+    """How the inputs name each question: SEAHORSE's prompts, or the rating set's."""
+    if rating_set is None:
+        return {q: constants.QUESTION_PROMPTS[q] for q in wanted}
+    return {q: ratings.get_rating_set(rating_set).prompts[q] for q in wanted}
+
+
+def _check_free(planned: Sequence[str]) -> None:
+    """Refuses names that tasks or mixtures already registered have taken."""
+    taken = set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names())
+    clash = sorted(set(planned) & taken)
+    if clash:
+        raise errors.UserError(f"task names already registered: {', '.join(clash)}")
+
+
+def _add_tasks(
+    dset: DistillationSet, wanted: Sequence[Question], vocabulary: seqio.Vocabulary | None
+) -> None:
+    """The set's tasks, one and several questions in the input each, each validated on the
+    teacher question's own score task (SEAHORSE's, or the rating set's)."""
+    features = {
+        **premise_hypothesis.output_features(vocabulary),
+        soft_targets.FEATURE: soft_target_feature(),
+    }
+    for question in wanted:
+        for multi in (False, True):
+            task = task_name(dset.name, question, multi)
+            premise_hypothesis.add_premise_hypothesis_task(
+                task,
+                TeacherSource(dset, question),
+                features,
+                score_mode=False,
+                multi_question=multi,
+                extra_preprocessors=[add_soft_targets],
+            )
+            if dset.rating_set is None:
+                _VALIDATION[task] = names.seahorse_task(question, score=True, multi_question=multi)
+            else:
+                _VALIDATION[task] = ratings.rating_task(
+                    dset.rating_set, question, score=True, multi_question=multi
+                )
+
+
 def register_distillation_tasks(
     name: str,
     scores: str | os.PathLike | Sequence[str | os.PathLike],
@@ -418,14 +474,7 @@ def register_distillation_tasks(
         of no registered rating set, or a name taken by other tasks.
     """
     _check_name(name)
-    settings = (
-        _paths(scores),
-        arguments.parse_questions(questions, names=True),
-        None if pairs is None else _paths(pairs),
-        tuple(arguments.string_list(key, "key", "field name")),
-        metric,
-        bool(human_labels),
-    )
+    settings = _settings(scores, questions, pairs, key, metric, human_labels)
     existing = _SETS.get(name)
     if existing is not None:
         if existing.settings == settings and vocabulary is None:
@@ -438,42 +487,16 @@ def register_distillation_tasks(
     if wanted is None:
         raise errors.UserError("no questions given: name the teacher's questions, e.g. [4]")
     rating_set = _rating_set_of(wanted, rating_set)
-    if rating_set is None:
-        prompts: dict[Question, str] = {q: constants.QUESTION_PROMPTS[q] for q in wanted}
-    else:
-        prompts = {q: ratings.get_rating_set(rating_set).prompts[q] for q in wanted}
+    prompts = _prompts(wanted, rating_set)
     planned = [task_name(name, q, multi) for q in wanted for multi in (False, True)]
     mixture = f"{name}_all"
-    taken = set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names())
-    clash = sorted(set(planned + [mixture]) & taken)
-    if clash:
-        raise errors.UserError(f"task names already registered: {', '.join(clash)}")
+    _check_free(planned + [mixture])
     folder, read = _joined(name, settings, joined_dir)
     logging.info("%s", read.summary())
     if sum(read.dropped.values()):
         logging.warning("%s", read.summary())
     dset = DistillationSet(name, settings, folder, read, rating_set, prompts, ())
-    features = {
-        **premise_hypothesis.output_features(vocabulary),
-        soft_targets.FEATURE: soft_target_feature(),
-    }
-    for question in wanted:
-        for multi in (False, True):
-            task = task_name(name, question, multi)
-            premise_hypothesis.add_premise_hypothesis_task(
-                task,
-                TeacherSource(dset, question),
-                features,
-                score_mode=False,
-                multi_question=multi,
-                extra_preprocessors=[add_soft_targets],
-            )
-            if rating_set is None:
-                _VALIDATION[task] = names.seahorse_task(question, score=True, multi_question=multi)
-            else:
-                _VALIDATION[task] = ratings.rating_task(
-                    rating_set, question, score=True, multi_question=multi
-                )
+    _add_tasks(dset, wanted, vocabulary)
     seqio.MixtureRegistry.add(
         mixture,
         [task_name(name, q, True) for q in wanted],

@@ -100,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
     from seahorse_t5x.scoring import evaluate
 
     with inference_flags.flag_names(_FLAG_NAMES):
+        tasks = _requested_tasks(args)
         run = evaluate.evaluate_checkpoint(
             args.checkpoint,
-            _requested_tasks(args),
+            tasks,
             args.split,
             args.output_dir,
             settings=settings,

@@ -31,8 +31,8 @@ the result.
 
 Duplicates, across all the files given: a pair is its article and summary in scored
 pairs, and its `key` in score-file rows and pairs files. A pair given again with the same
-teacher scores (within `SAME_SCORE_TOLERANCE`) and labels (a pairs row again with the same
-article and summary) is collapsed into the first and counted (`TeacherScores.duplicates`);
+teacher scores (within `teacher_rows.SAME_SCORE_TOLERANCE`) and labels (a pairs row again
+with the same article and summary) is collapsed into the first and counted (`TeacherScores.duplicates`);
 given again with anything else (another score for a question, another label, another
 article for a key) it is refused: every such conflict is counted, and the error names the
 first at its `file:line`, its key and where the pair was first read. A teacher cannot mean
@@ -44,7 +44,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -56,7 +55,7 @@ import numpy as np
 
 from seahorse_t5x import arguments, errors, fileio
 from seahorse_t5x.arguments import Question, question_key
-from seahorse_t5x.data import scorefiles
+from seahorse_t5x.data import scorefiles, teacher_rows
 
 DEFAULT_KEY: tuple[str, ...] = scorefiles.ITEM_FIELDS
 Opener = Callable[[str], contextlib.AbstractContextManager[Iterable[str]]]
@@ -66,16 +65,7 @@ SPLIT_FILE = "train.jsonl"
 REPORT_FILE = "teacher_report.json"
 # Examples of drops kept for the summary.
 _DROP_EXAMPLES = 5
-_METADATA = ("gem_id", "language", "dataset", "system")
-# Teacher scores of one pair that differ by no more than this are the same score: the same
-# model scoring the same text in other batches differs in the last float32 bits.
-SAME_SCORE_TOLERANCE = 1e-6
 _NO_LABEL = -1
-
-
-def score_field(question: Question) -> str:
-    """The column of a question's teacher P(yes): `score_q4`, `score_polite`."""
-    return f"score_{question_key(question)}"
 
 
 @dataclasses.dataclass
@@ -261,7 +251,7 @@ class _Pairs:
         number = self.size
         self.index[identity] = number
         self.place[number] = (file, line)
-        self.texts[number] = (_text_digest(article), _text_digest(summary))
+        self.texts[number] = (teacher_rows.text_digest(article), teacher_rows.text_digest(summary))
         self.size += 1
         return number
 
@@ -274,103 +264,6 @@ class _Pairs:
             if self.labels[number, column] != _NO_LABEL:
                 labels[question] = int(self.labels[number, column])
         return p, labels
-
-
-def _digest(*parts: str) -> bytes:
-    hasher = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        hasher.update(part.encode("utf-8", "surrogatepass"))
-        hasher.update(b"\0")
-    return hasher.digest()
-
-
-def _text_digest(text: str) -> int:
-    return int.from_bytes(_digest(text)[:8], "little")
-
-
-def _probability(value: Any, path: str, line: int, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise errors.DataError(path, line, field, f"expected P(yes) in [0, 1], got {value!r}")
-    p = float(value)
-    if not math.isfinite(p) or not 0.0 <= p <= 1.0:
-        raise errors.DataError(
-            path,
-            line,
-            field,
-            f"expected P(yes) in [0, 1], got {value!r} (a score that is "
-            "not a probability cannot be a soft target)",
-        )
-    return p
-
-
-def _human_label(value: Any, path: str, line: int, field: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value not in (0, 1):
-        raise errors.DataError(
-            path, line, field, f"expected a human label 1, 0 or null, got {value!r}"
-        )
-    return int(value)
-
-
-def _text(row: Mapping[str, Any], field: str, path: str, line: int) -> str:
-    value = row.get(field)
-    if not isinstance(value, str) or not value.strip():
-        raise errors.DataError(path, line, field, "expected a non-empty string")
-    return value
-
-
-def _metadata(row: Mapping[str, Any]) -> dict[str, str]:
-    return {field: "" if row.get(field) is None else str(row[field]) for field in _METADATA}
-
-
-def _is_score_file_row(row: Mapping[str, Any]) -> bool:
-    return "score" in row and "question" in row
-
-
-def _same_score(first: float | None, again: float | None) -> bool:
-    if first is None or again is None:
-        return first is again
-    return abs(first - again) <= SAME_SCORE_TOLERANCE
-
-
-def _same(
-    first: tuple[Mapping[Question, float], Mapping[Question, int]],
-    again: tuple[Mapping[Question, float], Mapping[Question, int]],
-) -> bool:
-    """Whether a repeated pair has the first one's scores (within `SAME_SCORE_TOLERANCE`)
-    and labels, for the same questions."""
-    return (
-        first[1] == again[1]
-        and first[0].keys() == again[0].keys()
-        and all(_same_score(first[0][q], again[0][q]) for q in first[0])
-    )
-
-
-def _difference(
-    first: tuple[Mapping[Question, float], Mapping[Question, int]],
-    again: tuple[Mapping[Question, float], Mapping[Question, int]],
-    where: str,
-) -> str:
-    """What a repeated pair changes, for the message: `has score_q4 0.7 here and 0.2 at
-    t.jsonl:2` (`where`: the first one's place)."""
-    for kind, before, now in (("score", first[0], again[0]), ("label", first[1], again[1])):
-        for question in sorted(set(before) | set(now), key=question_key):
-            same = (
-                _same_score(before.get(question), now.get(question))
-                if kind == "score"
-                else before.get(question) == now.get(question)
-            )
-            if not same:
-                name = (
-                    score_field(question) if kind == "score" else f"label {question_key(question)}"
-                )
-                return f"has {name} {now.get(question)} here and {before.get(question)} at {where}"
-    return f"differs from {where}"
-
-
-def _key_of(row: Mapping[str, Any], key: Sequence[str]) -> tuple[str, ...]:
-    return tuple("" if row.get(field) is None else str(row[field]) for field in key)
 
 
 @dataclasses.dataclass
@@ -407,10 +300,10 @@ def _read_pairs_files(join: _Join, count: int, opener: Opener | None) -> None:
         found = False
         for line, row in fileio.iter_json_objects(path, opener):
             found = True
-            article = _text(row, "article", path, line)
-            summary = _text(row, "summary", path, line)
-            identity = _key_of(row, join.key)
-            digest = _digest("key", *identity)
+            article = teacher_rows.text(row, "article", path, line)
+            summary = teacher_rows.text(row, "summary", path, line)
+            identity = teacher_rows.key_of(row, join.key)
+            digest = teacher_rows.digest("key", *identity)
             number = pairs.index.get(digest)
             if number is None:
                 pairs.add(digest, file, line, article, summary)
@@ -421,7 +314,7 @@ def _read_pairs_files(join: _Join, count: int, opener: Opener | None) -> None:
                 for field, text, known in zip(
                     ("article", "summary"), (article, summary), pairs.texts[number], strict=True
                 )
-                if _text_digest(text) != int(known)
+                if teacher_rows.text_digest(text) != int(known)
             ]
             if changed:
                 conflicts.add(
@@ -438,23 +331,23 @@ def _read_pairs_files(join: _Join, count: int, opener: Opener | None) -> None:
 def _scored_pair(join: _Join, file: int, line: int, row: Mapping[str, Any], single: bool) -> None:
     result, path = join.result, join.files[file]
     try:
-        article = _text(row, "article", path, line)
-        summary = _text(row, "summary", path, line)
+        article = teacher_rows.text(row, "article", path, line)
+        summary = teacher_rows.text(row, "summary", path, line)
     except errors.DataError as error:
         result._drop(error)
         return
     p_yes: dict[Question, float] = {}
     labels: dict[Question, int] = {}
     for question in result.questions:
-        field = score_field(question)
+        field = teacher_rows.score_field(question)
         if field not in row and single and "score" in row:
             field = "score"  # one question's scores, as `score --questions N` writes them
         try:
             if field not in row:
-                raise errors.DataError(path, line, score_field(question), "missing")
-            p_yes[question] = _probability(row[field], path, line, field)
+                raise errors.DataError(path, line, teacher_rows.score_field(question), "missing")
+            p_yes[question] = teacher_rows.probability(row[field], path, line, field)
             label_field = question_key(question)
-            label = _human_label(row.get(label_field), path, line, label_field)
+            label = teacher_rows.human_label(row.get(label_field), path, line, label_field)
         except errors.DataError as error:
             result._drop(error)
             p_yes.pop(question, None)
@@ -464,7 +357,7 @@ def _scored_pair(join: _Join, file: int, line: int, row: Mapping[str, Any], sing
     if not p_yes:
         return
     pairs = join.pairs
-    digest = _digest("texts", article, summary)
+    digest = teacher_rows.digest("texts", article, summary)
     number = pairs.index.get(digest)
     if number is None:
         number = pairs.add(digest, file, line, article, summary)
@@ -475,22 +368,15 @@ def _scored_pair(join: _Join, file: int, line: int, row: Mapping[str, Any], sing
         return
     first = pairs.scores_of(number)
     where = join.where(*pairs.place[number])
-    if _same(first, (p_yes, labels)):
+    if teacher_rows.same(first, (p_yes, labels)):
         result._duplicate(f"{path}:{line}", where)
     else:
         join.conflicts.add(
-            path, line, _key_of(row, join.key), _difference(first, (p_yes, labels), where)
+            path,
+            line,
+            teacher_rows.key_of(row, join.key),
+            teacher_rows.difference(first, (p_yes, labels), where),
         )
-
-
-def _question_of_row(value: Any) -> Question:
-    """A score row's question: SEAHORSE's as its number, a rating set's as its name.
-
-    Raises:
-      ValueError, TypeError: not a question.
-    """
-    text = scorefiles.normalize_question(value)
-    return int(text) if text.isdigit() else text
 
 
 def _score_row(join: _Join, file: int, line: int, row: Mapping[str, Any], joined: bool) -> None:
@@ -502,7 +388,7 @@ def _score_row(join: _Join, file: int, line: int, row: Mapping[str, Any], joined
         return
     result.rows_read += 1
     try:
-        question = _question_of_row(row["question"])
+        question = teacher_rows.question_of_row(row["question"])
     except (ValueError, TypeError):
         result._drop(errors.DataError(path, line, "question", "expected a question"))
         return
@@ -510,10 +396,10 @@ def _score_row(join: _Join, file: int, line: int, row: Mapping[str, Any], joined
         return
     pairs = join.pairs
     try:
-        p = _probability(row.get("score"), path, line, "score")
-        label = _human_label(row.get("label"), path, line, "label")
-        identity = _key_of(row, join.key)
-        digest = _digest("key", *identity)
+        p = teacher_rows.probability(row.get("score"), path, line, "score")
+        label = teacher_rows.human_label(row.get("label"), path, line, "label")
+        identity = teacher_rows.key_of(row, join.key)
+        digest = teacher_rows.digest("key", *identity)
         number = pairs.index.get(digest)
         if joined:
             if number is None:  # (with pairs files, only their keys are indexed)
@@ -524,20 +410,22 @@ def _score_row(join: _Join, file: int, line: int, row: Mapping[str, Any], joined
                     f"no pair with this key {identity!r} in the pairs files",
                 )
         else:
-            article = _text(row, "article", path, line)
-        summary = _text(row, "summary", path, line) if not joined else None
+            article = teacher_rows.text(row, "article", path, line)
+        summary = teacher_rows.text(row, "summary", path, line) if not joined else None
     except errors.DataError as error:
         result._drop(error)
         return
     if not joined:
         if number is None:
             number = pairs.add(digest, file, line, article, summary)
-        elif (_text_digest(article), _text_digest(summary)) != tuple(
+        elif (teacher_rows.text_digest(article), teacher_rows.text_digest(summary)) != tuple(
             int(d) for d in pairs.texts[number]
         ):
             # (Score rows that carry their texts: the same key with another text.)
             changed = (
-                "article" if _text_digest(article) != int(pairs.texts[number, 0]) else "summary"
+                "article"
+                if teacher_rows.text_digest(article) != int(pairs.texts[number, 0])
+                else "summary"
             )
             first = join.where(*pairs.place[number])
             join.conflicts.add(path, line, identity, f"has another {changed} here than at {first}")
@@ -552,10 +440,10 @@ def _score_row(join: _Join, file: int, line: int, row: Mapping[str, Any], joined
             {} if known == _NO_LABEL else {question: int(known)},
         )
         again = ({question: p}, {} if kept_label is None else {question: kept_label})
-        if _same(before, again):
+        if teacher_rows.same(before, again):
             result._duplicate(f"{path}:{line}", first)
         else:
-            join.conflicts.add(path, line, identity, _difference(before, again, first))
+            join.conflicts.add(path, line, identity, teacher_rows.difference(before, again, first))
         return
     pairs.first[number, column] = (file, line)
     pairs.p[number, column] = p
@@ -595,7 +483,7 @@ def _read_scores_file(join: _Join, file: int, opener: Opener | None, joined: boo
             join.result._drop(row)
             continue
         if kind is None:
-            kind = "score rows" if _is_score_file_row(row) else "scored pairs"
+            kind = "score rows" if teacher_rows.is_score_file_row(row) else "scored pairs"
             if kind == "scored pairs" or not joined:
                 join.text_files.add(file)
         if kind == "scored pairs":
@@ -636,9 +524,13 @@ def _write_pairs(join: _Join, out: IO[str], opener: Opener | None) -> None:
                 continue
             if scored[number]:
                 p_yes, labels = pairs.scores_of(number)
-                written = {"article": row["article"], "summary": row["summary"], **_metadata(row)}
+                written = {
+                    "article": row["article"],
+                    "summary": row["summary"],
+                    **teacher_rows.metadata(row),
+                }
                 for question, p in p_yes.items():
-                    written[score_field(question)] = p
+                    written[teacher_rows.score_field(question)] = p
                     if question in labels:
                         written[question_key(question)] = labels[question]
                 out.write(json.dumps(written, ensure_ascii=False) + "\n")
@@ -768,7 +660,7 @@ def iter_joined(
 ) -> Iterator[TeacherExample]:
     """The pairs of a joined folder in file order; `question`: only those scored for it."""
     path = os.path.join(os.fspath(output_dir), SPLIT_FILE)
-    field = None if question is None else score_field(question)
+    field = None if question is None else teacher_rows.score_field(question)
     for _, row in fileio.iter_json_objects(path, opener):
         if field is not None and field not in row:
             continue
@@ -782,7 +674,9 @@ def iter_joined(
                 label = row.get(question_key(q))
                 if label is not None:
                     labels[q] = label
-        yield TeacherExample(row["article"], row["summary"], p_yes, labels, _metadata(row))
+        yield TeacherExample(
+            row["article"], row["summary"], p_yes, labels, teacher_rows.metadata(row)
+        )
 
 
 def read_teacher_scores(
