@@ -121,3 +121,11 @@ def runner_tasks():
         mp.setenv(constants.ENV_VOCAB, "demo")
         runner_fixtures.register()
         yield
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The seed of the random test order (pytest-randomly), also under `-q`, whose header
+    does not show it: `--randomly-seed=N` repeats the order."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int) and config.pluginmanager.has_plugin("randomly"):
+        terminalreporter.write_line(f"random test order: --randomly-seed={seed} repeats it")
