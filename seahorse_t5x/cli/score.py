@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from seahorse_t5x import constants
+from seahorse_t5x import arguments, constants
 from seahorse_t5x.cli import flags, inference_flags
 
 HELP = "score (article, summary) pairs with an mT5 metric checkpoint (length-bucketed P(yes))"
@@ -32,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--questions",
         default=None,
         metavar="1,4",
-        help="the SEAHORSE questions to score: a family's members, one column each "
-        "(default: all six); for a model trained on seahorse_all, the questions its inputs "
+        help="the questions to score, one column each: SEAHORSE's numbers (a family's members; "
+        "default: all six), or a rating set's names for a model trained on it (`polite`); "
+        "for a model trained on seahorse_all, the questions its inputs "
         "name (needed); for a one-question model, its question (checked against the -qN "
         "its name ends in or its training task; needed for --score_file)",
     )
@@ -150,7 +151,7 @@ def summary_lines(result) -> list[str]:
     )
     note = f", {'; '.join(result.resumed)}" if result.resumed else ""
     means = "; ".join(
-        f"q{q} {joined.mean[q]:.3f}, {joined.share[q]:.3f}"
+        f"{arguments.question_key(q)} {joined.mean[q]:.3f}, {joined.share[q]:.3f}"
         + (f" ({joined.unlabelled[q]} unlabelled rows left out)" if joined.unlabelled[q] else "")
         for q in result.questions
     )
