@@ -317,14 +317,13 @@ def profile(generator, hf_model, tokens, batches, max_length: int) -> dict:
     return out
 
 
-def main() -> None:
-    args = parse_args()
-    import torch
-    import transformers
-
-    load_before = os.getloadavg()
+def prepared(args: argparse.Namespace, prefix: str):
+    """The benchmark's model and inputs, as both generation benchmarks use them: the HF
+    model (`model_without_eos`), the folder it is saved in (a new one under `prefix`), the
+    drawn input tokens, and ours' batches as `generate_ids` plans them (indices into the
+    tokens)."""
     hf_model = model_without_eos(args.seed)
-    directory = tempfile.mkdtemp(prefix="bench_generate_")
+    directory = tempfile.mkdtemp(prefix=prefix)
     hf_model.save_pretrained(directory)
     tokens = draw_inputs(
         args.num_examples,
@@ -334,6 +333,19 @@ def main() -> None:
         args.median_length,
         min_length=args.min_length,
     )
+    buckets = batching.bucket_lengths(args.input_length, generation.GENERATION_LADDER)
+    lengths = [len(t) for t in tokens]
+    batches = batching.plan_batches(lengths, buckets, args.batch_size * args.input_length)
+    return hf_model, directory, tokens, batches
+
+
+def main() -> None:
+    args = parse_args()
+    import torch
+    import transformers
+
+    load_before = os.getloadavg()
+    hf_model, directory, tokens, batches = prepared(args, "bench_generate_")
     lengths = [len(t) for t in tokens]
     print(
         f"{len(tokens)} inputs, {sum(lengths)} tokens (median {int(np.median(lengths))}, "
@@ -350,9 +362,6 @@ def main() -> None:
         dtype="float32",
     )
     ceiling_before = matmul_ceiling()
-    buckets = batching.bucket_lengths(args.input_length, generation.GENERATION_LADDER)
-    # Ours' batches, as `generate_ids` plans them (indices into tokens).
-    batches = batching.plan_batches(lengths, buckets, args.batch_size * args.input_length)
 
     clock = CompileClock()
     clock.counting = True

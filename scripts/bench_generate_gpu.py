@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 
 import jax
 import numpy as np
-from bench_common import draw_inputs  # scripts/ is on sys.path when run
-from bench_generate import agreement, model_without_eos
+from bench_generate import agreement, model_without_eos, prepared
 
-from seahorse_t5x.inference import batching, generation
+from seahorse_t5x.inference import generation
 from seahorse_t5x.model import decoding
 
 
@@ -84,20 +82,8 @@ def main() -> None:
     args = parse_args()
     import torch
 
-    hf_cpu = model_without_eos(args.seed)
-    directory = tempfile.mkdtemp(prefix="bench_generate_gpu_")
-    hf_cpu.save_pretrained(directory)
-    tokens = draw_inputs(
-        args.num_examples,
-        args.max_length,
-        hf_cpu.config.vocab_size,
-        args.seed,
-        args.median_length,
-        min_length=args.min_length,
-    )
+    hf_cpu, directory, tokens, batches = prepared(args, "bench_generate_gpu_")
     lengths = [len(t) for t in tokens]
-    buckets = batching.bucket_lengths(args.input_length, generation.GENERATION_LADDER)
-    batches = batching.plan_batches(lengths, buckets, args.batch_size * args.input_length)
     order = [int(i) for b in batches for i in b.indices]
     print(
         f"{len(tokens)} inputs ({sum(lengths)} tokens, median {int(np.median(lengths))}), "
