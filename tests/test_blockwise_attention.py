@@ -148,10 +148,11 @@ def test_packed_long_rows_stay_finite_and_equal_full_attention(hf_and_params):
     assert np.isfinite(np.asarray(encoded)).all()
 
 
-def test_engine_scores_long_buckets_blockwise_and_short_ones_as_before(hf_and_params):
+def test_engine_scores_long_buckets_blockwise_and_short_ones_as_before(hf_and_params, tmp_path):
     model, params = hf_and_params
     tokens = eos_tokens([LONG, 1900, 1100, 1000, 300, 40], seed=3)
-    kw = dict(max_input_length=LONG, batch_size=1, ladder="2")
+    # Its own program folder: programs another test compiled would be read, not traced.
+    kw = dict(max_input_length=LONG, batch_size=1, ladder="2", program_cache_dir=tmp_path)
     blockwise = engine.Engine(TINY, LABEL_IDS, **kw)
     full = engine.Engine(TINY, LABEL_IDS, blockwise_attention_from=None, **kw)
     if blockwise.blockwise_attention_from is None:  # `auto` on an accelerator
