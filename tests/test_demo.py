@@ -47,6 +47,31 @@ def demo_run(tmp_path_factory):
     return out, result, lines
 
 
+def test_demo_table_prints_numbers_as_every_table_does():
+    results = {
+        4: {
+            "question": 4,
+            "n": 544,
+            "positive_rate": 0.5735,
+            "pearson": 0.8149,
+            "roc_auc": 0.9404,
+            "majority_baseline": {"pearson": None, "roc_auc": 0.5},
+        },
+        2: {
+            "question": 2,
+            "n": 3,
+            "positive_rate": 1.0,
+            "pearson": -0.0312,
+            "roc_auc": None,
+            "majority_baseline": {"pearson": None, "roc_auc": 0.5},
+        },
+    }
+    assert demo._table(results).splitlines()[2:] == [
+        "| Q4 attribution | 544 | .57 | .81 | .94 | - | .50 |",
+        "| Q2 repetition | 3 | 1.00 | -.03 | - | - | .50 |",
+    ]
+
+
 @pytest.mark.slow
 def test_demo_trains_evaluates_and_prints_the_table(demo_run):
     out, result, lines = demo_run

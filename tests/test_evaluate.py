@@ -77,8 +77,8 @@ def test_metrics_table_puts_each_task_beside_the_majority_baseline():
         "### m (test)\n\n"
         "| question | task | n | Yes rate | Pearson rho | ROC-AUC | majority rho | majority ROC |\n"
         "|---|---|---|---|---|---|---|---|\n"
-        "| Q4 attribution | seahorse_q4_score | 10 | .600 | .250 | .687 | - | .500 |\n"
-        "| Attribution | mface_attribution | 3 | - | -.500 | - | - | - |\n"
+        "| Q4 attribution | seahorse_q4_score | 10 | .60 | .25 | .69 | - | .50 |\n"
+        "| Attribution | mface_attribution | 3 | - | -.50 | - | - | - |\n"
     )
 
 

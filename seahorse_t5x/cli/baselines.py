@@ -10,6 +10,7 @@ from seahorse_t5x import constants, errors, fileio
 from seahorse_t5x.cli import flags
 from seahorse_t5x.data import benchmarks, scorefiles, splits
 from seahorse_t5x.data.benchmarks import registry
+from seahorse_t5x.evaluation import tables
 from seahorse_t5x.formats import vocab
 from seahorse_t5x.scoring import baselines, rouge
 
@@ -128,9 +129,7 @@ def _summary(rows: list[dict], metric: str) -> str:
             result["pearson"] = stats.graded_metrics([r["label"] for r in chosen], scores)[
                 "pearson"
             ]
-        roc = "-" if result["roc_auc"] is None else f"{result['roc_auc']:.2f}"
-        rho = "-" if result["pearson"] is None else f"{result['pearson']:.2f}"
-        parts.append(f"{key}:{rho}/{roc}")
+        parts.append(f"{key}:{tables.format_pair(result['pearson'], result['roc_auc'])}")
     return " ".join(parts)
 
 

@@ -25,7 +25,7 @@ def _value(entry: Mapping | None, key: str = "balanced_accuracy") -> str:
 def _with_interval(value: float | None, ci: Mapping | None) -> str:
     text = tables.format_value(value, 3)
     if ci and ci.get("low") is not None:
-        text += f" [{ci['low']:.3f}, {ci['high']:.3f}]"
+        text += " " + tables.format_interval(ci, 3)
     return text
 
 
@@ -217,7 +217,7 @@ def significance_table(
         [s["metric_a"], s["metric_b"], tables.question_header(s["question"])]
         + [s["statistic"] if by_statistic else s.get("dataset") or s.get("statistic", "")]
         + [tables.format_value(s["difference"], 3)]
-        + ["-" if s["low"] is None else f"[{s['low']:.3f}, {s['high']:.3f}]", _p(s["p_value"])]
+        + [tables.format_interval(s, 3), _p(s["p_value"])]
         for s in section["significance"]
     ]
     return [

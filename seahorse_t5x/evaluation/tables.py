@@ -105,7 +105,9 @@ def _latex(text: str) -> str:
 
 
 def format_value(value: float | None, digits: int = 2) -> str:
-    """`.52`, `-.03`, `1.00`; `-` for None/NaN."""
+    """`.52`, `-.03`, `1.00`; `-` for None/NaN. Every table and summary line prints its
+    statistics this way, as the paper does: two digits (the benchmark protocols' tables
+    three, as their papers report them); JSON outputs keep full precision."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     text = f"{value:.{digits}f}"
@@ -125,11 +127,11 @@ def format_pair(first: float | None, second: float | None) -> str:
     return f"{format_value(first)}/{format_value(second)}"
 
 
-def format_interval(entry: Mapping | None) -> str:
+def format_interval(entry: Mapping | None, digits: int = 2) -> str:
     """`[.50, .54]` from a bootstrap entry; `-` when undefined."""
     if not entry or entry.get("low") is None:
         return MISSING
-    return f"[{format_value(entry['low'])}, {format_value(entry['high'])}]"
+    return f"[{format_value(entry['low'], digits)}, {format_value(entry['high'], digits)}]"
 
 
 # --------------------------------------------------------------- meta-evaluation tables
@@ -544,7 +546,7 @@ def task_metrics_table(results: Mapping[str, Mapping], title: str) -> Table:
         values = (result["positive_rate"], result["pearson"], result["roc_auc"])
         values += (baseline["pearson"], baseline["roc_auc"])
         question = _task_question_cell(result.get("question"))
-        rows.append([question, task_name, str(result["n"])] + [format_value(v, 3) for v in values])
+        rows.append([question, task_name, str(result["n"])] + [format_value(v) for v in values])
     header = ["question", "task", "n", "Yes rate", "Pearson rho", "ROC-AUC"]
     header += ["majority rho", "majority ROC"]
     return Table(name="evaluate", title=title, header=header, rows=rows, label_columns=2)

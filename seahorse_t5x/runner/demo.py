@@ -21,6 +21,7 @@ from typing import Any
 import gin
 
 from seahorse_t5x import constants, errors
+from seahorse_t5x.evaluation import tables
 
 # A small mT5-shaped model: T5.1.1 layers, relative attention, gated GELU, untied logits;
 # the vocabulary is the shipped 3000-piece demo SentencePiece model (rounded up).
@@ -117,21 +118,19 @@ class DemoSettings:
 
 
 def _table(results: dict[str, dict]) -> str:
+    """The demo's table, numbers as every table prints them (`tables.format_value`)."""
+    number = tables.format_value
     lines = [
         "| question | n | Yes rate | rho | ROC-AUC | majority rho | majority ROC |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-
-    def fmt(value):
-        return "-" if value is None else f"{value:.2f}"
-
     for result in results.values():
         q = result["question"]
         base = result["majority_baseline"]
         lines.append(
             f"| Q{q} {constants.QUESTION_NAMES[q]} | {result['n']} | "
-            f"{fmt(result['positive_rate'])} | {fmt(result['pearson'])} | "
-            f"{fmt(result['roc_auc'])} | {fmt(base['pearson'])} | {fmt(base['roc_auc'])} |"
+            f"{number(result['positive_rate'])} | {number(result['pearson'])} | "
+            f"{number(result['roc_auc'])} | {number(base['pearson'])} | {number(base['roc_auc'])} |"
         )
     return "\n".join(lines)
 

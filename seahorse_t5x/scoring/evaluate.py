@@ -98,10 +98,6 @@ def score_rows(examples: task_examples.TaskExamples, scores: np.ndarray, metric:
     return rows
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def write_outputs(
     output_dir: str | pathlib.Path,
     per_task_rows: Mapping[str, list[dict]],
@@ -187,8 +183,9 @@ def evaluate(
         rows[task_name] = score_rows(examples, scores, metric)
         if log:
             log(
-                f"{task_name} ({split}): n={result['n']} pearson {_fmt(result['pearson'])} "
-                f"roc_auc {_fmt(result['roc_auc'])}"
+                f"{task_name} ({split}): n={result['n']} "
+                f"pearson {tables.format_value(result['pearson'])} "
+                f"roc_auc {tables.format_value(result['roc_auc'])}"
             )
     info = {"metric": metric, "split": split, "input_length": scorer.input_length}
     info.update(run_info or {})
