@@ -21,13 +21,12 @@ _PYTHON_ONLY = {
     "progress",
     "on_chunk",
     "question",
-    "benchmark",
     "setting_values",
     "log",
 }
 # Flags that only the command line needs: its output, the cache switch's other half, and the
-# flags `evaluate` turns into task names (a benchmark's) or imports (a module).
-_CLI_ONLY = {"verbose", "no_compilation_cache", "benchmark_path", "module"}
+# user's modules `evaluate` imports.
+_CLI_ONLY = {"verbose", "no_compilation_cache", "module"}
 
 
 def _flags(command: str) -> set[str]:
@@ -47,19 +46,21 @@ SETTING_FIELDS = {f.name for f in dataclasses.fields(settings.ScoringSettings)}
 
 
 @pytest.mark.parametrize(
-    "command, function, cli_only",
+    "command, function, cli_only, python_only",
     [
         # `score --score_file` asks for score-file rows; in Python, `metric=` given asks.
-        ("score", score_file.score_file, {"score_file"}),
-        # `evaluate --benchmark NAME` stands for the benchmark's task names (`tasks`).
-        ("evaluate", evaluate.evaluate_checkpoint, {"benchmark"}),
+        # `benchmark=` is the deprecated spelling of `rows_benchmark=`.
+        ("score", score_file.score_file, {"score_file"}, {"benchmark"}),
+        ("evaluate", evaluate.evaluate_checkpoint, set(), set()),
     ],
 )
-def test_a_command_and_its_function_share_their_names(command, function, cli_only):
+def test_a_command_and_its_function_share_their_names(command, function, cli_only, python_only):
     flags = _flags(command) - _CLI_ONLY - cli_only
-    names = (_parameters(function) | SETTING_FIELDS) - _PYTHON_ONLY
-    assert flags - names == set(), f"{command}: flags without a parameter of that name"
-    assert _parameters(function) - _PYTHON_ONLY - flags == set(), (
+    parameters = _parameters(function) - _PYTHON_ONLY - python_only
+    assert flags - (parameters | SETTING_FIELDS) == set(), (
+        f"{command}: flags without a parameter of that name"
+    )
+    assert parameters - _flags(command) == set(), (
         f"{function.__name__}: parameters without a flag of that name"
     )
 

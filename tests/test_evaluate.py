@@ -166,3 +166,22 @@ def test_max_examples_below_one_is_refused_before_anything_is_read(tmp_path, max
             max_examples=max_examples,
         )
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "tasks, extra, message",
+    [
+        ("seahorse_q4_score", {}, "`tasks` is one string, not a sequence of task names"),
+        ([], {"benchmark_path": "frank.json"}, "`benchmark_path` needs `benchmark`"),
+        ([], {}, "give `tasks`"),
+        ([], {"benchmark": "nosuch"}, "nosuch"),
+    ],
+)
+def test_tasks_and_benchmark_are_checked_before_anything_is_read(tmp_path, tasks, extra, message):
+    from seahorse_t5x import errors
+
+    with pytest.raises(errors.UserError, match=message):
+        evaluate.evaluate_checkpoint(
+            tmp_path / "no_model", tasks, "test", tmp_path / "out", **extra
+        )
+    assert not (tmp_path / "out").exists()

@@ -76,40 +76,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     inference_flags.add_arguments(parser)
 
 
-def _requested_tasks(args: argparse.Namespace) -> list[str]:
-    """--tasks and the score tasks of --benchmark, once the user's modules are imported."""
-    from seahorse_t5x import errors
-    from seahorse_t5x.scoring import task_examples
-    from seahorse_t5x.tasks import user_modules
-
-    # The user's tasks are registered before any task name is resolved (or the model loaded).
-    user_modules.import_modules(args.module)
-    requested = args.tasks.split(",") if args.tasks else []
-    if args.benchmark:
-        requested.append(task_examples.benchmark_tasks(args.benchmark, args.benchmark_path))
-    elif args.benchmark_path:
-        raise errors.UserError("--benchmark_path needs --benchmark NAME")
-    if not requested:
-        raise errors.UserError("give --tasks (e.g. seahorse_q4_score) and/or --benchmark NAME")
-    return requested
-
-
 def run(args: argparse.Namespace) -> int:
     settings = inference_flags.settings(args)
     import seahorse_t5x.tasks  # noqa: F401  (registers the SeqIO tasks)
     from seahorse_t5x.scoring import evaluate
+    from seahorse_t5x.tasks import user_modules
 
+    # The user's tasks are registered before any task name is resolved (or the model loaded).
+    user_modules.import_modules(args.module)
     with inference_flags.flag_names(_FLAG_NAMES):
-        tasks = _requested_tasks(args)
         run = evaluate.evaluate_checkpoint(
             args.checkpoint,
-            tasks,
+            args.tasks.split(",") if args.tasks else [],
             args.split,
             args.output_dir,
             settings=settings,
             data_dir=args.data_dir,
             metric=args.metric,
             max_examples=args.max_examples,
+            benchmark=args.benchmark,
+            benchmark_path=args.benchmark_path,
         )
     print(f"results in {pathlib.Path(args.output_dir).resolve()}, dtype {run.dtype}")
     return 0

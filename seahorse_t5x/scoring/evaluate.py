@@ -217,6 +217,8 @@ def evaluate_checkpoint(
     data_dir: str | os.PathLike | None = None,
     metric: str | None = None,
     max_examples: int | None = None,
+    benchmark: str | None = None,
+    benchmark_path: str | os.PathLike | None = None,
     log=print,
 ) -> EvaluationRun:
     """`evaluate` of a checkpoint: the tasks' score files, metrics.json and metrics.md.
@@ -229,7 +231,8 @@ def evaluate_checkpoint(
 
     Args:
       checkpoint: a MODEL_DIR, step directory, HF or T5X checkpoint, or a Hub name.
-      tasks: score tasks or mixtures (`task_examples.expand_task_names`; yours registered).
+      tasks: score tasks or mixtures (`task_examples.expand_task_names`; yours registered);
+        may be empty when `benchmark` is given.
       split: the dataset split.
       output_dir: where the results go.
       settings: the `ScoringSettings` (default: theirs).
@@ -238,6 +241,9 @@ def evaluate_checkpoint(
       metric: the `metric` the score files' rows carry (default: the checkpoint folder's
         name, or a Hub model's NAME).
       max_examples: score only the first N of each task.
+      benchmark: a registered benchmark (`data.benchmarks.registry`) whose score tasks are
+        scored beside `tasks`; `benchmark_path`: its data (default: its gin-bound or
+        environment path).
 
     Returns:
       The per-task results (as `evaluate` returns them), the run's record and its dtype.
@@ -253,7 +259,7 @@ def evaluate_checkpoint(
 
     settings = (settings or settings_lib.ScoringSettings()).checked()
     check_max_examples(max_examples)
-    task_names = task_examples.expand_task_names(tasks)
+    task_names = task_examples.requested_task_names(tasks, benchmark, benchmark_path)
     data_dir = task_examples.seahorse_data_dir(data_dir, split, task_names)
     hub_name = hub.parse_name(str(checkpoint)) if hub.is_name(checkpoint) else None
     if hub_name is None and not pathlib.Path(checkpoint).exists():

@@ -53,6 +53,31 @@ class TaskExamples:
     markers: list[str] | None = None
 
 
+def requested_task_names(
+    tasks: Sequence[str],
+    benchmark: str | None = None,
+    benchmark_path: str | os.PathLike | None = None,
+) -> list[str]:
+    """`tasks` and a registered benchmark's score tasks (`benchmark_tasks`), expanded
+    (`expand_task_names`); at least one task is asked for.
+
+    Raises:
+      UserError: a bare string, `benchmark_path` without `benchmark`, nothing asked for, or
+        a name that is neither a registered task nor a mixture nor a benchmark.
+    """
+    if benchmark:
+        path = None if benchmark_path is None else os.fspath(benchmark_path)
+        requested = [benchmark_tasks(benchmark, path)]
+    elif benchmark_path is not None:
+        raise errors.UserError("`benchmark_path` needs `benchmark` (a registered benchmark)")
+    else:
+        requested = []
+    requested = [*arguments.string_list(tasks, "tasks", "task name"), *requested]
+    if not any(name.strip() for name in requested):
+        raise errors.UserError("give `tasks` (e.g. seahorse_q4_score) and/or a `benchmark`")
+    return expand_task_names(requested)
+
+
 def expand_task_names(requested: Sequence[str]) -> list[str]:
     """Task names with mixtures replaced by their tasks, duplicates dropped, order kept.
 
