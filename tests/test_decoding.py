@@ -139,3 +139,61 @@ def test_decode_step_refuses_scanned_layers(hf_and_params):
                 method=model.decode_step,
             )
         )
+
+
+def _logits_float64(hidden, kernel) -> np.ndarray:
+    return np.asarray(hidden, np.float64) @ np.asarray(kernel, np.float64)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_screen_bounds_hold_every_logit(seed):
+    """|h . w - estimate| <= bound for every token, against float64 products, on rows and
+    columns of very different scales (a zero row, a spike, a zero column)."""
+    rng = np.random.default_rng(seed)
+    kernel = rng.standard_normal((64, 3000)).astype(np.float32)
+    kernel[:, 7] = 0.0
+    kernel[:, 11] *= 1e3
+    hidden = (
+        rng.standard_normal((6, 64)).astype(np.float32)
+        * np.float32([1, 1e-3, 1e4, 0, 1, 1])[:, None]
+    )
+    hidden[4, 5] = 300.0
+    screen = decoding.vocabulary_screen(jnp.asarray(kernel))
+    estimate, bound = jax.jit(decoding.screen_bounds)(jnp.asarray(hidden), screen)
+    error = np.abs(_logits_float64(hidden, kernel) - np.asarray(estimate, np.float64))
+    assert (error <= np.asarray(bound)).all()
+    # The bound is informative, not vacuous: a typical token's is a few percent of the
+    # logits' spread (and exactly 0 for the zero row).
+    spread = np.std(_logits_float64(hidden, kernel), axis=-1)
+    typical = np.median(np.asarray(bound), axis=-1)
+    assert (typical[spread > 0] < 0.05 * spread[spread > 0]).all()
+    assert (np.asarray(bound)[spread == 0] == 0).all()
+
+
+def test_screened_argmax_equals_argmax_with_and_without_a_proof():
+    rng = np.random.default_rng(4)
+    kernel = rng.standard_normal((64, 5000)).astype(np.float32)
+    kernel[:, 4321] = kernel[:, 123]  # two equal columns: the lower id wins, as in argmax
+    hidden = rng.standard_normal((8, 64)).astype(np.float32)
+    hidden[0] = kernel[:, 123] * 3.0  # token 123 and 4321 tie at the top for row 0
+    screen = decoding.vocabulary_screen(jnp.asarray(kernel))
+    expected = np.argmax(_logits_float64(hidden, kernel), axis=-1)
+    assert expected[0] == 123
+    screened = jax.jit(decoding.screened_argmax, static_argnames="candidates")
+    for candidates in (16, 1):  # 1: some row has two possible tokens, so the full product
+        got = screened(jnp.asarray(hidden), jnp.asarray(kernel), screen, candidates=candidates)
+        np.testing.assert_array_equal(np.asarray(got), expected)
+    estimate, bound = decoding.screen_bounds(jnp.asarray(hidden), screen)
+    possible = np.asarray(estimate + bound >= np.max(estimate - bound, axis=-1, keepdims=True))
+    counts = possible.sum(axis=-1)
+    assert counts.max() <= 16 and counts.max() > 1  # both branches were taken above
+
+
+def test_screened_greedy_equals_hf_generate_token_for_token(hf_and_params):
+    model, params = hf_and_params
+    encoder_tokens = fixtures.padded_batch([7, 12, 3, 9, 20, 5, 16, 1], 3072, seed=1)
+    screen = decoding.vocabulary_screen(params["decoder"]["logits_dense"]["kernel"])
+    program = decoding.compiled_greedy_search(fixtures.TINY, MAX_LENGTH)
+    screened = np.asarray(program(params, encoder_tokens, screen=screen))
+    np.testing.assert_array_equal(screened, _hf_generate(model, encoder_tokens, MAX_LENGTH))
+    np.testing.assert_array_equal(screened, np.asarray(program(params, encoder_tokens)))

@@ -44,6 +44,15 @@ def test_outputs_come_back_in_input_order_equal_to_hf(hf_checkpoint):
         expected = test_decoding._hf_generate(model, np.asarray([ids]), 16)
         assert out == decoding.strip(expected)[0]
     assert len({tuple(o) for o in got}) == len(got)  # varied outputs, each its own
+    # On a CPU with float32 products each step's argmax went through the int8 screen.
+    assert generator.screen is not None
+    assert generator.screen.kernel.dtype == np.int8
+
+
+def test_bfloat16_products_take_the_whole_projection(hf_checkpoint):
+    directory, _ = hf_checkpoint
+    generator = generation.Generator(directory, vocab="demo", input_length=16, dtype="bfloat16")
+    assert generator.screen is None
 
 
 def test_texts_round_trip_through_the_vocabulary(hf_checkpoint):

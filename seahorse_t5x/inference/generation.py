@@ -98,6 +98,14 @@ class Generator:
         # On the devices once, not sent with every batch.
         sharding = None if mesh is None else partitioning.replicated(mesh)
         self.params = jax.device_put(params, sharding)
+        self.screen = None  # the int8 projection a CPU's float32 steps screen with
+        if decoding.screens_vocabulary(config, self._platform):
+            kernel = self.params["decoder"]["logits_dense"]["kernel"]
+            self.screen = jax.device_put(decoding.vocabulary_screen(kernel), sharding)
+
+    @property
+    def _platform(self) -> str | None:
+        return None if self.mesh is None else self.mesh.devices.flat[0].platform
 
     @property
     def _row_multiple(self) -> int:
@@ -146,9 +154,8 @@ class Generator:
         batches = batching.plan_batches(
             lengths, buckets, self.batch_size * self.input_length, self._row_multiple
         )
-        platform = None if self.mesh is None else self.mesh.devices.flat[0].platform
         program = decoding.compiled_greedy_search(
-            self.config, self.max_output_length, platform=platform
+            self.config, self.max_output_length, platform=self._platform
         )
         outputs: list[list[int]] = [[] for _ in inputs]
         for batch in batches:
@@ -157,7 +164,7 @@ class Generator:
                 tokens[row, : lengths[index]] = inputs[index]
             if self.mesh is not None:
                 tokens = jax.device_put(tokens, partitioning.batch_sharding(self.mesh))
-            generated = decoding.strip(program(self.params, tokens))
+            generated = decoding.strip(program(self.params, tokens, screen=self.screen))
             for row, index in enumerate(batch.indices):
                 outputs[index] = generated[row]
             if progress is not None:

@@ -15,7 +15,7 @@ padding id); a row's output holds its tokens up to and including EOS (id 1), the
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +26,121 @@ from seahorse_t5x.model.configs import MT5Config
 DECODER_START_ID = 0
 EOS_ID = 1
 PAD_ID = 0
+# Candidates the screened argmax scores exactly (`screened_argmax`).
+SCREEN_CANDIDATES = 16
+
+
+class VocabularyScreen(NamedTuple):
+    """The vocabulary projection in int8, with what bounds its error (`vocabulary_screen`).
+
+    `kernel` is `logits_dense`'s `[emb, vocab]` kernel rounded column by column to int8
+    (`column_scale` each); `residual_norm` is each column's rounding error's Euclidean norm,
+    `column_norm` the float32 column's."""
+
+    kernel: jax.Array
+    column_scale: jax.Array
+    residual_norm: jax.Array
+    column_norm: jax.Array
+
+
+@jax.jit
+def vocabulary_screen(kernel: jax.Array) -> VocabularyScreen:
+    """The `VocabularyScreen` of a float32 `[emb, vocab]` projection kernel."""
+    kernel = kernel.astype(jnp.float32)
+    scale = jnp.max(jnp.abs(kernel), axis=0) / 127.0
+    scale = jnp.where(scale > 0, scale, 1.0)
+    rounded = jnp.clip(jnp.round(kernel / scale), -127, 127)
+    residual = kernel - rounded * scale
+    return VocabularyScreen(
+        rounded.astype(jnp.int8),
+        scale,
+        jnp.linalg.norm(residual, axis=0),
+        jnp.linalg.norm(kernel, axis=0),
+    )
+
+
+def screened_argmax(
+    hidden: jax.Array,
+    kernel: jax.Array,
+    screen: VocabularyScreen,
+    candidates: int = SCREEN_CANDIDATES,
+) -> jax.Array:
+    """`argmax(hidden @ kernel)` per row, reading the int8 kernel instead of the float32 one
+    wherever that provably gives the same token.
+
+    A step's vocabulary projection reads the whole kernel (mT5's: 512 MB in float32) for a
+    few rows, so its time is the memory's. Here the rows are written as two int8 terms (the
+    second rounds what the first left: `h = a q1 + b q2 + r`) and multiplied with the int8
+    kernel in one product, a quarter of the bytes. Each logit `h . w` is then within a
+    bound of that estimate `s` (Cauchy-Schwarz on the rounding errors, plus float32's own
+    rounding of a sum of `emb` products): `|h . w - s| <= ||h - r|| ||w - w_q|| + ||r||
+    ||w|| + e`. A token whose upper bound is below the best lower bound cannot be the
+    argmax; when at most `candidates` tokens per row can be, their columns are read in
+    float32 and the best of them (the lowest id among equals, as `argmax`) is the token.
+    Otherwise the step takes the whole float32 product. The token is the float32 product's
+    argmax either way, up to float32's rounding of logits equal to about 1e-6.
+
+    Args:
+      hidden: `[batch, emb]` float32, the normalised decoder state.
+      kernel: `[emb, vocab]` float32, `logits_dense`'s kernel.
+      screen: `vocabulary_screen(kernel)`.
+
+    Returns:
+      `[batch]` int32 token ids.
+    """
+    hidden = hidden.astype(jnp.float32)
+    vocab_size = kernel.shape[1]
+    estimate, bound = screen_bounds(hidden, screen)
+    best_lower = jnp.max(estimate - bound, axis=-1, keepdims=True)
+    upper = estimate + bound
+    counts = jnp.sum(upper >= best_lower, axis=-1)
+
+    def among_possible() -> jax.Array:
+        # The tokens that can be the argmax are those with the highest upper bounds.
+        _, ids = jax.lax.top_k(upper, candidates)
+        columns = jnp.take(kernel, ids, axis=1)  # [emb, batch, candidates]
+        logits = jnp.einsum("be,ebc->bc", hidden, columns, precision=jax.lax.Precision.HIGHEST)
+        best = jnp.max(logits, axis=-1, keepdims=True)
+        return jnp.min(jnp.where(logits == best, ids, vocab_size), axis=-1)
+
+    def everything() -> jax.Array:
+        logits = jnp.dot(hidden, kernel, precision=jax.lax.Precision.HIGHEST)
+        return jnp.argmax(logits, axis=-1)
+
+    proven = jnp.all(counts <= candidates)
+    return jax.lax.cond(proven, among_possible, everything).astype(jnp.int32)
+
+
+def screen_bounds(hidden: jax.Array, screen: VocabularyScreen) -> tuple[jax.Array, jax.Array]:
+    """`(estimate, bound)`, each `[batch, vocab]`: every logit `hidden @ kernel` lies within
+    `bound` of `estimate` (`screened_argmax`)."""
+    batch = hidden.shape[0]
+    emb = screen.kernel.shape[0]
+    first, first_scale = _int8_rows(hidden)
+    second, second_scale = _int8_rows(hidden - first * first_scale)
+    rounded = first * first_scale + second * second_scale
+    product = jax.lax.dot(
+        jnp.concatenate([first, second]).astype(jnp.int8),
+        screen.kernel,
+        preferred_element_type=jnp.int32,
+    ).astype(jnp.float32)
+    estimate = (product[:batch] * first_scale + product[batch:] * second_scale) * (
+        screen.column_scale
+    )
+    rounding = (2 * emb + 16) * 2.0**-24  # float32's relative error on either side
+    norm = functools.partial(jnp.linalg.norm, axis=-1, keepdims=True)
+    bound = (
+        norm(rounded) * screen.residual_norm
+        + (norm(hidden - rounded) + rounding * norm(hidden)) * screen.column_norm
+    ) * (1 + 2.0**-10)
+    return estimate, bound
+
+
+def _int8_rows(values: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Each row rounded to integers in [-127, 127] (as float32) and its scale."""
+    scale = jnp.max(jnp.abs(values), axis=-1, keepdims=True) / 127.0
+    scale = jnp.where(scale > 0, scale, 1.0)
+    return jnp.clip(jnp.round(values / scale), -127, 127), scale
 
 
 def greedy_search(
@@ -34,6 +149,7 @@ def greedy_search(
     encoder_tokens: jax.Array,
     max_length: int,
     eos_id: int = EOS_ID,
+    screen: VocabularyScreen | None = None,
 ) -> jax.Array:
     """Greedy decoding of a batch: `[batch, max_length]` int32 tokens.
 
@@ -44,6 +160,8 @@ def greedy_search(
         padding decode too (their output is discarded by callers).
       max_length: the most tokens a row gets (EOS included), static.
       eos_id: the token that ends a row.
+      screen: `vocabulary_screen` of `logits_dense`'s kernel: each step's argmax through
+        `screened_argmax` (float32 products only); None: the full projection.
 
     Returns:
       Each row's tokens: argmax at every step, EOS included, 0 after it (and after
@@ -64,9 +182,13 @@ def greedy_search(
             token,
             position,
             max_length,
+            screen is not None,
             method=model.decode_step,
             mutable=["cache"],
         )
+        if screen is not None:  # `logits` is the hidden state
+            kernel = params["decoder"]["logits_dense"]["kernel"]
+            return screened_argmax(logits, kernel, screen), mutated["cache"]
         return jnp.argmax(logits, axis=-1).astype(jnp.int32), mutated["cache"]
 
     start = jnp.full((batch, 1), DECODER_START_ID, jnp.int32)
@@ -91,12 +213,23 @@ def greedy_search(
     return tokens
 
 
-# XLA's CPU compiler hands matrix products to YNNPACK by default. A decoding step's
-# products are a few rows (one position a row) against whole weight matrices, where XLA's
-# own dot kernels measured 1.5x faster a step on mT5-small's shape, with the same tokens
-# (PERFORMANCE.md, "Generation (greedy, float32) on a CPU"); scoring's programs keep the
+# XLA's CPU compiler hands whole fusions of matrix products to YNNPACK by default. A
+# decoding step's products are a few rows (one position a row) against whole weight
+# matrices, where XLA's own float32 dot kernels measured 1.5x faster a step on mT5-small's
+# shape; an int8 product (`screened_argmax`) is 20x faster in YNNPACK than in XLA's
+# kernels. So decoding programs give YNNPACK single products only (the same tokens;
+# PERFORMANCE.md, "Generation (greedy, float32) on a CPU"); scoring's programs keep the
 # default, under which their numbers were made.
-CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+CPU_COMPILER_OPTIONS = {
+    "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"
+}
+
+
+def screens_vocabulary(config: MT5Config, platform: str | None = None) -> bool:
+    """Whether greedy decoding takes each step's argmax through `screened_argmax`: on CPUs
+    (where the projection's time is the memory's) with float32 products."""
+    platform = platform or jax.default_backend()
+    return platform == "cpu" and jnp.dtype(config.dtype) == jnp.float32
 
 
 @functools.cache
@@ -104,8 +237,8 @@ def compiled_greedy_search(
     config: MT5Config, max_length: int, eos_id: int = EOS_ID, platform: str | None = None
 ):
     """`greedy_search` jitted for one config and output length (each input shape compiles
-    once; the parameters and tokens are arguments), for the devices of `platform` (JAX's
-    default backend when None): on CPUs with `CPU_COMPILER_OPTIONS`."""
+    once; the parameters, the tokens and `screen=` are arguments), for the devices of
+    `platform` (JAX's default backend when None): on CPUs with `CPU_COMPILER_OPTIONS`."""
     platform = platform or jax.default_backend()
     options = CPU_COMPILER_OPTIONS if platform == "cpu" else None
     search = functools.partial(greedy_search, config, max_length=max_length, eos_id=eos_id)

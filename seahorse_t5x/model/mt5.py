@@ -375,9 +375,11 @@ class MT5(nn.Module):
         decoder_token: Array,
         position: Array,
         max_length: int,
+        return_hidden: bool = False,
     ) -> Array:
         """One step of cached decoding: logits `[batch, vocab]` (float32) of the token after
-        `decoder_token` `[batch, 1]`, the decoder input at `position`.
+        `decoder_token` `[batch, 1]`, the decoder input at `position` (with `return_hidden`,
+        the normalised hidden state `[batch, emb]` before `logits_dense`).
 
         Keys and values live in the mutable `cache` collection (`apply(...,
         mutable=["cache"])`): the first call (position 0) creates it, with room for
@@ -390,7 +392,9 @@ class MT5(nn.Module):
         )
         xmask = cross_mask(decoder_token, encoder_input_tokens, None, None)
         embedded = self.token_embedder(decoder_token.astype(jnp.int32))
-        logits = self.decoder(embedded, encoded, self_mask, xmask, False, decode_position=position)
+        logits = self.decoder(
+            embedded, encoded, self_mask, xmask, False, return_hidden, decode_position=position
+        )
         return logits[:, 0]
 
     def __call__(
