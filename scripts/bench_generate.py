@@ -32,7 +32,8 @@ share the machine's load.
 
 `--profile` times, on the plan's most common batch shape, where ours spends a batch: the
 encoder alone, the whole program, and the vocabulary projection with its argmax
-(`[rows, 512] @ [512, 250112]`, once per generated token) in XLA and in PyTorch.
+(`[rows, 512] @ [512, 250112]`, once per generated token) in XLA, in PyTorch, and through
+ours' int8 screen (`decoding.screened_argmax`, what `Generator` runs on a CPU).
 
     python scripts/bench_generate.py --num_examples 64 --max_output_length 128 --profile
     python scripts/bench_generate.py --num_examples 32 --max_output_length 256
@@ -42,6 +43,7 @@ encoder alone, the whole program, and the vocabulary projection with its argmax
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import shutil
@@ -238,7 +240,7 @@ def profile(generator, hf_model, tokens, batches, max_length: int) -> dict:
     small_program = decoding.compiled_greedy_search(small_config, max_length)
     timings = {
         "ours_encoder": lambda: encode(params, array).block_until_ready(),
-        "ours_whole": lambda: program(params, array).block_until_ready(),
+        "ours_whole": lambda: program(params, array, screen=generator.screen).block_until_ready(),
         "ours_small_vocab": lambda: small_program(small_params, small_array).block_until_ready(),
     }
     hidden = jax.random.normal(jax.random.PRNGKey(0), (rows, config.emb_dim), jnp.float32)
@@ -252,6 +254,19 @@ def profile(generator, hf_model, tokens, batches, max_length: int) -> dict:
         return jax.lax.fori_loop(0, max_length, body, h)
 
     timings["xla_projection"] = lambda: projections(hidden, kernel).block_until_ready()
+    if generator.screen is not None:
+
+        @functools.partial(jax.jit, compiler_options=decoding.CPU_COMPILER_OPTIONS)
+        def screened(h, w, screen):
+            def body(_, h):
+                best = decoding.screened_argmax(h, w, screen)
+                return h + best[:, None].astype(jnp.float32) * 0.0
+
+            return jax.lax.fori_loop(0, max_length, body, h)
+
+        timings["screened_projection"] = lambda: screened(
+            hidden, kernel, generator.screen
+        ).block_until_ready()
     weight = hf_model.lm_head.weight.detach()
     torch_hidden = torch.from_numpy(np.array(hidden))
 
@@ -308,7 +323,10 @@ def profile(generator, hf_model, tokens, batches, max_length: int) -> dict:
                 seconds[f"{engine}_encoder"] / seconds[f"{engine}_whole"], 3
             ),
         }
-    for name, nbytes in (("xla", kernel.nbytes), ("torch", weight.numel() * 4)):
+    projections_read = [("xla", kernel.nbytes), ("torch", weight.numel() * 4)]
+    if generator.screen is not None:
+        projections_read.append(("screened", generator.screen.kernel.nbytes))
+    for name, nbytes in projections_read:
         step_s = seconds[f"{name}_projection"] / max_length
         out[f"{name}_projection_alone"] = {
             "ms_per_step": round(step_s * 1e3, 2),
