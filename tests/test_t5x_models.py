@@ -151,9 +151,10 @@ def test_label_scoring_model_on_a_tiny_t5x_network():
     np.testing.assert_array_equal(np.asarray(again), np.asarray(scores))
     (both,) = intermediates["decoder"]["label_log_probs"]
     np.testing.assert_allclose(np.asarray(both), expected, atol=1e-6)
-    # Answer words of an ICE task: their first pieces.
-    ice = t5x_models.label_scoring_model(base, answer_words="Ja,Nein")
-    assert ice.label_ids == vocab.answer_token_ids(base.output_vocabulary, ("Ja", "Nein"))
+    # Answer words of an ICE task: their first pieces (two the demo vocabulary tells apart).
+    ice = t5x_models.label_scoring_model(base, answer_words="si,no")
+    assert ice.label_ids == vocab.answer_token_ids(base.output_vocabulary, ("si", "no"))
+    assert len(set(ice.label_ids)) == 2
 
 
 def test_ice_answer_words_are_the_ice_settings_words(monkeypatch):

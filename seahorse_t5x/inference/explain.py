@@ -285,7 +285,6 @@ def _record(
 
 # The first settings of a run's record, under the names it keeps them by (`input_length` is
 # recorded as `max_input_length`; a record is compared whole when a run resumes).
-_RECORDED = ("vocab", "max_input_length", "max_output_length", "batch_size")
 
 
 def explain_file(
@@ -329,11 +328,13 @@ def explain_file(
     _check_paths(input_path, output, chunk_size, resume, overwrite)
     items = read_inputs(input_path)
     result = ExplainFileResult(output=output, total_rows=len(items))
-    settings = dict(
-        zip(_RECORDED, (vocab, input_length, max_output_length, batch_size), strict=True)
+    lengths = dict(max_input_length=input_length, max_output_length=max_output_length)
+    record = _record(
+        input_path,
+        checkpoint,
+        dict(vocab=vocab, **lengths, batch_size=batch_size, dtype=dtype, chunk_size=chunk_size),
     )
-    settings.update(dtype=dtype, chunk_size=chunk_size, metric=metric, benchmark=benchmark)
-    record = _record(input_path, checkpoint, settings)
+    record.update(metric=metric, benchmark=benchmark)
     found = {"columns": [record]}
     if resume and output.exists() and not overwrite:
         resume_lib.check_finished(output, found)
@@ -347,13 +348,9 @@ def explain_file(
     resume_lib.run_path(output).write_text(json.dumps(record, indent=2) + "\n")
     result.resumed_after = done
     generator = loading.load_generator(
-        checkpoint,
-        vocab=vocab,
-        input_length=input_length,
-        max_output_length=max_output_length,
-        batch_size=batch_size,
-        dtype=dtype,
-    )
+        checkpoint, vocab=vocab, input_length=input_length,
+        max_output_length=max_output_length, batch_size=batch_size, dtype=dtype,
+    )  # fmt: skip
     with open(resume_lib.partial_path(output), "a", encoding="utf-8") as out:
         for chunk in _chunks(items, done, chunk_size):
             explanations, cut = explain_texts(generator, chunk)

@@ -61,14 +61,102 @@ def label_log_probs(logits: jax.Array, label_ids: Sequence[int]) -> jax.Array:
     return jax.nn.log_softmax(pair, axis=-1)
 
 
-def _define_model_class() -> type:
-    """`LabelScoringModel`, as a subclass of T5X's `EncoderDecoderModel` (T5X imported here).
+def _distillation_loss(
+    model: Any, params: Any, batch: Mapping[str, jnp.ndarray], dropout_rng: jax.Array | None
+) -> tuple[jnp.ndarray, Any]:
+    """`LabelScoringModel.loss_fn` on a batch with soft targets: T5X's weighted cross-entropy
+    on the hard targets (weighted by `distillation.hard_weights`) plus the soft term, with
+    T5X's metrics."""
+    from t5x import losses
 
-    Raises:
-      ImportError: T5X is not installed, with what to install.
-    """
+    logits = model._compute_logits(params, batch, dropout_rng)
+    factor, weights = losses.get_loss_normalizing_factor_and_weights(
+        model._loss_normalizing_factor, batch
+    )
+    targets = batch["decoder_target_tokens"]
+    if weights is None:
+        weights = jnp.asarray(targets > 0, jnp.float32)
+    alpha, temperature = model.distill_alpha, model.distill_temperature
+    soft, mask = distillation.soft_cross_entropy(
+        logits, batch[soft_targets.FEATURE], model.label_ids, temperature
+    )
+    loss, z_loss, _ = losses.compute_weighted_cross_entropy(
+        logits,
+        targets=targets,
+        weights=distillation.hard_weights(weights, mask, alpha),
+        label_smoothing=model._label_smoothing,
+        z_loss=model._z_loss,
+        loss_normalizing_factor=factor,
+    )
+    soft_sum = (alpha * temperature**2) * jnp.sum(soft * mask * weights)
+    loss = loss + (soft_sum if factor is None else soft_sum / factor)
+    segment_ids = {
+        k[: -len("_segment_ids")]: v for k, v in batch.items() if k.endswith("_segment_ids")
+    } or {
+        k: v != 0
+        for k, v in batch.items()
+        if k in ("encoder_input_tokens", "decoder_target_tokens")
+    }
+    metrics = model._compute_metrics(
+        logits=logits,
+        targets=targets,
+        mask=weights,
+        loss=loss,
+        z_loss=z_loss,
+        segment_ids=segment_ids,
+    )
+    return loss, metrics
+
+
+def _label_scores(
+    model: Any, params: Any, batch: Mapping[str, jnp.ndarray], return_intermediates: bool
+) -> jnp.ndarray | tuple[jnp.ndarray, Mapping[str, Any]]:
+    """`LabelScoringModel.score_batch`."""
+    from flax import core as flax_core
+
+    if return_intermediates:
+        logits, modified = model._compute_logits(
+            params=params, batch=batch, mutable=["intermediates"]
+        )
+        intermediates = flax_core.unfreeze(modified.get("intermediates", {}))
+    else:
+        logits = model._compute_logits(params, batch)
+    log_probs = label_log_probs(logits, model.label_ids)
+    scores = log_probs[:, 0]
+    if return_intermediates:
+        intermediates.setdefault("decoder", {})
+        intermediates["decoder"]["label_log_probs"] = (log_probs,)
+        return scores, intermediates
+    if model.score_aux:
+        return scores, {AUX_LOG_P_NO: log_probs[:, 1]}
+    return scores
+
+
+def _set_distillation(model: Any, alpha: float, temperature: float) -> None:
     try:
-        from flax import core as flax_core
+        distillation.check_settings(alpha, temperature)
+    except ValueError as error:
+        raise errors.UserError(f"{_MODEL_CLASS}: {error}") from None
+    model.distill_alpha = float(alpha)
+    model.distill_temperature = float(temperature)
+
+
+def _set_answers(model: Any, answer_words: Sequence[str] | str, score_aux: bool) -> None:
+    from seahorse_t5x.formats import vocab as vocab_lib
+
+    words = (
+        vocab_lib.parse_answer_words(answer_words)
+        if isinstance(answer_words, str)
+        else vocab_lib.parse_answer_words(",".join(answer_words))
+    )
+    model.answer_words = words
+    model.label_ids = vocab_lib.answer_token_ids(model.output_vocabulary, words)
+    model.score_aux = bool(score_aux)
+
+
+def _t5x_models() -> Any:
+    """`t5x.models`, or an ImportError saying what to install."""
+    try:
         from t5x import models
     except ImportError as error:
         raise ImportError(
@@ -76,26 +164,39 @@ def _define_model_class() -> type:
             f"which seahorse-t5x does not install ({error}); install T5X as docs/tpu.md "
             "says, or score with `seahorse-t5x score`, which needs no T5X"
         ) from error
+    return models
 
-    from seahorse_t5x.formats import vocab as vocab_lib
+
+def _encoder_decoder(model: Any) -> Any:
+    """`model`, refused in one line unless it is a T5X `EncoderDecoderModel`."""
+    if not isinstance(model, _t5x_models().EncoderDecoderModel):
+        raise errors.UserError(
+            f"{_MODEL_CLASS} wraps a T5X EncoderDecoderModel, got "
+            f"{type(model).__name__}: the model gin must build an encoder-decoder"
+        )
+    return model
+
+
+def _define_model_class() -> type:
+    """`LabelScoringModel`, as a subclass of T5X's `EncoderDecoderModel` (T5X imported here).
+
+    Raises:
+      ImportError: T5X is not installed, with what to install.
+    """
+    models = _t5x_models()
 
     class LabelScoringModel(models.EncoderDecoderModel):
         """T5X's `EncoderDecoderModel` whose `score_batch` gives log P(yes) (two-way, float32).
 
-        Takes `EncoderDecoderModel`'s arguments, plus:
-
-        Args:
+        Args (beside `EncoderDecoderModel`'s):
           answer_words: the yes and no words (default `1`, `0`; an ICE gin gives its own),
             or one "Yes,No" string; each word's token is its first piece in the output
-            vocabulary (`vocab.answer_token_ids`).
+            vocabulary (`vocab.answer_token_ids`; UserError when they share it).
           score_aux: `score_batch` also returns `{"log_p_no": ...}`, which `t5x.infer`
             writes beside each score (`runs/infer_score.gin` sets it). Leave it off for
             `t5x.eval` and training: SeqIO's score metrics take the scores alone.
           distill_alpha, distill_temperature: the distillation loss's weight and
             temperature on batches with soft targets (`model/distillation.py`).
-
-        Raises:
-          UserError: answer words the output vocabulary cannot tell apart.
         """
 
         def __init__(
@@ -108,8 +209,8 @@ def _define_model_class() -> type:
             **kwargs: Any,
         ) -> None:
             super().__init__(*args, **kwargs)
-            self._set_answers(answer_words, score_aux)
-            self._set_distillation(distill_alpha, distill_temperature)
+            _set_answers(self, answer_words, score_aux)
+            _set_distillation(self, distill_alpha, distill_temperature)
 
         def loss_fn(
             self,
@@ -120,45 +221,7 @@ def _define_model_class() -> type:
             """T5X's loss, or on a batch with soft targets the distillation loss."""
             if soft_targets.FEATURE not in batch:
                 return super().loss_fn(params, batch, dropout_rng)
-            from t5x import losses
-
-            logits = self._compute_logits(params, batch, dropout_rng)
-            factor, weights = losses.get_loss_normalizing_factor_and_weights(
-                self._loss_normalizing_factor, batch
-            )
-            targets = batch["decoder_target_tokens"]
-            if weights is None:
-                weights = jnp.asarray(targets > 0, jnp.float32)
-            alpha, temperature = self.distill_alpha, self.distill_temperature
-            soft, mask = distillation.soft_cross_entropy(
-                logits, batch[soft_targets.FEATURE], self.label_ids, temperature
-            )
-            loss, z_loss, _ = losses.compute_weighted_cross_entropy(
-                logits,
-                targets=targets,
-                weights=distillation.hard_weights(weights, mask, alpha),
-                label_smoothing=self._label_smoothing,
-                z_loss=self._z_loss,
-                loss_normalizing_factor=factor,
-            )
-            soft_sum = (alpha * temperature**2) * jnp.sum(soft * mask * weights)
-            loss = loss + (soft_sum if factor is None else soft_sum / factor)
-            segment_ids = {
-                k[: -len("_segment_ids")]: v for k, v in batch.items() if k.endswith("_segment_ids")
-            } or {
-                k: v != 0
-                for k, v in batch.items()
-                if k in ("encoder_input_tokens", "decoder_target_tokens")
-            }
-            metrics = self._compute_metrics(
-                logits=logits,
-                targets=targets,
-                mask=weights,
-                loss=loss,
-                z_loss=z_loss,
-                segment_ids=segment_ids,
-            )
-            return loss, metrics
+            return _distillation_loss(self, params, batch, dropout_rng)
 
         def score_batch(  # pytype: disable=signature-mismatch
             self,
@@ -166,29 +229,11 @@ def _define_model_class() -> type:
             batch: Mapping[str, jnp.ndarray],
             return_intermediates: bool = False,
         ) -> jnp.ndarray | tuple[jnp.ndarray, Mapping[str, Any]]:
-            """log P(yes) [batch] at the first decoder step, over the yes and no tokens only.
-
-            The batch's targets are not read beyond their shape: the first decoder input
-            is the start token whatever the target. Returns `(scores, aux)` with
+            """log P(yes) [batch] at the first decoder step, over the yes and no tokens only
+            (the targets are not read beyond their shape). Returns `(scores, aux)` with
             `score_aux` (`aux` = `{"log_p_no": [batch]}`), and `(scores, intermediates)`
-            with `return_intermediates` (T5X's, plus `decoder/label_log_probs`).
-            """
-            if return_intermediates:
-                logits, modified = self._compute_logits(
-                    params=params, batch=batch, mutable=["intermediates"]
-                )
-                intermediates = flax_core.unfreeze(modified.get("intermediates", {}))
-            else:
-                logits = self._compute_logits(params, batch)
-            log_probs = label_log_probs(logits, self.label_ids)
-            scores = log_probs[:, 0]
-            if return_intermediates:
-                intermediates.setdefault("decoder", {})
-                intermediates["decoder"]["label_log_probs"] = (log_probs,)
-                return scores, intermediates
-            if self.score_aux:
-                return scores, {AUX_LOG_P_NO: log_probs[:, 1]}
-            return scores
+            with `return_intermediates` (T5X's, plus `decoder/label_log_probs`)."""
+            return _label_scores(self, params, batch, return_intermediates)
 
         @classmethod
         def from_model(
@@ -201,34 +246,11 @@ def _define_model_class() -> type:
         ) -> LabelScoringModel:
             """The same model (module, vocabularies, optimizer, losses, feature converter,
             decoding) with this class's `score_batch` and `loss_fn`."""
-            if not isinstance(model, models.EncoderDecoderModel):
-                raise errors.UserError(
-                    f"{_MODEL_CLASS} wraps a T5X EncoderDecoderModel, got "
-                    f"{type(model).__name__}: the model gin must build an encoder-decoder"
-                )
             scoring = cls.__new__(cls)
-            scoring.__dict__.update(vars(model))
-            scoring._set_answers(answer_words, score_aux)
-            scoring._set_distillation(distill_alpha, distill_temperature)
+            scoring.__dict__.update(vars(_encoder_decoder(model)))
+            _set_answers(scoring, answer_words, score_aux)
+            _set_distillation(scoring, distill_alpha, distill_temperature)
             return scoring
-
-        def _set_distillation(self, alpha: float, temperature: float) -> None:
-            try:
-                distillation.check_settings(alpha, temperature)
-            except ValueError as error:
-                raise errors.UserError(f"{_MODEL_CLASS}: {error}") from None
-            self.distill_alpha = float(alpha)
-            self.distill_temperature = float(temperature)
-
-        def _set_answers(self, answer_words: Sequence[str] | str, score_aux: bool) -> None:
-            words = (
-                vocab_lib.parse_answer_words(answer_words)
-                if isinstance(answer_words, str)
-                else vocab_lib.parse_answer_words(",".join(answer_words))
-            )
-            self.answer_words = words
-            self.label_ids = vocab_lib.answer_token_ids(self.output_vocabulary, words)
-            self.score_aux = bool(score_aux)
 
     LabelScoringModel.__module__ = __name__
     LabelScoringModel.__qualname__ = _MODEL_CLASS

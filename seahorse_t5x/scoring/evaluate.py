@@ -39,6 +39,13 @@ class WindowSettings:
     overlap: int = 1
     aggregate: str = "max"
 
+    @classmethod
+    def of(cls, settings: ScoringSettings) -> WindowSettings | None:
+        """The windows `settings` ask for (`long_inputs="windows"`), else None."""
+        if not settings.windowed:
+            return None
+        return cls(settings.window_overlap, settings.window_aggregate)
+
 
 def score_examples(
     scorer: Scorer, examples: task_examples.TaskExamples, window_settings: WindowSettings | None
@@ -241,9 +248,8 @@ def evaluate_checkpoint(
       metric: the `metric` the score files' rows carry (default: the checkpoint folder's
         name, or a Hub model's NAME).
       max_examples: score only the first N of each task.
-      benchmark: a registered benchmark (`data.benchmarks.registry`) whose score tasks are
-        scored beside `tasks`; `benchmark_path`: its data (default: its gin-bound or
-        environment path).
+      benchmark, benchmark_path: a registered benchmark whose score tasks are scored beside
+        `tasks` (`task_examples.requested_task_names`), and its data's path.
 
     Returns:
       The per-task results (as `evaluate` returns them), the run's record and its dtype.
@@ -273,11 +279,7 @@ def evaluate_checkpoint(
         questions.warn_on_question_mismatch(scorer.meta, scorer.checkpoint, names_question=named)
     name = metric or _default_metric_name(scorer, hub_name)
     run_info = _run_info(scorer, settings, checkpoint if hub_name else None, split, name)
-    window_settings = (
-        WindowSettings(settings.window_overlap, settings.window_aggregate)
-        if settings.windowed
-        else None
-    )
+    window_settings = WindowSettings.of(settings)
     with vocab.chosen_vocabulary(run_info["vocabulary"]):
         results = evaluate(
             scorer,
