@@ -44,15 +44,24 @@ def test_outputs_come_back_in_input_order_equal_to_hf(hf_checkpoint):
         expected = test_decoding._hf_generate(model, np.asarray([ids]), 16)
         assert out == decoding.strip(expected)[0]
     assert len({tuple(o) for o in got}) == len(got)  # varied outputs, each its own
-    # On a CPU with float32 products each step's argmax went through the int8 screen.
-    assert generator.screen is not None
-    assert generator.screen.kernel.dtype == np.int8
-
-
-def test_bfloat16_products_take_the_whole_projection(hf_checkpoint):
-    directory, _ = hf_checkpoint
-    generator = generation.Generator(directory, vocab="demo", input_length=16, dtype="bfloat16")
+    # A projection this small is read whole (the screen would cost more compiling than it
+    # saves).
     assert generator.screen is None
+
+
+def test_screened_outputs_equal_hf_on_a_cpu_with_float32_products(hf_checkpoint, monkeypatch):
+    directory, model = hf_checkpoint
+    monkeypatch.setattr(decoding, "SCREEN_MIN_WEIGHTS", 0)
+    generator = generation.Generator(
+        directory, vocab="demo", input_length=64, max_output_length=16, batch_size=2,
+        dtype="float32",
+    )  # fmt: skip
+    assert generator.screen is not None and generator.screen.kernel.dtype == np.int8
+    inputs = _inputs([40, 5, 64, 17])
+    for ids, out in zip(inputs, generator.generate_ids(inputs), strict=True):
+        assert out == decoding.strip(test_decoding._hf_generate(model, np.asarray([ids]), 16))[0]
+    bfloat16 = generation.Generator(directory, vocab="demo", input_length=16, dtype="bfloat16")
+    assert bfloat16.screen is None  # bfloat16 products take the whole projection
 
 
 def test_texts_round_trip_through_the_vocabulary(hf_checkpoint):

@@ -225,11 +225,19 @@ CPU_COMPILER_OPTIONS = {
 }
 
 
+# The projection size (`emb x vocab` weights) from which the screen pays for the seconds it
+# adds to each program's compile: 64 MB in float32 (mT5-small's projection is 128M weights;
+# the demo explainer's 0.5M).
+SCREEN_MIN_WEIGHTS = 2**24
+
+
 def screens_vocabulary(config: MT5Config, platform: str | None = None) -> bool:
     """Whether greedy decoding takes each step's argmax through `screened_argmax`: on CPUs
-    (where the projection's time is the memory's) with float32 products."""
+    (where the projection's time is the memory's) with float32 products and a projection
+    of at least `SCREEN_MIN_WEIGHTS` weights."""
     platform = platform or jax.default_backend()
-    return platform == "cpu" and jnp.dtype(config.dtype) == jnp.float32
+    large = config.emb_dim * config.vocab_size >= SCREEN_MIN_WEIGHTS
+    return platform == "cpu" and jnp.dtype(config.dtype) == jnp.float32 and large
 
 
 @functools.cache
