@@ -48,7 +48,7 @@ def test_the_walk_through_runs_from_ratings_to_the_report(tmp_path):
     assert [r["gem_id"] for r in rows][:2] == ["test-0", "test-1"]
     assert {r["system"] for r in rows} == {"sys0", "sys1", "sys2"}
     # The evaluate table names the question; the report has a `tone` table with numbers.
-    assert "| polite | tone_polite_score | 12 | .500 |" in result.stdout
+    assert "| polite | tone_polite_score | 12 | .50 |" in result.stdout
     tables = (work / "runs/polite/report/tables.md").read_text()
     assert tables in result.stdout
     section = tables.split("### tone: ρ/roc\n", 1)[1].split("###", 1)[0]
