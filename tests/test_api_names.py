@@ -11,7 +11,7 @@ import inspect
 import pytest
 
 from seahorse_t5x import cli
-from seahorse_t5x.inference import score_file, scorer, settings
+from seahorse_t5x.inference import explain, score_file, scorer, settings
 from seahorse_t5x.scoring import evaluate
 
 # Parameters that are Python's own (callbacks, an already built object, the deprecated
@@ -52,6 +52,14 @@ SETTING_FIELDS = {f.name for f in dataclasses.fields(settings.ScoringSettings)}
         # `benchmark=` is the deprecated spelling of `rows_benchmark=`.
         ("score", score_file.score_file, {"score_file"}, {"benchmark"}),
         ("evaluate", evaluate.evaluate_checkpoint, set(), set()),
+        # `explain --score_file` as `score --score_file`. `input_path` is the one parameter
+        # whose flag is spelt otherwise (`--input`, `score_file`'s `input`).
+        (
+            "explain",
+            explain.explain_file,
+            {"score_file", "input"},
+            {"benchmark", "input_path"},
+        ),
     ],
 )
 def test_a_command_and_its_function_share_their_names(command, function, cli_only, python_only):
@@ -78,6 +86,19 @@ def test_scorer_takes_the_scoring_settings_under_their_names():
     assert "questions" in _parameters(scorer.score_questions)
     assert "questions" in _parameters(score_file.score_file)
     assert "questions" in _flags("score")
+
+
+def test_explain_takes_the_mesh_as_score_does():
+    # One name for the device mesh: the setting `score_file` takes, the flag `score` and
+    # `explain` show, the parameter `explain_file` takes (the same `data=N,model=M` text).
+    assert "mesh" in SETTING_FIELDS
+    assert "mesh" in _flags("score") and "mesh" in _flags("explain")
+    assert "mesh" in _parameters(explain.explain_file)
+    metavars = {
+        command: cli.subcommand_parser(command)._option_string_actions["--mesh"].metavar  # noqa: SLF001
+        for command in ("score", "explain")
+    }
+    assert len(set(metavars.values())) == 1, metavars
 
 
 def test_evaluate_with_a_scorer_names_its_arguments_as_the_command_does():

@@ -39,7 +39,7 @@ CONCEPTS: dict[str, tuple[str, set[str], set[str]]] = {
     ),
     "device mesh": (
         "--mesh",
-        {"score", "evaluate", "plan"},
+        {"score", "evaluate", "plan", "explain"},
         {"--mesh_shape", "--model_parallel", "--data_parallel", "--num_partitions"},
     ),
     "compute dtype": (

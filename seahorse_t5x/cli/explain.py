@@ -81,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the products' dtype; auto: bfloat16 on GPUs and TPUs, float32 on CPUs "
         "(default: %(default)s)",
     )
+    inference_flags.add_mesh(
+        parser,
+        "device mesh, as `score` takes it: each batch's rows split N ways over data, the "
+        "parameters on every device (M must be 1); the same output as one device "
+        "(default: one device)",
+    )
     parser.add_argument(
         "--chunk_size", type=int, default=explain.DEFAULT_CHUNK_SIZE,
         help="rows generated and written at a time, the steps a resumed run continues "
@@ -111,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         max_output_length=args.max_output_length,
         batch_size=8 if args.batch_size == settings.AUTO_BATCH_SIZE else args.batch_size,
         dtype=args.dtype,
+        mesh=args.mesh,
         chunk_size=args.chunk_size,
         resume=args.resume,
         overwrite=args.overwrite,

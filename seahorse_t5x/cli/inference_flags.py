@@ -1,6 +1,7 @@
 """Flags `score` and `evaluate` share: the vocabulary, the input length, its truncation and
 long-input windows, the batch size, the dtypes, the device mesh, the answer words, the
-compile cache; each the field of `inference.settings.ScoringSettings` of the same name.
+compile cache; each the field of `inference.settings.ScoringSettings` of the same name
+(`explain` takes the mesh flag too: `add_mesh`).
 `settings(args)` builds that object; `flag_names` puts the flags into a library message that
 names the settings."""
 
@@ -33,6 +34,7 @@ BATCH_SIZE_HELP = (
     "1 on CPUs, 8 on GPUs and TPUs"
 )
 MESH_METAVAR = "data=N,model=M"
+MESH_HELP = "device mesh: batches split N ways, parameters M ways (default: every device on data)"
 
 
 def batch_size_flag(text: str) -> int | str:
@@ -41,6 +43,13 @@ def batch_size_flag(text: str) -> int | str:
         return settings_lib.parse_batch_size(text)
     except errors.UserError as e:
         raise argparse.ArgumentTypeError(str(e).removeprefix("batch_size ")) from None
+
+
+def add_mesh(parser: argparse.ArgumentParser, help_text: str = MESH_HELP) -> None:
+    """`--mesh data=N,model=M`, the `mesh` setting (`settings.mesh_shape` reads it), in
+    every command that takes one (`explain` too); `help_text` says what the command does
+    with it."""
+    parser.add_argument("--mesh", default=None, metavar=MESH_METAVAR, help=help_text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,12 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "int8: weight-only int8 projections with per-channel scales, the feed-forward "
         "output projections and the rest in bfloat16)",
     )
-    parser.add_argument(
-        "--mesh",
-        default=None,
-        metavar=MESH_METAVAR,
-        help="device mesh: batches split N ways, parameters M ways (default: every device on data)",
-    )
+    add_mesh(parser)
     parser.add_argument(
         "--label_words",
         default=None,

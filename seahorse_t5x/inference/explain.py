@@ -37,6 +37,7 @@ from seahorse_t5x import arguments, constants, errors, fileio
 from seahorse_t5x.data import explanation_rows, metric_instruct, scorefiles
 from seahorse_t5x.formats import error_analysis, input_format
 from seahorse_t5x.inference import resume as resume_lib
+from seahorse_t5x.inference import settings as settings_lib
 
 # The instruction of a pair that names none (TIGERScore's prompts always carry one).
 SUMMARY_INSTRUCTION = "Write a summary of the following article."
@@ -299,6 +300,7 @@ def explain_file(
     max_output_length: int = 512,
     batch_size: int = 8,
     dtype: str = "auto",
+    mesh: tuple[int, int] | str | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     resume: bool = False,
     overwrite: bool = False,
@@ -309,7 +311,10 @@ def explain_file(
 
     `metric`, `rows_benchmark` (`explanations` when None): write score-file rows carrying
     them, graded against each row's true analysis. `benchmark`: the deprecated spelling of
-    `rows_benchmark`.
+    `rows_benchmark`. `mesh`: `score_file`'s setting, `(data, model)` sizes or
+    `"data=N,model=M"`: each batch's rows are split over `data`, the parameters replicated
+    (`model` must be 1); None: one device. The output is the same on any mesh, so the run's
+    record leaves the mesh out (as `score_file`'s does): a run may resume on other devices.
 
     Raises:
       UserError: for bad settings, paths or checkpoints, in one line.
@@ -326,6 +331,7 @@ def explain_file(
     )
     input_path, output = pathlib.Path(input_path), pathlib.Path(output)
     _check_paths(input_path, output, chunk_size, resume, overwrite)
+    mesh_shape = _mesh_shape(mesh)
     items = read_inputs(input_path)
     result = ExplainFileResult(output=output, total_rows=len(items))
     lengths = dict(max_input_length=input_length, max_output_length=max_output_length)
@@ -341,6 +347,7 @@ def explain_file(
         result.already_complete = True
         result.seconds = time.perf_counter() - start
         return result
+    device_mesh = None if mesh_shape is None else settings_lib.create_mesh(mesh_shape)
     resume_lib.check_output(output, input_path, resume, overwrite)
     done = resume_lib.resume_point(output, record) if resume else 0
     if not resume:
@@ -350,6 +357,7 @@ def explain_file(
     generator = loading.load_generator(
         checkpoint, vocab=vocab, input_length=input_length,
         max_output_length=max_output_length, batch_size=batch_size, dtype=dtype,
+        mesh=device_mesh,
     )  # fmt: skip
     with open(resume_lib.partial_path(output), "a", encoding="utf-8") as out:
         for chunk in _chunks(items, done, chunk_size):
@@ -389,6 +397,23 @@ def _check_paths(
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise errors.UserError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     resume_lib.check_output_names(output, input_path, resume, overwrite)
+
+
+def _mesh_shape(mesh: tuple[int, int] | str | None) -> tuple[int, int] | None:
+    """`(data, model)` of a `mesh` setting (`settings.mesh_shape`), or None for one device.
+
+    Raises:
+      UserError: for a mesh that is no mesh, or one with a `model` axis: generation
+        replicates the parameters (`generation.Generator`), so such an axis would only
+        repeat each row's work.
+    """
+    shape = settings_lib.mesh_shape(mesh)
+    if shape is not None and shape[1] != 1:
+        raise errors.UserError(
+            f"mesh data={shape[0]},model={shape[1]}: explain splits each batch's rows over "
+            "data and keeps every parameter on every device; use data=N (model=1)"
+        )
+    return shape
 
 
 def _write_rows(
