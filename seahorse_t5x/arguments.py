@@ -20,6 +20,12 @@ from collections.abc import Iterable
 from seahorse_t5x import constants, errors
 
 
+def check_positive_int(name: str, value: object) -> None:
+    """Raises UserError unless `value` is a positive integer (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise errors.UserError(f"{name} must be a positive integer, got {value!r}")
+
+
 def string_list(values: object, name: str, item: str = "text") -> list[str]:
     """`values` as a list of strings, refusing a bare string and anything but strings in it.
 

@@ -34,8 +34,10 @@ class _ScriptedGenerator:
         self.input_length = input_length
         self.texts = texts
         self.prompts: list[list[int]] = []
+        self.num_beams: list[int] = []
 
-    def generate_ids(self, prompts):
+    def generate_ids(self, prompts, num_beams=1):
+        self.num_beams.append(num_beams)
         out = []
         for prompt in prompts:
             self.prompts.append(list(prompt))
@@ -212,3 +214,55 @@ def test_a_real_tiny_model_explains_end_to_end(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert (result.parsed, result.unparsed) == (0, 3)
     assert all(r["score"] is None and r["explanation"] for r in rows)
+
+
+def test_beams_reach_the_generator_and_a_run_resumes_only_with_its_count(
+    tmp_path, scripted, capsys
+):
+    source = _pairs(tmp_path / "in.jsonl", _metric_instruct_rows(3))
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(errors.UserError, match="num_beams must be a positive integer, got 0"):
+        seahorse_t5x.explain_file("ckpt", source, out, num_beams=0)
+    assert not out.exists()
+    generator = scripted([ONE_ERROR] * 3)
+    seahorse_t5x.explain_file("ckpt", source, out, num_beams=3, chunk_size=2)
+    assert generator.num_beams == [3, 3]
+    fingerprint = json.loads(out.with_name(out.name + ".run.json").read_text())
+    assert fingerprint["columns"][0]["num_beams"] == 3
+    # The same run is complete; a greedy one over it is another run.
+    assert seahorse_t5x.explain_file(
+        "ckpt", source, out, num_beams=3, chunk_size=2, resume=True
+    ).already_complete
+    with pytest.raises(errors.UserError):
+        seahorse_t5x.explain_file("ckpt", source, out, chunk_size=2, resume=True)
+    generator = scripted([ONE_ERROR] * 3)
+    code = cli.main(
+        ["explain", "--checkpoint", "ckpt", "--input", str(source), "--output",
+         str(tmp_path / "cli.jsonl"), "--num_beams", "2"]
+    )  # fmt: skip
+    assert code == 0 and generator.num_beams == [2]
+    greedy = json.loads((tmp_path / "cli.jsonl.run.json").read_text())["columns"][0]
+    assert greedy["num_beams"] == 2
+    scripted([ONE_ERROR] * 3)
+    seahorse_t5x.explain_file("ckpt", source, tmp_path / "greedy.jsonl")
+    record = json.loads((tmp_path / "greedy.jsonl.run.json").read_text())["columns"][0]
+    assert "num_beams" not in record
+
+
+def test_a_real_tiny_model_explains_with_beams_as_its_generator_does(tmp_path):
+    model = test_decoding._hf_model_writing_text()
+    model.save_pretrained(tmp_path / "hf")
+    rows = [{"article": f"A b c {i}.", "summary": "A b."} for i in range(3)]
+    pairs = _pairs(tmp_path / "pairs.jsonl", rows)
+    options = dict(vocab="demo", input_length=512, max_output_length=8, dtype="float32")
+    seahorse_t5x.explain_file(
+        tmp_path / "hf", pairs, tmp_path / "out.jsonl", num_beams=2, **options
+    )
+    explained = [
+        json.loads(r)["explanation"] for r in (tmp_path / "out.jsonl").read_text().splitlines()
+    ]
+    generator = loading.load_generator(tmp_path / "hf", **options)
+    items = explain.read_inputs(pairs)
+    prompts = [explain.encode_prompt(generator.vocab, item, 512)[0] for item in items]
+    beams = [generator.vocab.decode(ids) for ids in generator.generate_ids(prompts, num_beams=2)]
+    assert [explain.Explanation.of(text).text for text in beams] == explained

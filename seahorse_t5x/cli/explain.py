@@ -88,6 +88,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: one device)",
     )
     parser.add_argument(
+        "--num_beams",
+        type=int,
+        default=1,
+        help="1: greedy decoding; more: beam search with that many beams a row, as HF "
+        "`generate(num_beams=N)` (default: %(default)s)",
+    )
+    parser.add_argument(
         "--chunk_size", type=int, default=explain.DEFAULT_CHUNK_SIZE,
         help="rows generated and written at a time, the steps a resumed run continues "
         "from (default: %(default)s)",
@@ -118,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=8 if args.batch_size == settings.AUTO_BATCH_SIZE else args.batch_size,
         dtype=args.dtype,
         mesh=args.mesh,
+        num_beams=args.num_beams,
         chunk_size=args.chunk_size,
         resume=args.resume,
         overwrite=args.overwrite,

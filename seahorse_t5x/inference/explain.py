@@ -195,10 +195,13 @@ class Explanation:
             return cls(text, None, str(e))
 
 
-def explain_texts(generator: Any, items: Sequence[ExplainInput]) -> tuple[list[Explanation], int]:
-    """Generates and parses each item's analysis; returns them and the sources cut."""
+def explain_texts(
+    generator: Any, items: Sequence[ExplainInput], num_beams: int = 1
+) -> tuple[list[Explanation], int]:
+    """Generates (greedy, or beam search with `num_beams`) and parses each item's analysis;
+    returns them and the sources cut."""
     encoded = [encode_prompt(generator.vocab, item, generator.input_length) for item in items]
-    ids = generator.generate_ids([prompt for prompt, _ in encoded])
+    ids = generator.generate_ids([prompt for prompt, _ in encoded], num_beams=num_beams)
     texts = [generator.vocab.decode(row) for row in ids]
     return [Explanation.of(text) for text in texts], sum(1 for _, cut in encoded if cut)
 
@@ -301,6 +304,7 @@ def explain_file(
     batch_size: int = 8,
     dtype: str = "auto",
     mesh: tuple[int, int] | str | None = None,
+    num_beams: int = 1,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     resume: bool = False,
     overwrite: bool = False,
@@ -315,6 +319,8 @@ def explain_file(
     `"data=N,model=M"`: each batch's rows are split over `data`, the parameters replicated
     (`model` must be 1); None: one device. The output is the same on any mesh, so the run's
     record leaves the mesh out (as `score_file`'s does): a run may resume on other devices.
+    `num_beams`: 1 decodes greedily (TIGERScore's and T5X predict mode's default), more
+    with beam search (`Generator.generate_ids`); a run resumes only with its own count.
 
     Raises:
       UserError: for bad settings, paths or checkpoints, in one line.
@@ -331,6 +337,7 @@ def explain_file(
     )
     input_path, output = pathlib.Path(input_path), pathlib.Path(output)
     _check_paths(input_path, output, chunk_size, resume, overwrite)
+    arguments.check_positive_int("num_beams", num_beams)
     mesh_shape = _mesh_shape(mesh)
     items = read_inputs(input_path)
     result = ExplainFileResult(output=output, total_rows=len(items))
@@ -341,6 +348,8 @@ def explain_file(
         dict(vocab=vocab, **lengths, batch_size=batch_size, dtype=dtype, chunk_size=chunk_size),
     )
     record.update(metric=metric, benchmark=benchmark)
+    if num_beams != 1:  # greedy runs keep the record they had before beam search existed
+        record["num_beams"] = num_beams
     found = {"columns": [record]}
     if resume and output.exists() and not overwrite:
         resume_lib.check_finished(output, found)
@@ -361,7 +370,7 @@ def explain_file(
     )  # fmt: skip
     with open(resume_lib.partial_path(output), "a", encoding="utf-8") as out:
         for chunk in _chunks(items, done, chunk_size):
-            explanations, cut = explain_texts(generator, chunk)
+            explanations, cut = explain_texts(generator, chunk, num_beams)
             result.cut_sources += cut
             _write_rows(out, chunk, explanations, metric, benchmark, result, input_path)
             out.flush()
@@ -394,8 +403,7 @@ def _check_paths(
         raise errors.UserError(f"`input` {input_path} is a folder; give a JSON Lines file")
     if not input_path.is_file():
         raise errors.UserError(f"`input` {input_path} not found")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise errors.UserError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    arguments.check_positive_int("chunk_size", chunk_size)
     resume_lib.check_output_names(output, input_path, resume, overwrite)
 
 

@@ -1,5 +1,5 @@
-"""Text generation with a checkpoint: greedy decoding (`model/decoding.py`) over batches of
-similar input lengths.
+"""Text generation with a checkpoint: greedy decoding or beam search (`model/decoding.py`)
+over batches of similar input lengths.
 
 Inputs are grouped as the scoring engine groups them (`batching.plan_batches` over the
 `batching.bucket_lengths` ladder: longest first, each batch padded to its bucket, more rows
@@ -13,6 +13,7 @@ An input longer than `input_length` is refused, never cut here: callers cut what
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,7 +22,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from seahorse_t5x import errors
+from seahorse_t5x import arguments, errors
 from seahorse_t5x.formats import vocab as vocab_lib
 from seahorse_t5x.inference import batching, precision
 from seahorse_t5x.model import checkpoint_layout, checkpoints, decoding, partitioning
@@ -38,7 +39,7 @@ GENERATION_LADDER = "1.4"
 
 
 class Generator:
-    """Greedy generation of text from a checkpoint of any model family.
+    """Generation of text (greedy, or beam search) from a checkpoint of any model family.
 
     Args:
       checkpoint: a checkpoint path or Hub name (`model.checkpoints.load_checkpoint`), or
@@ -70,8 +71,7 @@ class Generator:
             ("max_output_length", max_output_length),
             ("batch_size", batch_size),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise errors.UserError(f"{name} must be a positive integer, got {value!r}")
+            arguments.check_positive_int(name, value)
         platform = None if mesh is None else mesh.devices.flat[0].platform
         self.dtype_choice = precision.choose(dtype, platform)
         if isinstance(checkpoint, tuple):
@@ -136,13 +136,17 @@ class Generator:
         self,
         inputs: Sequence[Sequence[int]],
         progress: Callable[[int], None] | None = None,
+        num_beams: int = 1,
     ) -> list[list[int]]:
         """The generated ids of each input (EOS and padding dropped), in input order.
 
         Args:
           inputs: token ids, each ending in EOS and at most `input_length` long.
           progress: called with the number of inputs done after each batch.
+          num_beams: 1: greedy decoding; more: beam search with that many beams a row
+            (`decoding.beam_search`, HF `generate(num_beams=...)`'s).
         """
+        arguments.check_positive_int("num_beams", num_beams)
         lengths = [len(ids) for ids in inputs]
         if not lengths:
             return []
@@ -154,9 +158,8 @@ class Generator:
         batches = batching.plan_batches(
             lengths, buckets, self.batch_size * self.input_length, self._row_multiple
         )
-        program = decoding.compiled_greedy_search(
-            self.config, self.max_output_length, platform=self._platform
-        )
+        encoder = decoding.compiled_encoder(self.config)
+        program = self._decoder(num_beams)
         outputs: list[list[int]] = [[] for _ in inputs]
         for batch in batches:
             tokens = np.zeros((batch.rows, batch.length), np.int32)
@@ -164,15 +167,33 @@ class Generator:
                 tokens[row, : lengths[index]] = inputs[index]
             if self.mesh is not None:
                 tokens = jax.device_put(tokens, partitioning.batch_sharding(self.mesh))
-            generated = decoding.strip(program(self.params, tokens, screen=self.screen))
+            encoded = encoder(self.params, tokens)
+            generated = decoding.strip(program(self.params, tokens, encoded=encoded))
             for row, index in enumerate(batch.indices):
                 outputs[index] = generated[row]
             if progress is not None:
                 progress(len(batch.indices))
         return outputs
 
+    def _decoder(self, num_beams: int) -> Callable[..., Any]:
+        """The compiled decoding of a batch, `(params, tokens, encoded=) -> tokens`: greedy
+        (through the int8 screen where there is one) or beam search (compiled per beam
+        count; each bucket's shape compiles once)."""
+        if num_beams == 1:
+            greedy = decoding.compiled_greedy_search(
+                self.config, self.max_output_length, platform=self._platform
+            )
+            return functools.partial(greedy, screen=self.screen)
+        return decoding.compiled_beam_search(
+            self.config, self.max_output_length, num_beams, platform=self._platform
+        )
+
     def generate(
-        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+        num_beams: int = 1,
     ) -> list[str]:
-        """The generated text of each input text, in input order."""
-        return [self.vocab.decode(ids) for ids in self.generate_ids(self.encode(texts), progress)]
+        """The generated text of each input text, in input order (`generate_ids`)."""
+        ids = self.generate_ids(self.encode(texts), progress, num_beams)
+        return [self.vocab.decode(row) for row in ids]

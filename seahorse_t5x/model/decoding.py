@@ -1,4 +1,5 @@
-"""Autoregressive decoding with a key/value cache: greedy search over a family's model.
+"""Autoregressive decoding with a key/value cache: greedy search and beam search over a
+family's model.
 
 The counterpart of T5X's `t5x/decoding.py` (`temperature_sample` at temperature 0, the
 `decode` mode of its attention) and of HF `generate(do_sample=False, num_beams=1)`: the
@@ -6,7 +7,8 @@ encoder runs once, the decoder one position a step, each self-attention layer ke
 keys and values in `[batch, max_length, heads x head_dim]` caches (the `cache` collection of
 `MT5.decode_step`) and each cross-attention layer the encoder output's, projected on the
 first step only. The loop is one `jax.lax.while_loop` inside the compiled program, and ends
-when every row has written EOS or `max_length` tokens are out.
+when every row has written EOS or `max_length` tokens are out. `beam_search` is HF
+`generate(num_beams=k, do_sample=False)`'s search over the same cached steps.
 
 Conventions (T5X's and HF's for T5): the decoder starts from id 0 (`DECODER_START_ID`, the
 padding id); a row's output holds its tokens up to and including EOS (id 1), then 0s.
@@ -150,6 +152,7 @@ def greedy_search(
     max_length: int,
     eos_id: int = EOS_ID,
     screen: VocabularyScreen | None = None,
+    encoded: jax.Array | None = None,
 ) -> jax.Array:
     """Greedy decoding of a batch: `[batch, max_length]` int32 tokens.
 
@@ -162,15 +165,17 @@ def greedy_search(
       eos_id: the token that ends a row.
       screen: `vocabulary_screen` of `logits_dense`'s kernel: each step's argmax through
         `screened_argmax` (float32 products only); None: the full projection.
+      encoded: the encoder's output for `encoder_tokens` (`compiled_encoder`), when it ran
+        as a program of its own; None: the encoder runs here.
 
     Returns:
       Each row's tokens: argmax at every step, EOS included, 0 after it (and after
       `max_length` tokens without EOS, nothing: the row is cut there).
     """
     model = families.build(config)
-    variables = {"params": params}
     encoder_tokens = encoder_tokens.astype(jnp.int32)
-    encoded = model.apply(variables, encoder_tokens, method=model.encode)
+    if encoded is None:
+        encoded = model.apply({"params": params}, encoder_tokens, method=model.encode)
     batch = encoder_tokens.shape[0]
 
     def step(cache: Any, token: jax.Array, position: jax.Array) -> tuple[jax.Array, Any]:
@@ -213,6 +218,186 @@ def greedy_search(
     return tokens
 
 
+# HF's stand-in for minus infinity: added to the scores of candidates that must not be kept.
+_EXCLUDED = -1.0e9
+
+
+class _Beams(NamedTuple):
+    """Beam search's state, each row's beams on axis 1 (`beam_search`)."""
+
+    running: jax.Array  # [batch, beams, max_length] tokens of the beams still running
+    running_scores: jax.Array  # [batch, beams] their sums of log-probabilities, best first
+    finished: jax.Array  # [batch, beams, max_length] the best finished hypotheses
+    finished_scores: jax.Array  # [batch, beams] theirs over length ** length_penalty
+    is_finished: jax.Array  # [batch, beams] which slots of `finished` hold a hypothesis
+    undecided: jax.Array  # [batch] whether a running beam may still beat a finished one
+    all_stopped: jax.Array  # [] whether every candidate of the last step stopped
+
+
+def beam_search(
+    config: MT5Config,
+    params: Any,
+    encoder_tokens: jax.Array,
+    max_length: int,
+    num_beams: int,
+    eos_id: int = EOS_ID,
+    length_penalty: float = 1.0,
+    encoded: jax.Array | None = None,
+) -> jax.Array:
+    """Beam search over a batch: each row's best hypothesis, `[batch, max_length]` int32.
+
+    The search of HF `generate(num_beams=num_beams, do_sample=False)` with its default
+    `early_stopping=False` (`GenerationMixin._beam_search` of transformers 5), step for
+    step. Each step every row's `num_beams` beams score their continuations (the beam's
+    sum of log-probabilities plus the token's log-softmax) and the best `2 * num_beams`
+    are kept. Of those, the ones that stop (end in EOS, or reach `max_length` tokens) among
+    the first `num_beams` are offered to the row's finished hypotheses, scored `sum /
+    length ** length_penalty` (`length`: the tokens generated, EOS included), which keep
+    the best `num_beams`; the best `num_beams` candidates that do not stop run on. A row is
+    decided once it holds `num_beams` finished hypotheses and its best running beam's sum
+    over the current length ** length_penalty is no better than the worst of them; then
+    its hypotheses change no more. The loop ends when every row is decided or `max_length`
+    tokens are out (where every kept candidate stops, so every row has finished ones), and
+    each row's output is its best finished hypothesis.
+
+    The decoder runs `batch * num_beams` rows, the encoder `batch`; after each step the
+    self-attention caches are reordered to follow the beams kept (the cross-attention's,
+    alike for a row's beams, are left as they lie).
+
+    Args:
+      config, params, encoder_tokens, max_length, eos_id, encoded: as `greedy_search`.
+      num_beams: beams a row, static.
+      length_penalty: the exponent of the length that divides a finished hypothesis's
+        score (above 0 favours longer ones), static.
+
+    Returns:
+      Each row's best hypothesis: EOS included, 0 after it (none when it ran to
+      `max_length` tokens).
+    """
+    model = families.build(config)
+    encoder_tokens = encoder_tokens.astype(jnp.int32)
+    if encoded is None:
+        encoded = model.apply({"params": params}, encoder_tokens, method=model.encode)
+    batch = encoder_tokens.shape[0]
+    # Every beam of a row reads its row's encoder output: rows [b0, b0, b1, b1, ...].
+    encoded = jnp.repeat(encoded, num_beams, axis=0)
+    encoder_tokens = jnp.repeat(encoder_tokens, num_beams, axis=0)
+    # `length ** length_penalty` for 1..max_length generated tokens (at `position`
+    # 0..max_length - 1), computed in float64 and divided in float32 as HF's (a Python float
+    # dividing a float32 tensor).
+    lengths = range(1, max_length + 1)
+    penalties = jnp.asarray([n**length_penalty for n in lengths], jnp.float32)
+    candidates = 2 * num_beams  # HF's `beams_to_keep` with one EOS id
+
+    def log_probs(cache: Any, token: jax.Array, position: jax.Array) -> tuple[jax.Array, Any]:
+        """Each beam's next-token log-probabilities `[batch, beams, vocab]` and the cache."""
+        state = {"params": params} if cache is None else {"params": params, "cache": cache}
+        logits, mutated = model.apply(
+            state,
+            encoded,
+            encoder_tokens,
+            token.reshape(batch * num_beams, 1),
+            position,
+            max_length,
+            method=model.decode_step,
+            mutable=["cache"],
+        )
+        scores = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+        return scores.reshape(batch, num_beams, -1), mutated["cache"]
+
+    def advance(beams: _Beams, scores: jax.Array, position: jax.Array) -> tuple[_Beams, jax.Array]:
+        """One step of the search over the log-probabilities `scores` of the token at
+        `position`; returns the new state and the beam each running beam came from."""
+        vocab_size = scores.shape[-1]
+        sums = (scores + beams.running_scores[:, :, None]).reshape(batch, -1)
+        top_sums, top_ids = jax.lax.top_k(sums, candidates)
+        origins = top_ids // vocab_size
+        sequences = jnp.take_along_axis(beams.running, origins[:, :, None], axis=1)
+        new_tokens = top_ids % vocab_size
+        sequences = jax.lax.dynamic_update_slice_in_dim(
+            sequences, new_tokens[:, :, None], position, axis=2
+        )
+        stops = (new_tokens == eos_id) | (position + 1 >= max_length)
+
+        # The best candidates that do not stop run on.
+        running_sums = top_sums + stops * _EXCLUDED
+        running_sums, kept = jax.lax.top_k(running_sums, num_beams)
+        running = jnp.take_along_axis(sequences, kept[:, :, None], axis=1)
+        sources = jnp.take_along_axis(origins, kept, axis=1)
+
+        # The first `num_beams` candidates that stop join the finished hypotheses, unless
+        # their row is decided (HF's arithmetic: the same sums of -1e9, in its order).
+        offered = stops & (jnp.arange(candidates) < num_beams)
+        finished_scores = top_sums / penalties[position]
+        finished_scores += ~beams.undecided[:, None] * _EXCLUDED
+        finished_scores += ~offered * _EXCLUDED
+        merged_scores = jnp.concatenate([beams.finished_scores, finished_scores], axis=1)
+        finished_scores, best = jax.lax.top_k(merged_scores, num_beams)
+        merged = jnp.concatenate([beams.finished, sequences], axis=1)
+        finished = jnp.take_along_axis(merged, best[:, :, None], axis=1)
+        is_finished = jnp.take_along_axis(
+            jnp.concatenate([beams.is_finished, offered], axis=1), best, axis=1
+        )
+
+        # A row stays undecided while its best running beam, at the current length, could beat
+        # its worst finished hypothesis (an empty slot counts as -1e9).
+        best_possible = running_sums[:, :1] / penalties[position]
+        worst = jnp.where(is_finished, jnp.min(finished_scores, axis=1, keepdims=True), _EXCLUDED)
+        undecided = beams.undecided & jnp.any(best_possible > worst, axis=1)
+        state = _Beams(
+            running,
+            running_sums,
+            finished,
+            finished_scores,
+            is_finished,
+            undecided,
+            jnp.all(stops),
+        )
+        return state, sources
+
+    def reorder(cache: Any, sources: jax.Array) -> Any:
+        """The self-attention caches' rows following the beams kept."""
+        rows = (jnp.arange(batch)[:, None] * num_beams + sources).reshape(-1)
+
+        def take(path: tuple, array: jax.Array) -> jax.Array:
+            if any(getattr(key, "key", None) == "self_attention" for key in path):
+                return jnp.take(array, rows, axis=0)
+            return array
+
+        return jax.tree_util.tree_map_with_path(take, cache)
+
+    tokens = jnp.zeros((batch, num_beams, max_length), jnp.int32)
+    # Only the first beam starts (the others at -1e9), so the first step's candidates are
+    # distinct tokens.
+    beams = _Beams(
+        running=tokens,
+        running_scores=jnp.zeros((batch, num_beams)).at[:, 1:].set(_EXCLUDED),
+        finished=tokens,
+        finished_scores=jnp.full((batch, num_beams), _EXCLUDED),
+        is_finished=jnp.zeros((batch, num_beams), bool),
+        undecided=jnp.ones((batch,), bool),
+        all_stopped=jnp.bool_(False),
+    )
+    start = jnp.full((batch, num_beams), DECODER_START_ID, jnp.int32)
+    scores, cache = log_probs(None, start, jnp.int32(0))
+    beams, sources = advance(beams, scores, jnp.int32(0))
+    cache = reorder(cache, sources)
+
+    def unfinished(carry: tuple) -> jax.Array:
+        position, beams, _ = carry
+        return (position < max_length) & jnp.any(beams.undecided) & ~beams.all_stopped
+
+    def next_step(carry: tuple) -> tuple:
+        position, beams, cache = carry
+        previous = jax.lax.dynamic_slice_in_dim(beams.running, position - 1, 1, axis=2)
+        scores, cache = log_probs(cache, previous, position)
+        beams, sources = advance(beams, scores, position)
+        return position + 1, beams, reorder(cache, sources)
+
+    _, beams, _ = jax.lax.while_loop(unfinished, next_step, (jnp.int32(1), beams, cache))
+    return beams.finished[:, 0]
+
+
 # XLA's CPU compiler hands whole fusions of matrix products to YNNPACK by default. A
 # decoding step's products are a few rows (one position a row) against whole weight
 # matrices, where XLA's own float32 dot kernels measured 1.5x faster a step on mT5-small's
@@ -250,6 +435,44 @@ def compiled_greedy_search(
     platform = platform or jax.default_backend()
     options = CPU_COMPILER_OPTIONS if platform == "cpu" else None
     search = functools.partial(greedy_search, config, max_length=max_length, eos_id=eos_id)
+    return jax.jit(search, compiler_options=options)
+
+
+@functools.cache
+def compiled_encoder(config: MT5Config):
+    """The family's encoder jitted alone, `(params, tokens) -> [batch, length, emb]`, with
+    the backend's own compiler options: on CPUs XLA's products run the encoder 2-3x faster
+    than the single YNNPACK products `CPU_COMPILER_OPTIONS` gives the decoding loop
+    (PERFORMANCE.md, "Generation"), so `Generator` encodes a batch with this program and
+    decodes it with `compiled_greedy_search(..., encoded=)`."""
+    model = families.build(config)
+    return jax.jit(
+        lambda params, tokens: model.apply({"params": params}, tokens, method=model.encode)
+    )
+
+
+@functools.cache
+def compiled_beam_search(
+    config: MT5Config,
+    max_length: int,
+    num_beams: int,
+    eos_id: int = EOS_ID,
+    length_penalty: float = 1.0,
+    platform: str | None = None,
+):
+    """`beam_search` jitted for one config, output length, beam count and length penalty
+    (each input shape compiles once; the parameters, the tokens and `encoded=` are
+    arguments), for the devices of `platform` as `compiled_greedy_search`."""
+    platform = platform or jax.default_backend()
+    options = CPU_COMPILER_OPTIONS if platform == "cpu" else None
+    search = functools.partial(
+        beam_search,
+        config,
+        max_length=max_length,
+        num_beams=num_beams,
+        eos_id=eos_id,
+        length_penalty=length_penalty,
+    )
     return jax.jit(search, compiler_options=options)
 
 
