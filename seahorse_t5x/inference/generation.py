@@ -158,7 +158,6 @@ class Generator:
         batches = batching.plan_batches(
             lengths, buckets, self.batch_size * self.input_length, self._row_multiple
         )
-        encoder = decoding.compiled_encoder(self.config)
         program = self._decoder(num_beams)
         outputs: list[list[int]] = [[] for _ in inputs]
         for batch in batches:
@@ -167,8 +166,7 @@ class Generator:
                 tokens[row, : lengths[index]] = inputs[index]
             if self.mesh is not None:
                 tokens = jax.device_put(tokens, partitioning.batch_sharding(self.mesh))
-            encoded = encoder(self.params, tokens)
-            generated = decoding.strip(program(self.params, tokens, encoded=encoded))
+            generated = decoding.strip(program(self.params, tokens))
             for row, index in enumerate(batch.indices):
                 outputs[index] = generated[row]
             if progress is not None:
@@ -176,7 +174,7 @@ class Generator:
         return outputs
 
     def _decoder(self, num_beams: int) -> Callable[..., Any]:
-        """The compiled decoding of a batch, `(params, tokens, encoded=) -> tokens`: greedy
+        """The compiled decoding of a batch, `(params, tokens) -> tokens`: greedy
         (through the int8 screen where there is one) or beam search (compiled per beam
         count; each bucket's shape compiles once)."""
         if num_beams == 1:

@@ -152,7 +152,6 @@ def greedy_search(
     max_length: int,
     eos_id: int = EOS_ID,
     screen: VocabularyScreen | None = None,
-    encoded: jax.Array | None = None,
 ) -> jax.Array:
     """Greedy decoding of a batch: `[batch, max_length]` int32 tokens.
 
@@ -165,8 +164,6 @@ def greedy_search(
       eos_id: the token that ends a row.
       screen: `vocabulary_screen` of `logits_dense`'s kernel: each step's argmax through
         `screened_argmax` (float32 products only); None: the full projection.
-      encoded: the encoder's output for `encoder_tokens` (`compiled_encoder`), when it ran
-        as a program of its own; None: the encoder runs here.
 
     Returns:
       Each row's tokens: argmax at every step, EOS included, 0 after it (and after
@@ -174,8 +171,7 @@ def greedy_search(
     """
     model = families.build(config)
     encoder_tokens = encoder_tokens.astype(jnp.int32)
-    if encoded is None:
-        encoded = model.apply({"params": params}, encoder_tokens, method=model.encode)
+    encoded = model.apply({"params": params}, encoder_tokens, method=model.encode)
     batch = encoder_tokens.shape[0]
 
     def step(cache: Any, token: jax.Array, position: jax.Array) -> tuple[jax.Array, Any]:
@@ -242,7 +238,6 @@ def beam_search(
     num_beams: int,
     eos_id: int = EOS_ID,
     length_penalty: float = 1.0,
-    encoded: jax.Array | None = None,
 ) -> jax.Array:
     """Beam search over a batch: each row's best hypothesis, `[batch, max_length]` int32.
 
@@ -265,7 +260,7 @@ def beam_search(
     alike for a row's beams, are left as they lie).
 
     Args:
-      config, params, encoder_tokens, max_length, eos_id, encoded: as `greedy_search`.
+      config, params, encoder_tokens, max_length, eos_id: as `greedy_search`.
       num_beams: beams a row, static.
       length_penalty: the exponent of the length that divides a finished hypothesis's
         score (above 0 favours longer ones), static.
@@ -276,8 +271,7 @@ def beam_search(
     """
     model = families.build(config)
     encoder_tokens = encoder_tokens.astype(jnp.int32)
-    if encoded is None:
-        encoded = model.apply({"params": params}, encoder_tokens, method=model.encode)
+    encoded = model.apply({"params": params}, encoder_tokens, method=model.encode)
     batch = encoder_tokens.shape[0]
     # Every beam of a row reads its row's encoder output: rows [b0, b0, b1, b1, ...].
     encoded = jnp.repeat(encoded, num_beams, axis=0)
@@ -439,19 +433,6 @@ def compiled_greedy_search(
 
 
 @functools.cache
-def compiled_encoder(config: MT5Config):
-    """The family's encoder jitted alone, `(params, tokens) -> [batch, length, emb]`, with
-    the backend's own compiler options: on CPUs XLA's products run the encoder 2-3x faster
-    than the single YNNPACK products `CPU_COMPILER_OPTIONS` gives the decoding loop
-    (PERFORMANCE.md, "Generation"), so `Generator` encodes a batch with this program and
-    decodes it with `compiled_greedy_search(..., encoded=)`."""
-    model = families.build(config)
-    return jax.jit(
-        lambda params, tokens: model.apply({"params": params}, tokens, method=model.encode)
-    )
-
-
-@functools.cache
 def compiled_beam_search(
     config: MT5Config,
     max_length: int,
@@ -461,8 +442,8 @@ def compiled_beam_search(
     platform: str | None = None,
 ):
     """`beam_search` jitted for one config, output length, beam count and length penalty
-    (each input shape compiles once; the parameters, the tokens and `encoded=` are
-    arguments), for the devices of `platform` as `compiled_greedy_search`."""
+    (each input shape compiles once; the parameters and the tokens are arguments), for
+    the devices of `platform` as `compiled_greedy_search`."""
     platform = platform or jax.default_backend()
     options = CPU_COMPILER_OPTIONS if platform == "cpu" else None
     search = functools.partial(
