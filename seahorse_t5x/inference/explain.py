@@ -275,7 +275,11 @@ def _record(
     input_path: pathlib.Path,
     checkpoint: str | os.PathLike,
     settings: Mapping[str, Any],
+    num_beams: int,
 ) -> dict[str, Any]:
+    """A run's record: its input, checkpoint and settings (compared whole when a run
+    resumes; `input_length` is kept as `max_input_length`). `num_beams` only when it is not
+    1: greedy runs keep the record they had before beam search existed."""
     return {
         "input": str(input_path.resolve()),
         "input_bytes": input_path.stat().st_size,
@@ -284,11 +288,8 @@ def _record(
         if pathlib.Path(checkpoint).exists()
         else str(checkpoint),
         **settings,
+        **({"num_beams": num_beams} if num_beams != 1 else {}),
     }
-
-
-# The first settings of a run's record, under the names it keeps them by (`input_length` is
-# recorded as `max_input_length`; a record is compared whole when a run resumes).
 
 
 def explain_file(
@@ -329,27 +330,21 @@ def explain_file(
     from seahorse_t5x.inference import loading
 
     start = time.perf_counter()
-    benchmark = (
-        arguments.renamed_argument(
-            rows_benchmark, benchmark, ("benchmark", "rows_benchmark"), "explain_file"
-        )
-        or DEFAULT_BENCHMARK
-    )
+    renamed = ("benchmark", "rows_benchmark")
+    benchmark = arguments.renamed_argument(rows_benchmark, benchmark, renamed, "explain_file")
+    benchmark = benchmark or DEFAULT_BENCHMARK
     input_path, output = pathlib.Path(input_path), pathlib.Path(output)
     _check_paths(input_path, output, chunk_size, resume, overwrite)
     arguments.check_positive_int("num_beams", num_beams)
     mesh_shape = _mesh_shape(mesh)
     items = read_inputs(input_path)
     result = ExplainFileResult(output=output, total_rows=len(items))
-    lengths = dict(max_input_length=input_length, max_output_length=max_output_length)
-    record = _record(
-        input_path,
-        checkpoint,
-        dict(vocab=vocab, **lengths, batch_size=batch_size, dtype=dtype, chunk_size=chunk_size),
-    )
-    record.update(metric=metric, benchmark=benchmark)
-    if num_beams != 1:  # greedy runs keep the record they had before beam search existed
-        record["num_beams"] = num_beams
+    settings = dict(
+        vocab=vocab, max_input_length=input_length, max_output_length=max_output_length,
+        batch_size=batch_size, dtype=dtype, chunk_size=chunk_size, metric=metric,
+        benchmark=benchmark,
+    )  # fmt: skip
+    record = _record(input_path, checkpoint, settings, num_beams)
     found = {"columns": [record]}
     if resume and output.exists() and not overwrite:
         resume_lib.check_finished(output, found)
@@ -357,12 +352,7 @@ def explain_file(
         result.seconds = time.perf_counter() - start
         return result
     device_mesh = None if mesh_shape is None else settings_lib.create_mesh(mesh_shape)
-    resume_lib.check_output(output, input_path, resume, overwrite)
-    done = resume_lib.resume_point(output, record) if resume else 0
-    if not resume:
-        resume_lib.partial_path(output).write_bytes(b"")
-    resume_lib.run_path(output).write_text(json.dumps(record, indent=2) + "\n")
-    result.resumed_after = done
+    done = result.resumed_after = _begin_output(output, input_path, record, resume, overwrite)
     generator = loading.load_generator(
         checkpoint, vocab=vocab, input_length=input_length,
         max_output_length=max_output_length, batch_size=batch_size, dtype=dtype,
@@ -373,9 +363,6 @@ def explain_file(
             explanations, cut = explain_texts(generator, chunk, num_beams)
             result.cut_sources += cut
             _write_rows(out, chunk, explanations, metric, benchmark, result, input_path)
-            out.flush()
-            os.fsync(out.fileno())
-            result.rows += len(chunk)
             if progress is not None:
                 progress(len(chunk))
     resume_lib.write_fingerprint(output, found)
@@ -383,6 +370,28 @@ def explain_file(
     resume_lib.run_path(output).unlink(missing_ok=True)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _begin_output(
+    output: pathlib.Path,
+    input_path: pathlib.Path,
+    record: dict[str, Any],
+    resume: bool,
+    overwrite: bool,
+) -> int:
+    """Opens the run's partial output (a new one, or the interrupted run's to continue)
+    beside its record; returns the rows already written.
+
+    Raises:
+      UserError: an output that exists, unless resumed or overwritten; a partial output of
+        another run.
+    """
+    resume_lib.check_output(output, input_path, resume, overwrite)
+    done = resume_lib.resume_point(output, record) if resume else 0
+    if not resume:
+        resume_lib.partial_path(output).write_bytes(b"")
+    resume_lib.run_path(output).write_text(json.dumps(record, indent=2) + "\n")
+    return done
 
 
 def _check_paths(
@@ -433,8 +442,9 @@ def _write_rows(
     result: ExplainFileResult,
     input_path: pathlib.Path,
 ) -> None:
-    """Writes a chunk's output rows and counts them in `result` (the first unparsed texts'
-    problems named by input line)."""
+    """Writes a chunk's output rows, on disk before it returns (the steps a resumed run
+    continues from), and counts them in `result` (the first unparsed texts' problems named
+    by input line)."""
     for item, explanation in zip(chunk, explanations, strict=True):
         row = output_row(item, explanation, metric, benchmark)
         result.labelled += "metric" in row
@@ -446,6 +456,9 @@ def _write_rows(
         else:
             result.parsed += 1
             result.disagreeing += explanation.note is not None
+    out.flush()
+    os.fsync(out.fileno())
+    result.rows += len(chunk)
 
 
 def _chunks(items: Sequence[ExplainInput], skip: int, size: int) -> Iterator[list[ExplainInput]]:

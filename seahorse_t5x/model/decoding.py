@@ -229,6 +229,21 @@ class _Beams(NamedTuple):
     undecided: jax.Array  # [batch] whether a running beam may still beat a finished one
     all_stopped: jax.Array  # [] whether every candidate of the last step stopped
 
+    @staticmethod
+    def start(batch: int, num_beams: int, max_length: int) -> _Beams:
+        """The state before the first step: only the first beam runs (the others at -1e9,
+        so the first step's candidates are distinct tokens); nothing finished."""
+        tokens = jnp.zeros((batch, num_beams, max_length), jnp.int32)
+        return _Beams(
+            running=tokens,
+            running_scores=jnp.zeros((batch, num_beams)).at[:, 1:].set(_EXCLUDED),
+            finished=tokens,
+            finished_scores=jnp.full((batch, num_beams), _EXCLUDED),
+            is_finished=jnp.zeros((batch, num_beams), bool),
+            undecided=jnp.ones((batch,), bool),
+            all_stopped=jnp.bool_(False),
+        )
+
 
 def beam_search(
     config: MT5Config,
@@ -255,9 +270,8 @@ def beam_search(
     tokens are out (where every kept candidate stops, so every row has finished ones), and
     each row's output is its best finished hypothesis.
 
-    The decoder runs `batch * num_beams` rows, the encoder `batch`; after each step the
-    self-attention caches are reordered to follow the beams kept (the cross-attention's,
-    alike for a row's beams, are left as they lie).
+    The decoder runs `batch * num_beams` rows, the encoder `batch`; the self-attention
+    caches follow the beams kept (`_reorder_caches`).
 
     Args:
       config, params, encoder_tokens, max_length, eos_id: as `greedy_search`.
@@ -276,106 +290,25 @@ def beam_search(
     # Every beam of a row reads its row's encoder output: rows [b0, b0, b1, b1, ...].
     encoded = jnp.repeat(encoded, num_beams, axis=0)
     encoder_tokens = jnp.repeat(encoder_tokens, num_beams, axis=0)
-    # `length ** length_penalty` for 1..max_length generated tokens (at `position`
-    # 0..max_length - 1), computed in float64 and divided in float32 as HF's (a Python float
-    # dividing a float32 tensor).
-    lengths = range(1, max_length + 1)
-    penalties = jnp.asarray([n**length_penalty for n in lengths], jnp.float32)
-    candidates = 2 * num_beams  # HF's `beams_to_keep` with one EOS id
+    # `length ** length_penalty` of 1..max_length tokens, in float64 then float32 as HF's.
+    penalties = jnp.asarray([n**length_penalty for n in range(1, max_length + 1)], jnp.float32)
 
     def log_probs(cache: Any, token: jax.Array, position: jax.Array) -> tuple[jax.Array, Any]:
         """Each beam's next-token log-probabilities `[batch, beams, vocab]` and the cache."""
         state = {"params": params} if cache is None else {"params": params, "cache": cache}
+        token = token.reshape(batch * num_beams, 1)
         logits, mutated = model.apply(
-            state,
-            encoded,
-            encoder_tokens,
-            token.reshape(batch * num_beams, 1),
-            position,
-            max_length,
-            method=model.decode_step,
-            mutable=["cache"],
-        )
+            state, encoded, encoder_tokens, token, position, max_length,
+            method=model.decode_step, mutable=["cache"],
+        )  # fmt: skip
         scores = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
         return scores.reshape(batch, num_beams, -1), mutated["cache"]
 
-    def advance(beams: _Beams, scores: jax.Array, position: jax.Array) -> tuple[_Beams, jax.Array]:
-        """One step of the search over the log-probabilities `scores` of the token at
-        `position`; returns the new state and the beam each running beam came from."""
-        vocab_size = scores.shape[-1]
-        sums = (scores + beams.running_scores[:, :, None]).reshape(batch, -1)
-        top_sums, top_ids = jax.lax.top_k(sums, candidates)
-        origins = top_ids // vocab_size
-        sequences = jnp.take_along_axis(beams.running, origins[:, :, None], axis=1)
-        new_tokens = top_ids % vocab_size
-        sequences = jax.lax.dynamic_update_slice_in_dim(
-            sequences, new_tokens[:, :, None], position, axis=2
-        )
-        stops = (new_tokens == eos_id) | (position + 1 >= max_length)
-
-        # The best candidates that do not stop run on.
-        running_sums = top_sums + stops * _EXCLUDED
-        running_sums, kept = jax.lax.top_k(running_sums, num_beams)
-        running = jnp.take_along_axis(sequences, kept[:, :, None], axis=1)
-        sources = jnp.take_along_axis(origins, kept, axis=1)
-
-        # The first `num_beams` candidates that stop join the finished hypotheses, unless
-        # their row is decided (HF's arithmetic: the same sums of -1e9, in its order).
-        offered = stops & (jnp.arange(candidates) < num_beams)
-        finished_scores = top_sums / penalties[position]
-        finished_scores += ~beams.undecided[:, None] * _EXCLUDED
-        finished_scores += ~offered * _EXCLUDED
-        merged_scores = jnp.concatenate([beams.finished_scores, finished_scores], axis=1)
-        finished_scores, best = jax.lax.top_k(merged_scores, num_beams)
-        merged = jnp.concatenate([beams.finished, sequences], axis=1)
-        finished = jnp.take_along_axis(merged, best[:, :, None], axis=1)
-        is_finished = jnp.take_along_axis(
-            jnp.concatenate([beams.is_finished, offered], axis=1), best, axis=1
-        )
-
-        # A row stays undecided while its best running beam, at the current length, could beat
-        # its worst finished hypothesis (an empty slot counts as -1e9).
-        best_possible = running_sums[:, :1] / penalties[position]
-        worst = jnp.where(is_finished, jnp.min(finished_scores, axis=1, keepdims=True), _EXCLUDED)
-        undecided = beams.undecided & jnp.any(best_possible > worst, axis=1)
-        state = _Beams(
-            running,
-            running_sums,
-            finished,
-            finished_scores,
-            is_finished,
-            undecided,
-            jnp.all(stops),
-        )
-        return state, sources
-
-    def reorder(cache: Any, sources: jax.Array) -> Any:
-        """The self-attention caches' rows following the beams kept."""
-        rows = (jnp.arange(batch)[:, None] * num_beams + sources).reshape(-1)
-
-        def take(path: tuple, array: jax.Array) -> jax.Array:
-            if any(getattr(key, "key", None) == "self_attention" for key in path):
-                return jnp.take(array, rows, axis=0)
-            return array
-
-        return jax.tree_util.tree_map_with_path(take, cache)
-
-    tokens = jnp.zeros((batch, num_beams, max_length), jnp.int32)
-    # Only the first beam starts (the others at -1e9), so the first step's candidates are
-    # distinct tokens.
-    beams = _Beams(
-        running=tokens,
-        running_scores=jnp.zeros((batch, num_beams)).at[:, 1:].set(_EXCLUDED),
-        finished=tokens,
-        finished_scores=jnp.full((batch, num_beams), _EXCLUDED),
-        is_finished=jnp.zeros((batch, num_beams), bool),
-        undecided=jnp.ones((batch,), bool),
-        all_stopped=jnp.bool_(False),
-    )
+    beams = _Beams.start(batch, num_beams, max_length)
     start = jnp.full((batch, num_beams), DECODER_START_ID, jnp.int32)
     scores, cache = log_probs(None, start, jnp.int32(0))
-    beams, sources = advance(beams, scores, jnp.int32(0))
-    cache = reorder(cache, sources)
+    beams, sources = _advance_beams(beams, scores, jnp.int32(0), eos_id, max_length, penalties)
+    cache = _reorder_caches(cache, sources)
 
     def unfinished(carry: tuple) -> jax.Array:
         position, beams, _ = carry
@@ -385,11 +318,86 @@ def beam_search(
         position, beams, cache = carry
         previous = jax.lax.dynamic_slice_in_dim(beams.running, position - 1, 1, axis=2)
         scores, cache = log_probs(cache, previous, position)
-        beams, sources = advance(beams, scores, position)
-        return position + 1, beams, reorder(cache, sources)
+        beams, sources = _advance_beams(beams, scores, position, eos_id, max_length, penalties)
+        return position + 1, beams, _reorder_caches(cache, sources)
 
     _, beams, _ = jax.lax.while_loop(unfinished, next_step, (jnp.int32(1), beams, cache))
     return beams.finished[:, 0]
+
+
+def _advance_beams(
+    beams: _Beams,
+    scores: jax.Array,
+    position: jax.Array,
+    eos_id: int,
+    max_length: int,
+    penalties: jax.Array,
+) -> tuple[_Beams, jax.Array]:
+    """One step of `beam_search` over the log-probabilities `scores` `[batch, beams,
+    vocab]` of the token at `position`; returns the new state and the beam each running
+    beam came from. `penalties[position]`: `length ** length_penalty` of a hypothesis
+    ending there."""
+    batch, num_beams, vocab_size = scores.shape
+    candidates = 2 * num_beams  # HF's `beams_to_keep` with one EOS id
+    sums = (scores + beams.running_scores[:, :, None]).reshape(batch, -1)
+    top_sums, top_ids = jax.lax.top_k(sums, candidates)
+    origins = top_ids // vocab_size
+    sequences = jnp.take_along_axis(beams.running, origins[:, :, None], axis=1)
+    new_tokens = top_ids % vocab_size
+    sequences = jax.lax.dynamic_update_slice_in_dim(
+        sequences, new_tokens[:, :, None], position, axis=2
+    )
+    stops = (new_tokens == eos_id) | (position + 1 >= max_length)
+
+    # The best candidates that do not stop run on.
+    running_sums = top_sums + stops * _EXCLUDED
+    running_sums, kept = jax.lax.top_k(running_sums, num_beams)
+    running = jnp.take_along_axis(sequences, kept[:, :, None], axis=1)
+    sources = jnp.take_along_axis(origins, kept, axis=1)
+
+    # The first `num_beams` candidates that stop join the finished hypotheses, unless
+    # their row is decided (HF's arithmetic: the same sums of -1e9, in its order).
+    offered = stops & (jnp.arange(candidates) < num_beams)
+    finished_scores = top_sums / penalties[position]
+    finished_scores += ~beams.undecided[:, None] * _EXCLUDED
+    finished_scores += ~offered * _EXCLUDED
+    merged_scores = jnp.concatenate([beams.finished_scores, finished_scores], axis=1)
+    finished_scores, best = jax.lax.top_k(merged_scores, num_beams)
+    merged = jnp.concatenate([beams.finished, sequences], axis=1)
+    finished = jnp.take_along_axis(merged, best[:, :, None], axis=1)
+    is_finished = jnp.take_along_axis(
+        jnp.concatenate([beams.is_finished, offered], axis=1), best, axis=1
+    )
+
+    # A row stays undecided while its best running beam, at the current length, could beat
+    # its worst finished hypothesis (an empty slot counts as -1e9).
+    best_possible = running_sums[:, :1] / penalties[position]
+    worst = jnp.where(is_finished, jnp.min(finished_scores, axis=1, keepdims=True), _EXCLUDED)
+    undecided = beams.undecided & jnp.any(best_possible > worst, axis=1)
+    state = _Beams(
+        running,
+        running_sums,
+        finished,
+        finished_scores,
+        is_finished,
+        undecided,
+        jnp.all(stops),
+    )
+    return state, sources
+
+
+def _reorder_caches(cache: Any, sources: jax.Array) -> Any:
+    """The self-attention caches' rows (`[batch * beams, ...]`) following the beams kept
+    (`sources`: `[batch, beams]`, the beam each came from)."""
+    batch, num_beams = sources.shape
+    rows = (jnp.arange(batch)[:, None] * num_beams + sources).reshape(-1)
+
+    def take(path: tuple, array: jax.Array) -> jax.Array:
+        if any(getattr(key, "key", None) == "self_attention" for key in path):
+            return jnp.take(array, rows, axis=0)
+        return array
+
+    return jax.tree_util.tree_map_with_path(take, cache)
 
 
 # XLA's CPU compiler hands whole fusions of matrix products to YNNPACK by default. A
