@@ -42,7 +42,7 @@ def test_benchmark_tasks_score_rows_go_to_their_benchmark():
         "metal_hallucinations.de", 4, [np.zeros(3, np.int32)] * 2, np.array([1.0, 0.5]),
         [{"gem_id": "a"}, {"gem_id": "b"}],
     )  # fmt: skip
-    rows = evaluate.score_rows(examples, np.array([0.25, 0.75]), "m")
+    rows = task_rows.score_rows(examples, np.array([0.25, 0.75]), "m")
     assert [(r["benchmark"], r["question"], r["label"], r["score"]) for r in rows] == [
         ("metal", "hallucinations", 1, 0.25),
         ("metal", "hallucinations", 0.5, 0.75),

@@ -21,7 +21,7 @@ from seahorse_t5x import constants, errors
 from seahorse_t5x.data import ratings, scorefiles
 from seahorse_t5x.evaluation import seqio_metrics, task_rows
 from seahorse_t5x.formats import vocab
-from seahorse_t5x.scoring import evaluate, task_examples
+from seahorse_t5x.scoring import task_examples
 from seahorse_t5x.tasks import ratings as rating_tasks
 from seahorse_t5x.tasks import register_rating_tasks, remove_rating_tasks
 
@@ -307,7 +307,7 @@ def test_score_rows_belong_to_the_rating_set_and_its_question(chat):
     examples = task_examples.load_task_examples("chat_polite_score", "test", 128)
     assert examples.labels.tolist() == [POLITE[i % 5] for i in range(10)]
     scores = np.linspace(0.1, 0.9, 10)
-    rows = evaluate.score_rows(examples, scores, "mt5_chat")
+    rows = task_rows.score_rows(examples, scores, "mt5_chat")
     assert rows[0] == {
         "metric": "mt5_chat",
         "benchmark": "chat",
@@ -326,7 +326,7 @@ def test_score_rows_belong_to_the_rating_set_and_its_question(chat):
 
 def test_score_rows_round_trip_through_a_score_file(chat, tmp_path):
     examples = task_examples.load_task_examples("chat_all_formal_score", "validation", 128)
-    rows = evaluate.score_rows(examples, np.linspace(0.2, 0.8, 4), "m")
+    rows = task_rows.score_rows(examples, np.linspace(0.2, 0.8, 4), "m")
     path = tmp_path / "chat_all_formal_score.jsonl"
     scorefiles.write_score_file(path, rows)
     frame = scorefiles.read_score_files([path])

@@ -15,7 +15,8 @@ import pytest
 
 from seahorse_t5x import constants
 from seahorse_t5x.data import benchmarks, scorefiles, splits
-from seahorse_t5x.scoring import baselines, evaluate, import_scores, t5x_scores, task_examples
+from seahorse_t5x.evaluation import task_rows
+from seahorse_t5x.scoring import baselines, import_scores, t5x_scores, task_examples
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata"
 PREPARED = TESTDATA / "import_scores" / "prepared"
@@ -57,7 +58,7 @@ def test_evaluate_rows(built):
         [{"gem_id": "a", "language": "en", "dataset": "xsum", "system": "s", "split": "test"},
          {"gem_id": "b", "language": "de", "dataset": "mlsum", "system": "s"}],
     )  # fmt: skip
-    rows = evaluate.score_rows(examples, np.array([0.25, 0.75]), "m")
+    rows = task_rows.score_rows(examples, np.array([0.25, 0.75]), "m")
     _assert_built(rows, built, 2)
     assert list(rows[0]) == [*scorefiles.REQUIRED_FIELDS, *constants.SLICE_FIELDS, "split"]
 

@@ -52,9 +52,10 @@ def load_scorer(
       UserError: for settings that cannot work with this checkpoint, or a bad checkpoint.
     """
     settings = (settings or settings_lib.ScoringSettings()).checked()
-    if mesh is None:
-        mesh = settings_lib.create_mesh(settings.mesh)
-    scorer = build_scorer(checkpoint, mesh=mesh, question=question, **settings.scorer_arguments())
+    arguments = settings.scorer_arguments()
+    if mesh is not None:
+        arguments["mesh"] = mesh
+    scorer = build_scorer(checkpoint, question=question, **arguments)
     inputs.check_room_for_summary(scorer.vocab, scorer.input_length, "input_length", question)
     return scorer
 

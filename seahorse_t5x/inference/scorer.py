@@ -118,7 +118,9 @@ class Scorer:
         operands, float32 accumulation) or `auto` (`precision.choose`: bfloat16 on GPUs and
         TPUs, float32 on CPUs); float16 overflows in mT5. The choice is `dtype_choice`.
       truncation: `keep_summary` (default: cut the article, keep the summary) or `right`.
-      mesh: the device mesh (default: every local device on `data`).
+      mesh: the device mesh, or its `(data, model)` shape (`settings.create_mesh`; the
+        `mesh` setting's, as `ScoringSettings` parse it); default: every local device on
+        `data`.
       param_dtype: dtype the weights are kept in on the devices (`bfloat16` halves them;
         `int8`: weight-only int8 projections with per-channel scales, `inference/quantize.py`).
       label_ids: token ids of the (yes, no) answers (default: those of `1` and `0`).
@@ -145,7 +147,7 @@ class Scorer:
         batch_size: int | str = settings.DEFAULT_BATCH_SIZE,
         dtype: str = precision.AUTO,
         truncation: str = input_format.TRUNCATION_KEEP_SUMMARY,
-        mesh: Mesh | None = None,
+        mesh: Mesh | tuple[int, int] | None = None,
         param_dtype: str = "float32",
         label_ids: tuple[int, int] | None = None,
         packing: bool = False,
@@ -164,6 +166,8 @@ class Scorer:
             input_length = max_input_length if input_length is None else input_length
         self.question = _checked_question(question)
         settings.check_batch_size(batch_size)
+        if isinstance(mesh, tuple):
+            mesh = settings.create_mesh(mesh)
         if mesh is None:  # every device: on a CPU, one per core if JAX has not started
             partitioning.one_cpu_device_per_core()
         settings.enable_compilation_cache(compilation_cache)

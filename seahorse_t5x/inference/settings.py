@@ -106,9 +106,10 @@ class ScoringSettings:
         return self.long_inputs == windows.LONG_INPUTS_WINDOWS
 
     def scorer_arguments(self) -> dict[str, Any]:
-        """The `Scorer` arguments these settings give (`mesh` aside: a device mesh is made
-        from the shape by `create_mesh`)."""
+        """The `Scorer` arguments these settings give, once `checked` (their `label_words`
+        and `mesh` are parsed there: the `Scorer` makes its device mesh from the shape)."""
         return {
+            "mesh": self.mesh,
             "vocab": self.vocab,
             "input_length": self.input_length,
             "batch_size": self.batch_size,
@@ -116,7 +117,7 @@ class ScoringSettings:
             "truncation": self.truncation,
             "param_dtype": self.param_dtype,
             "packing": self.packing,
-            "label_words": answer_words(self.label_words),
+            "label_words": self.label_words,
             "compilation_cache": self.compilation_cache,
         }
 

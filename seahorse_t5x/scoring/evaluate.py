@@ -72,63 +72,6 @@ def score_examples(
     return scores, int((encoded.windows > 1).sum())
 
 
-def score_rows(examples: task_examples.TaskExamples, scores: np.ndarray, metric: str) -> list[dict]:
-    """Score-file rows (docs/architecture.md contract) for one task, under the benchmark
-    and question the task belongs to (`task_rows.benchmark_of_task`, with the rating sets
-    registered now).
-
-    The rows of a rating set's task also say `"label_kind": "binary"` (their labels are the
-    integers 0/1, as `report` checks) and leave out the slice fields its rows lack (an empty
-    `language` is no language).
-    """
-    benchmark, question = task_rows.benchmark_of_task(
-        examples.task_name, ratings.rating_questions()
-    )
-    rating = ratings.is_rating_benchmark(benchmark)
-    if question is None:
-        question = examples.question if examples.question is not None else examples.task_name
-    rows = []
-    for label, score, meta in zip(examples.labels, scores, examples.metadata, strict=True):
-        kept = {k: v for k, v in meta.items() if v != ""} if rating else meta
-        rows.append(
-            scorefiles.score_row(
-                metric=metric,
-                benchmark=benchmark,
-                question=question,
-                label=int(label) if float(label).is_integer() else float(label),
-                score=float(score),
-                label_kind=scorefiles.LABEL_KIND_BINARY if rating else None,
-                slices=kept,
-                extra={k: kept[k] for k in task_examples.OPTIONAL_FIELDS if k in kept},
-            )
-        )
-    return rows
-
-
-def write_outputs(
-    output_dir: str | pathlib.Path,
-    per_task_rows: Mapping[str, list[dict]],
-    results: Mapping[str, Mapping],
-    run_info: Mapping[str, Any],
-) -> str:
-    """Writes `scores/<task>.jsonl`, `metrics.json` and `metrics.md` under `output_dir`.
-
-    Returns:
-      metrics.md's text: the results' `tables.task_metrics_table`, headed by
-      `run_info["title"]`, in Markdown.
-    """
-    markdown = tables.task_metrics_table(results, run_info.get("title", "evaluation")).to_markdown()
-    output_dir = pathlib.Path(output_dir)
-    (output_dir / "scores").mkdir(parents=True, exist_ok=True)
-    for task_name, rows in per_task_rows.items():
-        scorefiles.write_score_file(output_dir / "scores" / f"{task_name}.jsonl", rows)
-    (output_dir / "metrics.json").write_text(
-        json.dumps({"run": dict(run_info), "tasks": dict(results)}, indent=2, default=str) + "\n"
-    )
-    (output_dir / "metrics.md").write_text(markdown)
-    return markdown
-
-
 def evaluate(
     scorer: Scorer,
     tasks: Sequence[str],
@@ -141,7 +84,8 @@ def evaluate(
     window_settings: WindowSettings | None = None,
     data_dir: str | os.PathLike | None = None,
 ) -> dict[str, dict]:
-    """Scores `tasks` with `scorer` and writes score files, metrics.json, metrics.md.
+    """Scores `tasks` with `scorer` and writes `scores/<task>.jsonl` (`task_rows.score_rows`),
+    metrics.json and metrics.md (`tables.task_metrics_table`) under `output_dir`.
 
     The tasks' inputs are `scorer.input_length` tokens long and cut as `scorer.truncation`
     says; their vocabulary should be the scorer's (`vocab.chosen_vocabulary`), as
@@ -165,8 +109,38 @@ def evaluate(
     Raises:
       UserError: for an unknown task, or a task without examples in `split`.
     """
-    results: dict[str, dict] = {}
-    rows: dict[str, list[dict]] = {}
+    scored = _score_tasks(scorer, tasks, split, max_examples, log, window_settings, data_dir)
+    results = {task_name: result for task_name, (_, _, result) in scored.items()}
+    info = {"metric": metric, "split": split, "input_length": scorer.input_length}
+    info.update(run_info or {})
+    info.setdefault("title", f"{metric} ({split})")
+    markdown = tables.task_metrics_table(results, info["title"]).to_markdown()
+    output_dir = pathlib.Path(output_dir)
+    (output_dir / "scores").mkdir(parents=True, exist_ok=True)
+    for task_name, (examples, scores, _) in scored.items():
+        rows = task_rows.score_rows(examples, scores, metric)
+        scorefiles.write_score_file(output_dir / "scores" / f"{task_name}.jsonl", rows)
+    (output_dir / "metrics.json").write_text(
+        json.dumps({"run": info, "tasks": results}, indent=2, default=str) + "\n"
+    )
+    (output_dir / "metrics.md").write_text(markdown)
+    if log:
+        log("")
+        log(markdown)
+    return results
+
+
+def _score_tasks(
+    scorer: Scorer,
+    tasks: Sequence[str],
+    split: str,
+    max_examples: int | None,
+    log,
+    window_settings: WindowSettings | None,
+    data_dir: str | os.PathLike | None,
+) -> dict[str, tuple[task_examples.TaskExamples, np.ndarray, dict]]:
+    """Per task of `evaluate`: its examples, their scores and its result (logged)."""
+    scored = {}
     for task_name in task_examples.expand_task_names(tasks):
         # The tasks cut their inputs as the scorer does, from the folder given.
         with task_examples.task_settings(scorer.truncation, data_dir):
@@ -186,22 +160,14 @@ def evaluate(
             result["question"] = task_rows.benchmark_of_task(task_name, ratings.rating_questions())[
                 1
             ]
-        results[task_name] = result
-        rows[task_name] = score_rows(examples, scores, metric)
+        scored[task_name] = (examples, scores, result)
         if log:
             log(
                 f"{task_name} ({split}): n={result['n']} "
                 f"pearson {tables.format_value(result['pearson'])} "
                 f"roc_auc {tables.format_value(result['roc_auc'])}"
             )
-    info = {"metric": metric, "split": split, "input_length": scorer.input_length}
-    info.update(run_info or {})
-    info.setdefault("title", f"{metric} ({split})")
-    markdown = write_outputs(output_dir, rows, results, info)
-    if log:
-        log("")
-        log(markdown)
-    return results
+    return scored
 
 
 def check_max_examples(max_examples: object) -> None:

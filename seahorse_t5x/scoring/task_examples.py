@@ -21,13 +21,10 @@ import numpy as np
 
 from seahorse_t5x import arguments, constants, errors
 from seahorse_t5x.data import splits
+from seahorse_t5x.evaluation import task_rows
 from seahorse_t5x.formats import input_format
 from seahorse_t5x.formats import task_names as names
 
-# Carried into the score file after the slice fields (`constants.SLICE_FIELDS`) where a
-# benchmark's tasks have them (`data.benchmarks.registry` row_fields), and not empty: the
-# split and AggreFact's origin, which its protocol reads.
-OPTIONAL_FIELDS = ("split", "origin")
 # The gin scopes in which `task_settings` passes its settings to the tasks: the truncation
 # alone, or with a data folder. Each is bound anew before it is entered, so a value left
 # bound by an earlier call is never read.
@@ -226,7 +223,9 @@ def load_task_examples(
         tokens.append(np.asarray(ex["inputs"], dtype=np.int32))
         labels.append(float(ex["label"]))
         meta = {k: _text(ex[k]) for k in constants.SLICE_FIELDS if k in ex}
-        meta.update({k: _text(ex[k]) for k in OPTIONAL_FIELDS if k in ex and _text(ex[k])})
+        meta.update(
+            {k: _text(ex[k]) for k in task_rows.OPTIONAL_FIELDS if k in ex and _text(ex[k])}
+        )
         metadata.append(meta)
         if question is None and "question" in ex:
             question = int(ex["question"])
