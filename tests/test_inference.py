@@ -460,7 +460,8 @@ _MESH_SCRIPT = textwrap.dedent(
     summaries = [" ".join(rng.choice(words, size=4)) for _ in range(12)]
     out = {{"devices": jax.device_count(), "runs": {{}}}}
     for data, model in ((1, 1), (8, 1), (4, 2), (2, 4)):
-        mesh = partitioning.create_mesh(
+        # The 2x4 scorer is given the `mesh` setting's (data, model) shape, the rest a Mesh.
+        mesh = (data, model) if (data, model) == (2, 4) else partitioning.create_mesh(
             partitioning.MeshConfig(model_parallel=model, data_parallel=data))
         for dtype in ("float32", "bfloat16"):
             scorer = scorer_lib.Scorer({tmp!r}, vocab="demo", input_length=64,
@@ -495,8 +496,8 @@ def test_every_mesh_gives_the_same_scores(tmp_path):
         np.testing.assert_allclose(runs[f"{mesh}_float32"]["log_odds"], base_odds, atol=1e-4)
         bf16 = np.asarray(runs[f"{mesh}_bfloat16"]["log_odds"])
         assert np.all(np.abs(bf16 - base_odds) <= 0.05 * np.abs(base_odds) + 0.05), mesh
-    # The tiny model's mlp (64 wide) is split over `model`, the stacked layer axis is not;
-    # weights kept in bfloat16.
+    # The tiny model's mlp (64 wide) is split over `model` (4 of them where the Scorer made
+    # its mesh from the shape), the stacked layer axis is not; weights kept in bfloat16.
     assert runs["2x4_float32"]["wi_spec"] == ["None", "None", "model"]
     assert runs["2x4_float32"]["wi_shard"][0] == runs["1x1_float32"]["wi_shard"][0] == 2
     assert runs["2x4_float32"]["wi_shard"][2] == runs["1x1_float32"]["wi_shard"][2] // 4
