@@ -126,3 +126,62 @@ def test_a_bad_beam_count_is_refused_in_one_line(hf_and_generator):
     for bad in (0, -2, 1.5, True):
         with pytest.raises(errors.UserError, match="num_beams must be a positive integer"):
             generator.generate_ids([[5, decoding.EOS_ID]], num_beams=bad)
+
+
+def _one_step(running_scores, log_probs, *, finished_scores=None, max_length=5):
+    """`decoding._advance_beams` at position 1 of one row (length penalty 1.0: a hypothesis
+    ending there is divided by 2), from beams scoring `running_scores`."""
+    import jax.numpy as jnp
+
+    beams = decoding._Beams.start(1, len(running_scores), max_length)
+    beams = beams._replace(running_scores=jnp.asarray([running_scores], jnp.float32))
+    if finished_scores is not None:
+        beams = beams._replace(
+            finished_scores=jnp.asarray([finished_scores], jnp.float32),
+            is_finished=jnp.ones((1, len(finished_scores)), bool),
+        )
+    penalties = jnp.arange(1, max_length + 1, dtype=jnp.float32)
+    scores = jnp.asarray([log_probs], jnp.float32)
+    return decoding._advance_beams(beams, scores, jnp.int32(1), 1, max_length, penalties)
+
+
+def test_a_step_keeps_every_beam_running_when_stops_take_the_first_candidates():
+    """HF keeps the best 2 * num_beams candidates: when the first num_beams of them end in
+    EOS (id 1), the next num_beams still run on. Sums (beam score + log-prob): beam 0's EOS
+    -2, beam 1's EOS -2.5, beam 0's token 2 -3, beam 1's token 3 -3.5."""
+    state, sources = _one_step(
+        [-1.0, -2.0], [[-20.0, -1.0, -2.0, -25.0], [-21.0, -0.5, -26.0, -1.5]]
+    )
+    assert state.running_scores.tolist() == [[-3.0, -3.5]]
+    assert state.running[0, :, 1].tolist() == [2, 3] and sources.tolist() == [[0, 1]]
+    # Both EOS hypotheses finished, scored sum / 2.
+    assert state.finished_scores.tolist() == [[-1.0, -1.25]]
+    assert state.finished[0, :, 1].tolist() == [1, 1] and state.is_finished.all()
+    # The best running beam (-3 / 2) cannot beat the worst finished one (-1.25).
+    assert state.undecided.tolist() == [False]
+
+
+def test_a_row_whose_best_beam_only_ties_its_worst_finished_one_is_decided():
+    """HF's rule: a row stays open only while its best running beam's score over
+    length ** length_penalty is strictly better than its worst finished hypothesis."""
+    log_probs = [[-20.0, -30.0, -2.0, -25.0], [-21.0, -31.0, -26.0, -1.5]]
+    tie, _ = _one_step([-1.0, -2.0], log_probs, finished_scores=[-1.0, -1.5])
+    assert tie.running_scores[0, 0] / 2 == -1.5 and tie.undecided.tolist() == [False]
+    better, _ = _one_step([-1.0, -2.0], log_probs, finished_scores=[-1.0, -1.6])
+    assert better.undecided.tolist() == [True]
+
+
+def test_only_stops_among_the_first_num_beams_candidates_finish():
+    """Three beams: the EOS candidates of beams 0 and 1 rank first and second and finish;
+    beam 2's ranks fourth (after beam 0's token 2), outside the first three, so it neither
+    finishes nor runs on, and the third finished slot stays empty."""
+    state, sources = _one_step(
+        [-1.0, -2.0, -2.2],
+        [[-20.0, -1.0, -2.0, -25.0], [-21.0, -0.5, -26.0, -1.5], [-22.0, -1.0, -27.0, -1.6]],
+    )
+    assert state.finished_scores[0, :2].tolist() == [-1.0, -1.25]
+    assert state.is_finished.tolist() == [[True, True, False]]
+    assert state.finished_scores[0, 2] <= -1e8
+    assert state.running_scores[0].tolist() == pytest.approx([-3.0, -3.5, -3.8])
+    assert state.running[0, :, 1].tolist() == [2, 3, 3] and sources.tolist() == [[0, 1, 2]]
+    assert state.undecided.tolist() == [True]
