@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import random
 import subprocess
 import sys
 import tempfile
+
+from bench_common import load_average, machine, report_results  # scripts/ on sys.path
 
 _WORDS = (
     "the council approved a new budget after long debate rain flooded streets in the old "
@@ -76,7 +77,7 @@ def main() -> None:
                 command += ["--output", str(output), "--input_length", "64"]
                 command += ["--batch_size", str(args.batch_size), "--chunk_size", str(chunk)]
                 command += ["--compilation_cache", str(tmp / "cache")]
-                load = os.getloadavg()
+                load = load_average()
                 done = subprocess.run(
                     [sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True
                 )
@@ -90,14 +91,13 @@ def main() -> None:
                     "peak_rss_mib": round(measured["max_rss_kib"] / 1024, 1),
                     "seconds": round(measured["seconds"], 1),
                     "rows_written": written,
-                    "load_average": [round(x, 1) for x in load],
+                    "load_average": load,
                     "rc": measured["rc"],
                 }
                 print(json.dumps(result), flush=True)
                 results.append(result)
                 output.unlink()
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    report_results({"machine": machine(), "runs": results}, args.json)
 
 
 if __name__ == "__main__":

@@ -125,6 +125,9 @@ def main() -> None:
         else:
             stage[args.stage](*paths)
         return
+    # The shared harness (it imports JAX) only here: a stage's peak memory stays its own.
+    from bench_common import load_average, machine, report_results  # scripts/ on sys.path
+
     rows = []
     for count in args.pairs:
         folder = args.output_dir / str(count)
@@ -146,7 +149,10 @@ def main() -> None:
         if not args.keep:
             scores.unlink()
             (joined / "train.jsonl").unlink()
-    (args.output_dir / "bench_teacher_pairs.json").write_text(json.dumps(rows, indent=1) + "\n")
+    report_results(
+        {"machine": machine(), "load_average": load_average(), "pairs": rows},
+        str(args.output_dir / "bench_teacher_pairs.json"),
+    )
     print("\n| pairs | teacher file | stage | time | peak memory |\n|---:|---:|---|---:|---:|")
     for row in rows:
         for stage in row["stages"]:
