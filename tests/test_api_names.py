@@ -52,14 +52,8 @@ SETTING_FIELDS = {f.name for f in dataclasses.fields(settings.ScoringSettings)}
         # `benchmark=` is the deprecated spelling of `rows_benchmark=`.
         ("score", score_file.score_file, {"score_file"}, {"benchmark"}),
         ("evaluate", evaluate.evaluate_checkpoint, set(), set()),
-        # `explain --score_file` as `score --score_file`. `input_path` is the one parameter
-        # whose flag is spelt otherwise (`--input`, `score_file`'s `input`).
-        (
-            "explain",
-            explain.explain_file,
-            {"score_file", "input"},
-            {"benchmark", "input_path"},
-        ),
+        # `explain --score_file` as `score --score_file`.
+        ("explain", explain.explain_file, {"score_file"}, {"benchmark"}),
     ],
 )
 def test_a_command_and_its_function_share_their_names(command, function, cli_only, python_only):

@@ -294,7 +294,7 @@ def _record(
 
 def explain_file(
     checkpoint: str | os.PathLike,
-    input_path: str | os.PathLike,
+    input: str | os.PathLike,  # noqa: A002 - the name `explain --input` has
     output: str | os.PathLike,
     *,
     metric: str | None = None,
@@ -312,7 +312,7 @@ def explain_file(
     progress: Callable[[int], None] | None = None,
     benchmark: str | None = None,
 ) -> ExplainFileResult:
-    """Explains every row of `input_path` into `output` (see the module docstring).
+    """Explains every row of `input` into `output` (see the module docstring).
 
     `metric`, `rows_benchmark` (`explanations` when None): write score-file rows carrying
     them, graded against each row's true analysis. `benchmark`: the deprecated spelling of
@@ -333,7 +333,7 @@ def explain_file(
     renamed = ("benchmark", "rows_benchmark")
     benchmark = arguments.renamed_argument(rows_benchmark, benchmark, renamed, "explain_file")
     benchmark = benchmark or DEFAULT_BENCHMARK
-    input_path, output = pathlib.Path(input_path), pathlib.Path(output)
+    input_path, output = pathlib.Path(input), pathlib.Path(output)
     _check_paths(input_path, output, chunk_size, resume, overwrite)
     arguments.check_positive_int("num_beams", num_beams)
     mesh_shape = _mesh_shape(mesh)
