@@ -193,6 +193,9 @@ def test_without_a_network_the_cached_snapshot_is_used(hf_cache, monkeypatch):
     import huggingface_hub
 
     monkeypatch.delenv("HF_HUB_OFFLINE")
+    # Without the variable, the Hub's own setting is read: the one it took at its import,
+    # which an earlier test may have made with HF_HUB_OFFLINE=1 set.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
 
     def no_network(*args, **kwargs):
         raise httpx2.ConnectError("[Errno -2] Name or service not known")
