@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seahorse_t5x import errors
+from seahorse_t5x import errors, fileio
 from seahorse_t5x.data import ratings, scorefiles
 from seahorse_t5x.evaluation import score_statistics, tables, task_rows
 from seahorse_t5x.formats import task_names as names
@@ -120,10 +120,11 @@ def evaluate(
     for task_name, (examples, scores, _) in scored.items():
         rows = task_rows.score_rows(examples, scores, metric)
         scorefiles.write_score_file(output_dir / "scores" / f"{task_name}.jsonl", rows)
-    (output_dir / "metrics.json").write_text(
-        json.dumps({"run": info, "tasks": results}, indent=2, default=str) + "\n"
+    fileio.atomic_write_text(
+        output_dir / "metrics.json",
+        json.dumps({"run": info, "tasks": results}, indent=2, default=str) + "\n",
     )
-    (output_dir / "metrics.md").write_text(markdown)
+    fileio.atomic_write_text(output_dir / "metrics.md", markdown)
     if log:
         log("")
         log(markdown)
@@ -223,7 +224,6 @@ def evaluate_checkpoint(
     Raises:
       UserError: naming the setting, task, path or checkpoint that is wrong.
     """
-    from seahorse_t5x import fileio
     from seahorse_t5x.formats import ice_format, vocab
     from seahorse_t5x.inference import loading, questions
     from seahorse_t5x.inference import settings as settings_lib
